@@ -1,0 +1,17 @@
+"""Errors that the command line reports as one clear line and exit code 2."""
+
+from __future__ import annotations
+
+
+class DabenchError(Exception):
+    """A user-facing error: bad input, a missing file, an invalid configuration.
+
+    The CLI prints ``error: <message>`` on one line and exits with code 2. The message
+    names the file, line and field where it can, and what was expected.
+    """
+
+    exit_code: int = 2
+
+
+class UserInputError(DabenchError):
+    """Input from the user (a flag, a file, a directory) is not acceptable."""

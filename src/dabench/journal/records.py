@@ -1,0 +1,204 @@
+"""Records written to a run directory: the manifest, episodes, and their grades.
+
+A run directory holds::
+
+    manifest.json     a :class:`RunManifest`
+    episodes.jsonl    one :class:`Episode` per line, appended and flushed as each finishes
+    grades.jsonl      one :class:`Grade` per line (written by ``dabench grade``/``run``)
+    stats.json        statistics (see ``dabench.stats``)
+    report.md / report.html
+
+An episode is one attempt of one task (or one protocol) by one arm; its key
+``<arm>/<task_id>/<attempt>`` is unique in a journal.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EpisodeStatus = Literal["completed", "no_answer", "budget_exhausted", "timeout", "harness_error"]
+"""How an episode ended. ``timeout`` is the agent's episode time limit (a model failure);
+``harness_error`` is ours or the infrastructure's (provider outage, target died) and is never
+graded as a model failure."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def episode_key(arm: str, task_id: str, attempt: int) -> str:
+    """The unique key of an episode in a journal."""
+    return f"{arm}/{task_id}/{attempt}"
+
+
+class TokenUsage(_Record):
+    """Tokens an episode consumed, as the provider reported them."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def total(self) -> int:
+        """All tokens counted once."""
+        return self.input + self.output + self.cache_read + self.cache_write
+
+
+class ToolCall(_Record):
+    """One tool call the agent made and what came back."""
+
+    index: int
+    """Position in the episode, from 0."""
+    turn: int = 0
+    """Index of the user turn during which it was made."""
+    session: str = ""
+    """Session handle the call carried (set by the harness, never by the model)."""
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: str = ""
+    """The tool's output as text (what the model saw)."""
+    is_error: bool = False
+    error_code: str | None = None
+    """Structured error code (``SEARCH_REQUIRED``, ``SQL_REFUSED``...) when the tool gave one."""
+    latency_ms: float = 0.0
+    started_at: datetime | None = None
+
+
+class Message(_Record):
+    """One message of the transcript in a provider-neutral form."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    tool_call_id: str | None = None
+
+
+class AuditCheck(_Record):
+    """The target's audit rows for the episode's sessions, checked against our own count."""
+
+    source: Literal["platform", "harness"]
+    """``platform``: read back from the target's audit API; ``harness``: the target has no
+    audit store, so efficiency comes from our own trace."""
+    expected_calls: int
+    audit_rows: int
+    ok: bool
+    detail: str = ""
+    enrichment_tokens_full: int = 0
+    enrichment_tokens_delivered: int = 0
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    """The audit rows themselves (as the target returned them)."""
+
+
+class StepRecord(_Record):
+    """One step of a lifecycle protocol episode (S5)."""
+
+    name: str
+    kind: str
+    identity: str
+    answer: str | None = None
+    passed: bool | None = None
+    detail: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    state: dict[str, Any] = Field(default_factory=dict)
+    """What the admin API showed after the step."""
+
+
+class Episode(_Record):
+    """One attempt of one task by one arm."""
+
+    key: str
+    """``<arm>/<task_id>/<attempt>``."""
+    run_id: str
+    arm: str
+    task_id: str
+    attempt: int
+    suite: str
+    category: str
+    difficulty: str
+    status: EpisodeStatus
+    harness_error: str | None = None
+    """The cause, when ``status == "harness_error"``."""
+    agent: str
+    """Agent kind: ``llm``, ``oracle``, ``replay``, ``kibana``."""
+    provider: str | None = None
+    model: str | None = None
+    target: str
+    """Target kind and profile, e.g. ``reference:a2``."""
+    prompts: list[str]
+    """The user's messages in order."""
+    answers: list[str] = Field(default_factory=list)
+    """The agent's answer to each user message."""
+    final_answer: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    steps: list[StepRecord] = Field(default_factory=list)
+    """Protocol steps (S5 only)."""
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost_usd: float | None = None
+    cost_source: Literal["provider", "price_table", "none"] = "none"
+    wall_ms: float = 0.0
+    ttft_ms: float | None = None
+    """Time to first token, where the target streams."""
+    sessions: list[str] = Field(default_factory=list)
+    audit: AuditCheck | None = None
+    started_at: datetime
+    finished_at: datetime
+
+
+class GradeCheck(_Record):
+    """One deterministic check inside a grade, with its reason in words."""
+
+    name: str
+    passed: bool
+    reason: str
+    expected: Any = None
+    found: Any = None
+
+
+class Grade(_Record):
+    """The grade of one episode."""
+
+    key: str
+    passed: bool
+    """The headline verdict used for accuracy and pass^k."""
+    score: float
+    """0..1 (1 for passed deterministic grades); the judge's weighted overall where judged."""
+    kind: str
+    reason: str
+    checks: list[GradeCheck] = Field(default_factory=list)
+    judge: dict[str, Any] | None = None
+    """The judge's verdict (claims, rubric items, scores) where a judge was used."""
+    rubric_version: str | None = None
+    excluded: bool = False
+    """True for harness errors: excluded from accuracy, reported separately."""
+
+
+class RunManifest(_Record):
+    """``manifest.json``: everything needed to reproduce and to trust a run."""
+
+    run_id: str
+    dabench_version: str
+    git_commit: str | None
+    python_version: str
+    experiment: dict[str, Any]
+    """The experiment as resolved (arms, k, selection, settings)."""
+    experiment_hash: str
+    world_seed: int
+    world_scale: int
+    world_hash: str
+    task_set_hash: str
+    task_ids: list[str]
+    k: int
+    arms: list[dict[str, Any]]
+    """Per arm: name, target (kind, profile, profile hash), agent (kind, provider, model,
+    settings), efficiency source (``platform`` audit or ``harness`` trace)."""
+    judge: dict[str, Any] | None = None
+    """Judge model and rubric version."""
+    no_model: bool = False
+    """True when no LLM was used (oracle/replay agents only)."""
+    started_at: datetime
+    finished_at: datetime | None = None
