@@ -170,8 +170,11 @@ class Grade(_Record):
     kind: str
     reason: str
     checks: list[GradeCheck] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)
+    """Per-episode scores 0..1 (correctness, groundedness, relevance, tool, latency, cost,
+    error_rate, format, instruction_following, overall...) as defined in docs/grading.md."""
     judge: dict[str, Any] | None = None
-    """The judge's verdict (claims, rubric items, scores) where a judge was used."""
+    """The judge's verdict (claims, rubric items, reasoning) where a judge was used."""
     rubric_version: str | None = None
     excluded: bool = False
     """True for harness errors: excluded from accuracy, reported separately."""

@@ -152,3 +152,26 @@ class Protocol(_Spec):
     arms: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     smoke: bool = False
+
+
+class Truth(_Spec):
+    """The ground truth of one task, computed from the world by SQL."""
+
+    kind: GradingKind
+    value: float | None = None
+    """The number, for numeric truths (the first cell of ``truth_sql``)."""
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[object]] = Field(default_factory=list)
+    """The full result of ``truth_sql`` (exec_sql, and for display)."""
+    naive_value: float | None = None
+    """The first cell of ``naive_sql`` for trap tasks."""
+    entities: list[str] = Field(default_factory=list)
+
+
+class TruthLock(_Spec):
+    """``tasks.lock.json``: every task's truth, bound to one world and one task set."""
+
+    world_hash: str
+    task_set_hash: str
+    truths: dict[str, Truth]
+    """Task id (or ``<protocol id>/<step name>``) -> truth."""
