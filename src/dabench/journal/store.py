@@ -1,0 +1,216 @@
+"""The run directory on disk: an append-only, crash-safe episode journal, the manifest, grades.
+
+``episodes.jsonl`` holds one :class:`~dabench.journal.records.Episode` per line. Each append
+is a single ``write`` on a file opened ``O_APPEND`` followed by ``flush`` and ``os.fsync``, so a
+process killed at any moment leaves at most one torn (partial) last line. :meth:`Journal.load`
+tolerates and reports such a line; :meth:`Journal.repair` truncates it before a resumed run
+appends again. An episode key appears at most once: :meth:`Journal.append` refuses a duplicate.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from dabench.errors import DabenchError
+from dabench.journal.records import Episode, Grade, RunManifest
+
+EPISODES_FILE = "episodes.jsonl"
+GRADES_FILE = "grades.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class TornLine:
+    """A partial last line left by a process killed mid-write."""
+
+    line: int
+    """1-based line number in the file."""
+    offset: int
+    """Byte offset where the torn line starts (the file is truncated here by ``repair``)."""
+    reason: str
+
+
+def _fsync_append(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _parse_lines(path: Path, model: type[BaseModel]) -> tuple[list[BaseModel], TornLine | None]:
+    """Parse a JSON-lines file; a bad *last* line is torn, a bad earlier line is an error."""
+    if not path.exists():
+        return [], None
+    data = path.read_bytes()
+    records: list[BaseModel] = []
+    offset = 0
+    lines = data.split(b"\n")
+    # ``split`` leaves a trailing empty chunk when the file ends with a newline.
+    complete = lines[:-1]
+    tail = lines[-1]
+    for number, raw in enumerate(complete, start=1):
+        if not raw.strip():
+            offset += len(raw) + 1
+            continue
+        try:
+            records.append(model.model_validate_json(raw))
+        except ValidationError as exc:
+            is_last = number == len(complete) and not tail
+            if is_last:
+                return records, TornLine(number, offset, f"invalid record: {_first_error(exc)}")
+            raise DabenchError(
+                f"{path}:{number}: not a valid {model.__name__} record: {_first_error(exc)}"
+            ) from exc
+        offset += len(raw) + 1
+    if tail:
+        return records, TornLine(len(complete) + 1, offset, "no terminating newline")
+    return records, None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "<record>"
+    return f"{loc}: {err.get('msg', 'invalid')}"
+
+
+class Journal:
+    """The episode journal of one run directory (``episodes.jsonl``).
+
+    Safe to share between asyncio tasks and threads of one process: appends are serialised
+    by a lock and each is durable (fsync) before :meth:`append` returns.
+    """
+
+    def __init__(self, run_dir: Path | str) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / EPISODES_FILE
+        self.torn: TornLine | None = None
+        """Set by :meth:`load` when the last line was torn."""
+        self._lock = threading.Lock()
+        self._keys: set[str] | None = None
+
+    def load(self) -> list[Episode]:
+        """All complete episodes in file order; a torn last line is skipped and reported in
+        :attr:`torn`. A corrupt line anywhere else raises :class:`DabenchError`."""
+        records, torn = _parse_lines(self.path, Episode)
+        self.torn = torn
+        episodes = [r for r in records if isinstance(r, Episode)]
+        seen: set[str] = set()
+        for ep in episodes:
+            if ep.key in seen:
+                raise DabenchError(f"{self.path}: episode {ep.key!r} appears more than once")
+            seen.add(ep.key)
+        # A torn journal must be repaired before it is appended to.
+        self._keys = seen if torn is None else None
+        return episodes
+
+    def keys(self) -> set[str]:
+        """The keys of the complete episodes in the journal."""
+        with self._lock:
+            if self._keys is not None:
+                return set(self._keys)
+        return {ep.key for ep in self.load()}
+
+    def repair(self) -> TornLine | None:
+        """Truncate a torn last line (left by a killed process) and return what was removed."""
+        with self._lock:
+            _, torn = _parse_lines(self.path, Episode)
+            if torn is not None:
+                with self.path.open("r+b") as fh:
+                    fh.truncate(torn.offset)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            self._keys = None
+            self.torn = None
+            return torn
+
+    def append(self, episode: Episode) -> None:
+        """Append one episode durably; refuses a key already in the journal."""
+        line = episode.model_dump_json().encode("utf-8") + b"\n"
+        if b"\n" in line[:-1]:  # pragma: no cover - JSON never contains a raw newline
+            raise DabenchError("episode JSON contains a newline")
+        with self._lock:
+            if self._keys is None:
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+                records, torn = _parse_lines(self.path, Episode)
+                if torn is not None:
+                    raise DabenchError(
+                        f"{self.path}:{torn.line}: torn last line ({torn.reason}); "
+                        "call Journal.repair() before appending"
+                    )
+                self._keys = {r.key for r in records if isinstance(r, Episode)}
+            if episode.key in self._keys:
+                raise DabenchError(f"{self.path}: episode {episode.key!r} is already journaled")
+            _fsync_append(self.path, line)
+            self._keys.add(episode.key)
+
+
+def write_manifest(run_dir: Path | str, manifest: RunManifest) -> Path:
+    """Write ``manifest.json`` atomically (temp file, fsync, rename)."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / MANIFEST_FILE
+    tmp = path.with_suffix(".json.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(manifest.model_dump_json(indent=2))
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def read_manifest(run_dir: Path | str) -> RunManifest:
+    """Read ``manifest.json`` of a run directory."""
+    path = Path(run_dir) / MANIFEST_FILE
+    if not path.exists():
+        raise DabenchError(f"{path}: no manifest (is {Path(run_dir)} a run directory?)")
+    try:
+        return RunManifest.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise DabenchError(f"{path}: invalid manifest: {_first_error(exc)}") from exc
+
+
+def append_grades(run_dir: Path | str, grades: Iterable[Grade]) -> None:
+    """Append grades to ``grades.jsonl`` durably (one JSON line each)."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    data = b"".join(g.model_dump_json().encode("utf-8") + b"\n" for g in grades)
+    if data:
+        _fsync_append(run_dir / GRADES_FILE, data)
+
+
+def write_grades(run_dir: Path | str, grades: Iterable[Grade]) -> Path:
+    """Replace ``grades.jsonl`` atomically with these grades (a full re-grade)."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / GRADES_FILE
+    tmp = path.with_suffix(".jsonl.tmp")
+    with tmp.open("wb") as fh:
+        for g in grades:
+            fh.write(g.model_dump_json().encode("utf-8") + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def load_grades(run_dir: Path | str) -> list[Grade]:
+    """All grades in ``grades.jsonl``; a torn last line is skipped. When a key was graded
+    more than once, the last grade wins (re-grading appends)."""
+    records, _ = _parse_lines(Path(run_dir) / GRADES_FILE, Grade)
+    latest: dict[str, Grade] = {}
+    for r in records:
+        if isinstance(r, Grade):
+            latest.pop(r.key, None)
+            latest[r.key] = r
+    return list(latest.values())
