@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from dabench import __version__
+from dabench.tasks import commands as tasks_commands
 from dabench.world import commands as world_commands
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ app = typer.Typer(
 )
 
 app.add_typer(world_commands.app, name="world", help="Build and inspect the deterministic world.")
+app.add_typer(tasks_commands.app, name="tasks", help="Task schema, listing and the truth lock.")
 
 
 def _version_callback(value: bool) -> None:

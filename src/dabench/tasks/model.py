@@ -166,6 +166,9 @@ class Truth(_Spec):
     naive_value: float | None = None
     """The first cell of ``naive_sql`` for trap tasks."""
     entities: list[str] = Field(default_factory=list)
+    task_hash: str | None = None
+    """Canonical hash of the task (or protocol) the truth was computed for; a lock whose
+    task hash differs from the loaded task's is stale."""
 
 
 class TruthLock(_Spec):

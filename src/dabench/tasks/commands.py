@@ -1,0 +1,79 @@
+"""``dabench tasks ...``: the task schema, listing, and the truth lock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from pydantic import TypeAdapter
+from rich.console import Console
+from rich.table import Table
+
+from dabench.tasks.loader import TaskSet, load_builtin_tasks, load_tasks
+from dabench.tasks.lock import LOCK_FILE, compute_lock, write_lock
+from dabench.tasks.model import Protocol, Task
+from dabench.tasks.selection import TaskSelection, select_tasks
+
+app = typer.Typer(no_args_is_help=True)
+
+TASK_PATHS = typer.Option(
+    None, "--tasks", help="Task files or folders (default: the built-in suites)."
+)
+
+
+def suite_file_schema() -> dict[str, object]:
+    """JSON Schema of a suite file: a list of tasks and protocols."""
+    schema = TypeAdapter(list[Task | Protocol]).json_schema()
+    schema["title"] = "dabench suite file"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def _load(paths: list[Path] | None) -> TaskSet:
+    return load_tasks(paths) if paths else load_builtin_tasks()
+
+
+@app.command("schema")
+def schema_cmd() -> None:
+    """Print the JSON Schema of a suite file (for editor completion)."""
+    typer.echo(json.dumps(suite_file_schema(), indent=2, sort_keys=True))
+
+
+@app.command("list")
+def list_cmd(
+    tasks: list[Path] | None = TASK_PATHS,
+    suite: list[str] = typer.Option([], "--suite", help="Only these suites (s1..s5)."),
+    smoke: bool = typer.Option(False, "--smoke", help="Only the smoke subset."),
+) -> None:
+    """List tasks with suite, category and difficulty, and the task-set hash."""
+    ts = select_tasks(_load(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
+    table = Table("id", "suite", "category", "difficulty", "smoke", "source")
+    for item in ts.items:
+        table.add_row(
+            item.id,
+            item.suite,
+            item.category,
+            item.difficulty,
+            "yes" if item.smoke else "",
+            ts.sources.get(item.id, ""),
+        )
+    console = Console()
+    console.print(table)
+    console.print(f"{len(ts.items)} items, task-set hash {ts.hash()}")
+
+
+@app.command("lock")
+def lock_cmd(
+    world: Path = typer.Option(..., "--world", help="A built world directory."),
+    tasks: list[Path] | None = TASK_PATHS,
+    out: Path | None = typer.Option(None, "--out", help=f"Lock file (default: WORLD/{LOCK_FILE})."),
+) -> None:
+    """Evaluate every task's truth SQL against the world and write the lock file."""
+    ts = _load(tasks)
+    lock = compute_lock(ts, world)
+    path = write_lock(lock, out or world / LOCK_FILE)
+    typer.echo(
+        f"locked {len(lock.truths)} truths for {len(ts.items)} items on world "
+        f"{lock.world_hash[:12]} -> {path}"
+    )

@@ -1,0 +1,214 @@
+"""Load suite files (YAML) into validated tasks and protocols, with precise errors.
+
+A suite file is either a YAML list of items or a mapping with a ``tasks`` list (and optionally
+a ``protocols`` list). An item with a ``steps`` key is a :class:`Protocol`, every other item a
+:class:`Task`. Errors name the file, the line, the item id and the field, and say what was
+expected. An id defined twice (in one file or across files) is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from dabench.errors import UserInputError
+from dabench.tasks.hashing import canonical_hash
+from dabench.tasks.model import Protocol, Task
+
+SuiteItem = Task | Protocol
+"""One entry of a suite file."""
+
+BUILTIN_SUITES = Path(__file__).resolve().parent.parent / "suites"
+"""The suites shipped as package data (``dabench/suites/*.yaml``)."""
+
+
+@dataclass
+class TaskSet:
+    """An ordered, id-unique collection of tasks and protocols with where each came from."""
+
+    tasks: list[Task] = field(default_factory=list)
+    protocols: list[Protocol] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    """Item id -> ``file:line`` where it is defined."""
+
+    @property
+    def items(self) -> list[SuiteItem]:
+        """Tasks then protocols, in load order."""
+        return [*self.tasks, *self.protocols]
+
+    @property
+    def ids(self) -> list[str]:
+        """Item ids in load order."""
+        return [i.id for i in self.items]
+
+    def get(self, item_id: str) -> SuiteItem:
+        """The item with this id."""
+        for item in self.items:
+            if item.id == item_id:
+                return item
+        raise KeyError(item_id)
+
+    def hash(self) -> str:
+        """The canonical task-set hash: independent of file layout, order and YAML style."""
+        return task_set_hash(self.items)
+
+    def subset(self, ids: Iterable[str]) -> TaskSet:
+        """The items with these ids, keeping load order."""
+        keep = set(ids)
+        return TaskSet(
+            tasks=[t for t in self.tasks if t.id in keep],
+            protocols=[p for p in self.protocols if p.id in keep],
+            sources={k: v for k, v in self.sources.items() if k in keep},
+        )
+
+
+def item_hash(item: SuiteItem) -> str:
+    """Canonical hash of one task or protocol (its validated content, defaults included)."""
+    return canonical_hash(item.model_dump(mode="json"))
+
+
+def task_set_hash(items: Iterable[SuiteItem]) -> str:
+    """Canonical hash of a set of items: sorted by id, each by its canonical content."""
+    return canonical_hash(sorted((i.id, item_hash(i)) for i in items))
+
+
+def _node_for(node: yaml.Node, loc: Sequence[int | str]) -> yaml.Node:
+    """The deepest YAML node along a pydantic error location."""
+    current = node
+    for part in loc:
+        if isinstance(current, yaml.MappingNode):
+            nxt = next((v for k, v in current.value if k.value == part), None)
+            if nxt is None:
+                return current
+            current = nxt
+        elif isinstance(current, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(current.value):
+                return current
+            current = current.value[part]
+        else:
+            return current
+    return current
+
+
+def _describe(exc: ValidationError, path: Path, node: yaml.Node, label: str) -> str:
+    lines = []
+    for err in exc.errors()[:5]:
+        loc = [p for p in err.get("loc", ()) if not (isinstance(p, str) and p[:1].isupper())]
+        where = _node_for(node, loc)
+        field_name = ".".join(str(p) for p in loc) or "<item>"
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if err.get("type") == "missing":
+            msg = "required field is missing"
+        elif err.get("type") == "extra_forbidden":
+            msg = "unknown field (not in the task schema; see `dabench tasks schema`)"
+        lines.append(f"{path}:{where.start_mark.line + 1}: {label} field '{field_name}': {msg}")
+    return "\n".join(lines)
+
+
+def _items_node(root: yaml.Node, path: Path) -> list[yaml.Node]:
+    if isinstance(root, yaml.SequenceNode):
+        return list(root.value)
+    if isinstance(root, yaml.MappingNode):
+        items: list[yaml.Node] = []
+        for key, value in root.value:
+            if key.value not in ("tasks", "protocols"):
+                raise UserInputError(
+                    f"{path}:{key.start_mark.line + 1}: unknown top-level key {key.value!r}; "
+                    "expected 'tasks' and/or 'protocols'"
+                )
+            if not isinstance(value, yaml.SequenceNode):
+                raise UserInputError(
+                    f"{path}:{value.start_mark.line + 1}: '{key.value}' must be a list of items"
+                )
+            items.extend(value.value)
+        return items
+    raise UserInputError(
+        f"{path}:{root.start_mark.line + 1}: expected a list of tasks or a mapping with 'tasks'"
+    )
+
+
+def _check_duplicate_keys(node: yaml.Node, path: Path) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            if key.value in seen:
+                raise UserInputError(
+                    f"{path}:{key.start_mark.line + 1}: key {key.value!r} is given twice"
+                )
+            seen.add(key.value)
+            _check_duplicate_keys(value, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            _check_duplicate_keys(child, path)
+
+
+def load_file(path: Path) -> list[tuple[SuiteItem, int]]:
+    """Load one suite file: its items with the 1-based line each starts on."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserInputError(f"{path}: cannot read task file: {exc.strerror}") from exc
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f":{mark.line + 1}" if mark is not None else ""
+        raise UserInputError(f"{path}{at}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    if root is None:
+        return []
+    _check_duplicate_keys(root, path)
+    out: list[tuple[SuiteItem, int]] = []
+    for node in _items_node(root, path):
+        line = node.start_mark.line + 1
+        data: Any = yaml.load(yaml.serialize(node), Loader=yaml.SafeLoader)
+        if not isinstance(data, dict):
+            raise UserInputError(f"{path}:{line}: each item must be a mapping, got {data!r:.40}")
+        raw_id = data.get("id")
+        label = f"item {raw_id!r}" if raw_id else "item"
+        model: type[Task] | type[Protocol] = Protocol if "steps" in data else Task
+        try:
+            out.append((model.model_validate(data), line))
+        except ValidationError as exc:
+            raise UserInputError(_describe(exc, path, node, label)) from exc
+    return out
+
+
+def _expand(paths: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            files.extend(sorted([*p.rglob("*.yaml"), *p.rglob("*.yml")]))
+        elif p.exists():
+            files.append(p)
+        else:
+            raise UserInputError(f"{p}: no such task file or folder")
+    return files
+
+
+def load_tasks(paths: Iterable[Path | str]) -> TaskSet:
+    """Load task files and folders (``*.yaml``/``*.yml``, recursively) into one task set."""
+    ts = TaskSet()
+    for path in _expand(Path(p) for p in paths):
+        for item, line in load_file(path):
+            where = f"{path}:{line}"
+            if item.id in ts.sources:
+                raise UserInputError(
+                    f"{where}: duplicate task id {item.id!r} "
+                    f"(first defined at {ts.sources[item.id]})"
+                )
+            ts.sources[item.id] = where
+            if isinstance(item, Protocol):
+                ts.protocols.append(item)
+            else:
+                ts.tasks.append(item)
+    return ts
+
+
+def load_builtin_tasks() -> TaskSet:
+    """The suites shipped with dabench."""
+    return load_tasks([BUILTIN_SUITES])
