@@ -1,0 +1,61 @@
+"""Seeded, vectorised bootstrap over tasks.
+
+Tasks are the resampling unit: a resample draws T tasks with replacement and each drawn
+task contributes its own per-task value (the mean of its k attempts). Columns of a
+``(T, M)`` value matrix are resampled together (one draw of task indices serves all
+columns), in chunks so that memory stays bounded for very large task sets.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import numpy.typing as npt
+
+DEFAULT_SEED = 20240501
+DEFAULT_RESAMPLES = 5000
+DEFAULT_CONFIDENCE = 0.95
+
+_CHUNK_CELLS = 1_000_000
+"""Upper bound on ``resamples_per_chunk * T`` (index matrix cells per chunk)."""
+
+
+def group_rng(seed: int, label: str) -> np.random.Generator:
+    """A generator for one group, independent of the order groups are computed in."""
+    return np.random.default_rng([seed, zlib.crc32(label.encode("utf-8"))])
+
+
+def resampled_sums(
+    values: npt.NDArray[np.float64], resamples: int, rng: np.random.Generator
+) -> npt.NDArray[np.float64]:
+    """Column sums of ``resamples`` bootstrap resamples of the rows of ``values``.
+
+    ``values`` is ``(T, M)``; the result is ``(resamples, M)``.
+    """
+    t, m = values.shape
+    out = np.empty((resamples, m))
+    if t == 0:
+        out.fill(np.nan)
+        return out
+    chunk = max(1, _CHUNK_CELLS // t)
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        rows = stop - start
+        idx = rng.integers(0, t, size=(rows, t))
+        idx += np.arange(rows)[:, None] * t
+        weights = np.bincount(idx.ravel(), minlength=rows * t).reshape(rows, t)
+        out[start:stop] = weights.astype(np.float64) @ values
+    return out
+
+
+def percentile_interval(
+    samples: npt.NDArray[np.float64], confidence: float
+) -> tuple[float | None, float | None]:
+    """The equal-tailed percentile interval of bootstrap samples (NaN samples ignored)."""
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return None, None
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(finite, [alpha, 1.0 - alpha])
+    return float(low), float(high)

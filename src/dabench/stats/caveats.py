@@ -1,0 +1,107 @@
+"""Caveats generated from the data: what a reader must know before trusting the numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dabench.stats.frame import EpisodeFrame
+from dabench.stats.model import RunStats
+from dabench.stats.rundir import RunData
+
+SMALL_SAMPLE_TASKS = 10
+"""Groups with fewer tasks than this get a wide-CI caveat."""
+
+
+def _judge_caveat(run: RunData) -> str | None:
+    judge = run.manifest.judge
+    if not judge:
+        return None
+    for key in ("agreement", "calibration_agreement", "judge_agreement"):
+        value = judge.get(key)
+        if isinstance(value, int | float):
+            return (
+                f"Judge {judge.get('model', '?')} (rubric {judge.get('rubric_version', '?')}) "
+                f"agrees with the human-labelled calibration set on {100 * value:.0f}% of items."
+            )
+    return (
+        f"Judge {judge.get('model', '?')} is used but its agreement with the calibration set "
+        "is not recorded in the manifest: judged scores are unvalidated."
+    )
+
+
+def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]:
+    """Caveats for ``report.md`` / ``report.html``, most important first."""
+    out: list[str] = list(run.notes)
+    if run.manifest.finished_at is None:
+        out.append("The run has no finish time in its manifest: it may be incomplete.")
+    if run.manifest.no_model:
+        out.append(
+            "No model was used (oracle/replay agents): the numbers validate tasks, graders and "
+            "audit, not an LLM."
+        )
+    if stats.k < 3:
+        out.append(
+            f"k = {stats.k}: pass^k is close to plain accuracy and CIs only reflect task "
+            "sampling; single-run numbers are not results (use k >= 3)."
+        )
+    small = sorted(
+        {f"{g.dimension}={g.value}" for g in stats.groups if 0 < g.n_tasks < SMALL_SAMPLE_TASKS}
+    )
+    if small:
+        shown = ", ".join(small[:8]) + (" ..." if len(small) > 8 else "")
+        out.append(
+            f"Fewer than {SMALL_SAMPLE_TASKS} tasks in {len(small)} breakdown(s) ({shown}): "
+            "their confidence intervals are wide."
+        )
+    for g in stats.groups:
+        if g.dimension == "overall" and g.pass_hat_k_tasks < g.n_tasks:
+            out.append(
+                f"Arm {g.arm}: {g.n_tasks - g.pass_hat_k_tasks} task(s) have fewer than "
+                f"k = {stats.k} graded attempts and are left out of pass^k."
+            )
+    harness = int(frame.harness.sum())
+    if harness:
+        per_arm = ", ".join(
+            f"{arm} {int((frame.harness & (frame.arm == i)).sum())}"
+            for i, arm in enumerate(frame.arms)
+            if (frame.harness & (frame.arm == i)).any()
+        )
+        out.append(
+            f"{harness} episode(s) ended in a harness error ({per_arm}): excluded from accuracy, "
+            "never counted as model failures."
+        )
+    ungraded = int((frame.failure == "ungraded").sum())
+    if ungraded:
+        out.append(f"{ungraded} episode(s) have no grade (run `dabench grade`); they are excluded.")
+    if run.tasks is None:
+        out.append(
+            "The run has no tasks.json: trap classes, expected tools and fast paths are unknown, "
+            "so the trap breakdown, tool mismatches and fast-path rate are missing."
+        )
+    no_cost = int(np.isnan(frame.cost).sum())
+    if no_cost and len(frame):
+        out.append(
+            f"{no_cost} of {len(frame)} episode(s) have no cost: cost and quality per dollar "
+            "cover only the rest."
+        )
+    bad_audit = sum(1 for ep in frame.episodes if ep.audit is not None and not ep.audit.ok)
+    if bad_audit:
+        out.append(
+            f"{bad_audit} episode(s) have audit rows that disagree with the harness count: "
+            "their efficiency figures are suspect."
+        )
+    harness_src = sum(
+        1 for ep in frame.episodes if ep.audit is not None and ep.audit.source == "harness"
+    )
+    if harness_src:
+        out.append(
+            f"{harness_src} episode(s) take efficiency from the harness trace (the target has no "
+            "audit store)."
+        )
+    judge = _judge_caveat(run)
+    if judge:
+        out.append(judge)
+    for d in stats.deltas:
+        if d.dimension == "overall" and d.n_shared_tasks == 0:
+            out.append(f"Arm {d.arm} shares no task with the baseline {d.baseline}: no delta.")
+    return out

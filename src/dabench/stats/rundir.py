@@ -1,0 +1,135 @@
+"""Read a run directory into memory: manifest, episodes, grades and the task snapshot.
+
+The journal files are read with :mod:`dabench.journal.store`; ``tasks.json`` (the runner's
+snapshot of the selected tasks) and an optional ``tasks.lock.json`` (truths) are read here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from dabench.errors import UserInputError
+from dabench.journal.records import Episode, Grade, RunManifest
+from dabench.journal.store import Journal, load_grades, read_manifest
+from dabench.tasks.model import TruthLock
+
+TASKS_FILE = "tasks.json"
+TRUTHS_FILE = "tasks.lock.json"
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What statistics and reports need of a task (or protocol) from ``tasks.json``."""
+
+    id: str
+    suite: str = ""
+    category: str = ""
+    difficulty: str = ""
+    prompts: tuple[str, ...] = ()
+    trap_classes: tuple[str, ...] = ()
+    expected_tools: tuple[str, ...] = ()
+    fast_path: tuple[str, ...] = ()
+    rubric: tuple[str, ...] = ()
+    grading_kind: str = ""
+
+
+@dataclass
+class RunData:
+    """One run directory loaded: the inputs of :func:`dabench.stats.compute_stats`."""
+
+    run_dir: Path
+    manifest: RunManifest
+    episodes: list[Episode]
+    grades: dict[str, Grade]
+    tasks: dict[str, TaskInfo] | None
+    """``None`` when the run has no ``tasks.json`` (trap classes, fast path unknown)."""
+    truths: TruthLock | None = None
+    notes: list[str] = field(default_factory=list)
+    """Problems found while loading (torn journal line...), reported as caveats."""
+
+    @property
+    def arm_names(self) -> list[str]:
+        """Arm names in manifest order, then any arm only seen in the journal."""
+        names = [str(a.get("name", "")) for a in self.manifest.arms if a.get("name")]
+        for ep in self.episodes:
+            if ep.arm not in names:
+                names.append(ep.arm)
+        return names
+
+
+def _tuple(value: Any) -> tuple[str, ...]:
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value)
+    return ()
+
+
+def _task_info(raw: Any, path: Path, index: int) -> TaskInfo:
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+        raise UserInputError(f"{path}: item {index}: expected a task object with a string 'id'")
+    prompts: tuple[str, ...]
+    if raw.get("prompt"):
+        prompts = (str(raw["prompt"]),)
+    elif raw.get("turns"):
+        prompts = _tuple(raw["turns"])
+    else:
+        prompts = tuple(str(s.get("prompt")) for s in raw.get("steps", []) if s.get("prompt"))
+    raw_grading = raw.get("grading")
+    grading: dict[str, Any] = raw_grading if isinstance(raw_grading, dict) else {}
+    return TaskInfo(
+        id=raw["id"],
+        suite=str(raw.get("suite", "")),
+        category=str(raw.get("category", "")),
+        difficulty=str(raw.get("difficulty", "")),
+        prompts=prompts,
+        trap_classes=_tuple(raw.get("trap_classes")),
+        expected_tools=_tuple(raw.get("expected_tools")),
+        fast_path=_tuple(raw.get("fast_path")),
+        rubric=_tuple(raw.get("rubric")),
+        grading_kind=str(grading.get("kind", "")),
+    )
+
+
+def load_tasks(path: Path) -> dict[str, TaskInfo]:
+    """Read a ``tasks.json`` snapshot (a list of Task or Protocol objects)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
+    if isinstance(raw, dict) and isinstance(raw.get("tasks"), list):
+        raw = raw["tasks"]
+    if not isinstance(raw, list):
+        raise UserInputError(f"{path}: expected a JSON list of tasks")
+    infos = [_task_info(item, path, i) for i, item in enumerate(raw)]
+    return {t.id: t for t in infos}
+
+
+def load_run(run_dir: Path | str) -> RunData:
+    """Load a run directory; a missing or invalid file raises :class:`UserInputError`."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserInputError(f"{run_dir}: not a directory (expected a run directory)")
+    manifest = read_manifest(run_dir)
+    journal = Journal(run_dir)
+    episodes = journal.load()
+    notes: list[str] = []
+    if journal.torn is not None:
+        notes.append(
+            f"episodes.jsonl line {journal.torn.line} is torn ({journal.torn.reason}) and was "
+            "skipped"
+        )
+    grades = {g.key: g for g in load_grades(run_dir)}
+    tasks_path = run_dir / TASKS_FILE
+    tasks = load_tasks(tasks_path) if tasks_path.exists() else None
+    truths: TruthLock | None = None
+    truths_path = run_dir / TRUTHS_FILE
+    if truths_path.exists():
+        try:
+            truths = TruthLock.model_validate_json(truths_path.read_bytes())
+        except ValidationError as exc:
+            notes.append(f"{TRUTHS_FILE} is invalid and was ignored ({exc.errors()[0]['msg']})")
+    return RunData(run_dir, manifest, episodes, grades, tasks, truths, notes)
