@@ -1,0 +1,145 @@
+"""Format graders: valid JSON only, a single number only, exactly N bullets, a markdown table
+with given columns.
+
+All of them check the final-answer section (the text after the last ``FINAL ANSWER:``
+marker, or the whole answer). Definitions:
+
+- ``json``: the section parses as JSON with nothing else around it. One fenced code
+  block (a ``json`` or bare fence) with nothing outside it is accepted and the reason says so.
+  ``columns`` are keys required in the object (or in every object of a top-level array).
+- ``single_number``: the section is exactly one number (sign, currency sign, thousands
+  separators, ``%`` allowed; surrounding backticks or ``**`` ignored; no trailing words or period).
+- ``bullets``: exactly ``n`` top-level bullet lines (``-``, ``*``, ``+``, ``•`` or ``1.``/``1)``
+  with at most one space of indentation); nested bullets are not counted.
+- ``markdown_table``: a pipe table with a header row and a ``---`` separator row and at least
+  one data row; every required column appears in the header (case-insensitive, emphasis and
+  backticks stripped). Extra columns are allowed and reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from dabench.grading.answer import focus
+from dabench.grading.numbers import is_single_number
+from dabench.journal.records import GradeCheck
+from dabench.tasks.model import FormatSpec
+
+_FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n(?P<body>.*?)\n?```$", re.DOTALL)
+_BULLET_RE = re.compile(r"^ ?(?:[-*+•]|\d{1,3}[.)])[ \t]+\S")
+_SEPARATOR_CELL_RE = re.compile(r"^:?-{3,}:?$")
+
+
+def _check(passed: bool, reason: str, expected: Any = None, found: Any = None) -> GradeCheck:
+    return GradeCheck(name="format", passed=passed, reason=reason, expected=expected, found=found)
+
+
+def check_json(section: str, required_keys: list[str]) -> GradeCheck:
+    """Valid JSON only (one fenced block accepted), with the required keys."""
+    text = section.strip()
+    fenced = _FENCE_RE.match(text)
+    note = ""
+    if fenced:
+        text = fenced.group("body").strip()
+        note = " (inside one code fence, accepted)"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _check(
+            False,
+            f"not valid JSON only: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            "valid JSON",
+            text[:120],
+        )
+    if required_keys:
+        objects = value if isinstance(value, list) else [value]
+        for index, obj in enumerate(objects):
+            if not isinstance(obj, dict):
+                return _check(False, f"JSON item {index} is not an object", required_keys, obj)
+            missing = [k for k in required_keys if k not in obj]
+            if missing:
+                where = f"item {index}" if isinstance(value, list) else "the object"
+                return _check(
+                    False,
+                    f"{where} lacks key(s) {', '.join(missing)}",
+                    required_keys,
+                    sorted(obj),
+                )
+    return _check(True, f"valid JSON{note}", "valid JSON", type(value).__name__)
+
+
+def check_single_number(section: str) -> GradeCheck:
+    """Exactly one number and nothing else."""
+    number = is_single_number(section)
+    if number is None:
+        return _check(False, f"not a single number only: {section.strip()[:80]!r}", "one number")
+    return _check(True, f"a single number only ({number.text})", "one number", number.text)
+
+
+def check_bullets(section: str, n: int) -> GradeCheck:
+    """Exactly ``n`` top-level bullets."""
+    bullets = [line for line in section.splitlines() if _BULLET_RE.match(line)]
+    passed = len(bullets) == n
+    verdict = "exactly" if passed else "not"
+    return _check(
+        passed, f"{len(bullets)} top-level bullets, {verdict} {n} as asked", n, len(bullets)
+    )
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner.removeprefix("|").removesuffix("|")
+    return [c.strip() for c in inner.split("|")]
+
+
+def _clean(cell: str) -> str:
+    return cell.strip().strip("*_`").strip().lower()
+
+
+def check_markdown_table(section: str, columns: list[str]) -> GradeCheck:
+    """A markdown pipe table whose header has every required column."""
+    lines = section.splitlines()
+    for i in range(len(lines) - 1):
+        if "|" not in lines[i] or "|" not in lines[i + 1]:
+            continue
+        separator = _cells(lines[i + 1])
+        if not separator or not all(
+            _SEPARATOR_CELL_RE.match(c.replace(" ", "")) for c in separator
+        ):
+            continue
+        header = [_clean(c) for c in _cells(lines[i])]
+        rows = 0
+        for line in lines[i + 2 :]:
+            if "|" not in line:
+                break
+            rows += 1
+        missing = [c for c in columns if _clean(c) not in header]
+        extra = [h for h in header if h not in {_clean(c) for c in columns}]
+        if missing:
+            return _check(False, f"the table lacks column(s) {', '.join(missing)}", columns, header)
+        if rows == 0:
+            return _check(False, "the table has a header but no data rows", columns, header)
+        more = f"; extra column(s) {', '.join(extra)} allowed" if extra and columns else ""
+        return _check(
+            True,
+            f"a markdown table with the required columns and {rows} rows{more}",
+            columns,
+            header,
+        )
+    return _check(False, "no markdown table (header row + --- separator row) found", columns)
+
+
+def check_format(answer: str, spec: FormatSpec) -> GradeCheck:
+    """Check ``answer`` (its final-answer section) against ``spec``."""
+    section = focus(answer).section
+    if spec.kind == "json":
+        return check_json(section, spec.columns)
+    if spec.kind == "single_number":
+        return check_single_number(section)
+    if spec.kind == "bullets":
+        if spec.n is None:
+            raise ValueError("format 'bullets' needs n")
+        return check_bullets(section, spec.n)
+    return check_markdown_table(section, spec.columns)

@@ -1,0 +1,69 @@
+"""Versioned rubric files (``dabench/judge/rubric/<version>.yaml``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from dabench.errors import UserInputError
+
+RUBRIC_DIR = Path(__file__).resolve().parent / "rubric"
+DEFAULT_RUBRIC_VERSION = "v1"
+
+
+class RubricItem(BaseModel):
+    """One yes/no rubric item."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    applies_to: str
+    """The trap class (or ``abstain`` / ``adversarial``) the item checks."""
+    question: str
+    yes_when: str
+    no_when: str
+
+    def render(self) -> str:
+        """The item as the judge prompt lists it."""
+        return (
+            f"- id: {self.id}\n  question: {self.question}\n"
+            f"  yes when: {self.yes_when}\n  no when: {self.no_when}"
+        )
+
+
+class Rubric(BaseModel):
+    """A versioned set of rubric items."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str
+    items: list[RubricItem]
+
+    def item(self, item_id: str) -> RubricItem:
+        """The item with this id; a clear error names the version and the known ids."""
+        for item in self.items:
+            if item.id == item_id:
+                return item
+        known = ", ".join(i.id for i in self.items)
+        raise UserInputError(f"rubric {self.version}: no item {item_id!r} (known: {known})")
+
+
+def load_rubric(version_or_path: str | Path = DEFAULT_RUBRIC_VERSION) -> Rubric:
+    """Load a shipped rubric version (``v1``) or a rubric YAML file."""
+    path = Path(version_or_path)
+    if not path.suffix:
+        path = RUBRIC_DIR / f"{version_or_path}.yaml"
+    if not path.is_file():
+        raise UserInputError(f"{path}: no such rubric file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        rubric = Rubric.model_validate(data)
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise UserInputError(f"{path}: invalid rubric: {exc}") from exc
+    ids = [i.id for i in rubric.items]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise UserInputError(f"{path}: duplicate rubric item id(s) {', '.join(duplicates)}")
+    return rubric
