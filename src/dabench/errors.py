@@ -15,3 +15,9 @@ class DabenchError(Exception):
 
 class UserInputError(DabenchError):
     """Input from the user (a flag, a file, a directory) is not acceptable."""
+
+
+class HarnessError(Exception):
+    """An infrastructure failure during an episode (provider outage after retries, a target
+    that died or timed out, a missing recording). The runner records the episode with
+    ``status="harness_error"`` and this cause; it is never graded as a model failure."""

@@ -1,0 +1,99 @@
+"""Audit read-back over HTTP: ``GET <base>/api/v1/admin/audit/events?session_id=...``.
+
+The reference platform (and ``txn2/mcp-data-platform``) answer ``{"events": [...], "total": N}``.
+Rows with ``event_kind == "tool_call"`` (or with no ``event_kind``) are the tool calls; their
+number must equal the harness's own count of tool calls in those sessions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from dabench.errors import HarnessError
+from dabench.journal.records import AuditCheck
+
+AUDIT_PATH = "/api/v1/admin/audit/events"
+PAGE = 500
+
+
+class AuditReaderConfig(BaseModel):
+    """Where and how to read a target's audit log."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    """Base URL of the admin API, e.g. ``http://127.0.0.1:8080``."""
+    path: str = AUDIT_PATH
+    admin_key: str | None = None
+    """Bearer key; prefer ``admin_key_env``."""
+    admin_key_env: str | None = None
+    """Environment variable holding the bearer key."""
+    session_param: str = "session_id"
+    tool_call_kinds: list[str] = Field(default_factory=lambda: ["tool_call"])
+
+
+async def fetch_audit_rows(
+    client: httpx.AsyncClient, config: AuditReaderConfig, admin_key: str | None, session: str
+) -> list[dict[str, Any]]:
+    """All audit rows of one session (paginated)."""
+    rows: list[dict[str, Any]] = []
+    headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
+    url = config.base_url.rstrip("/") + config.path
+    while True:
+        params: dict[str, str | int] = {
+            config.session_param: session,
+            "limit": PAGE,
+            "offset": len(rows),
+        }
+        try:
+            resp = await client.get(url, params=params, headers=headers)
+        except httpx.HTTPError as exc:
+            raise HarnessError(f"audit read-back failed: {url}: {exc!r}") from exc
+        if resp.status_code != 200:
+            raise HarnessError(f"audit read-back failed: {url} -> HTTP {resp.status_code}")
+        body = resp.json()
+        page = body.get("events", []) if isinstance(body, dict) else []
+        rows.extend(page)
+        total = body.get("total") if isinstance(body, dict) else None
+        if not page or len(page) < PAGE or (isinstance(total, int) and len(rows) >= total):
+            return rows
+
+
+def check_audit(
+    rows: list[dict[str, Any]], expected_calls: int, kinds: list[str], sessions: list[str]
+) -> AuditCheck:
+    """Compare the audit rows' tool calls with the harness's count."""
+    calls = [r for r in rows if r.get("event_kind", "tool_call") in kinds]
+    ok = len(calls) == expected_calls
+    detail = (
+        f"{len(calls)} audit tool-call rows for {len(sessions)} session(s), harness counted "
+        f"{expected_calls}"
+    )
+    if not ok:
+        detail = "AUDIT GAP: " + detail
+    return AuditCheck(
+        source="platform",
+        expected_calls=expected_calls,
+        audit_rows=len(calls),
+        ok=ok,
+        detail=detail,
+        enrichment_tokens_full=sum(int(r.get("enrichment_tokens_full") or 0) for r in calls),
+        enrichment_tokens_delivered=sum(
+            int(r.get("enrichment_tokens_delivered") or 0) for r in calls
+        ),
+        rows=rows,
+    )
+
+
+async def read_audit_http(
+    config: AuditReaderConfig, admin_key: str | None, sessions: list[str], expected_calls: int
+) -> AuditCheck:
+    """Fetch the rows of every session and check them."""
+    rows: list[dict[str, Any]] = []
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        for s in sessions:
+            rows.extend(await fetch_audit_rows(client, config, admin_key, s))
+    return check_audit(rows, expected_calls, config.tool_call_kinds, sessions)

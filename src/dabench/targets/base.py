@@ -1,0 +1,129 @@
+"""What an agent talks to: a :class:`Target` (started once per arm) and its sessions.
+
+A :class:`TargetSession` is one episode's (or one identity's) view of a target: the tools the
+model may see (the harness-minted session handle hidden from their schemas) and a ``call``
+that injects the handle. :meth:`Target.read_audit` reads the target's own audit rows for the
+sessions of an episode back and checks them against the harness's count of tool calls.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from dabench.journal.records import AuditCheck
+from dabench.providers.base import ToolSpec
+
+EfficiencySource = Literal["platform", "harness"]
+
+
+@dataclass
+class ToolOutcome:
+    """What one tool call returned."""
+
+    text: str
+    is_error: bool = False
+    error_code: str | None = None
+    latency_ms: float = 0.0
+    started_at: datetime | None = None
+
+
+@dataclass
+class TargetContext:
+    """What a target factory may need from the experiment."""
+
+    world_dir: Path | None
+    """The built world (the reference platform serves it)."""
+    work_dir: Path
+    """A scratch directory for this target (auth file, state, logs)."""
+    experiment_dir: Path = field(default_factory=Path.cwd)
+    """Relative paths in the target config resolve against this."""
+
+
+def error_code_of(text: str) -> str | None:
+    """The structured error code of a tool error text ``{"error": {"code": ...}}``, if any."""
+    try:
+        body = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        code = body["error"].get("code")
+        return str(code) if code is not None else None
+    return None
+
+
+def hide_argument(spec: ToolSpec, name: str) -> ToolSpec:
+    """The tool spec without argument ``name`` (the harness injects it)."""
+    schema: dict[str, Any] = dict(spec.input_schema)
+    props = dict(schema.get("properties") or {})
+    if name not in props:
+        return spec
+    props.pop(name)
+    schema["properties"] = props
+    if "required" in schema:
+        schema["required"] = [r for r in schema["required"] if r != name]
+    return ToolSpec(name=spec.name, description=spec.description, input_schema=schema)
+
+
+class TargetSession(ABC):
+    """One session on a target: tools with the handle hidden, calls with it injected."""
+
+    handle: str
+    """The session handle the harness minted (or the platform issued)."""
+    identity: str
+
+    @abstractmethod
+    async def tools(self) -> list[ToolSpec]:
+        """The tools the agent may call, as the model sees them."""
+
+    @abstractmethod
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Call a tool. Tool errors come back as an outcome with ``is_error``; an
+        infrastructure failure raises :class:`~dabench.errors.HarnessError`."""
+
+    async def close(self) -> None:
+        """Release the session (default: nothing to do)."""
+        return None
+
+
+class Target(ABC):
+    """A system under test, started once per arm and shared by its episodes."""
+
+    kind: str
+    efficiency_source: EfficiencySource = "harness"
+
+    @property
+    @abstractmethod
+    def label(self) -> str:
+        """Short label for episodes, e.g. ``reference:a2`` or ``mcp:everything``."""
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Start (or connect to) the target; idempotent."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Stop the target and release everything it holds; safe to call twice."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about the target (kind, profile, hashes, version)."""
+
+    @abstractmethod
+    async def open_session(self, identity: str = "default") -> TargetSession:
+        """Open a fresh session for one episode as ``identity``."""
+
+    async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
+        """Check the target's audit rows for ``sessions`` against our own count. Targets
+        without an audit store return a ``harness``-sourced check that is always ok."""
+        return AuditCheck(
+            source="harness",
+            expected_calls=expected_calls,
+            audit_rows=expected_calls,
+            ok=True,
+            detail="the target has no audit API: efficiency comes from the harness trace",
+        )

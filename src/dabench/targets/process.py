@@ -1,0 +1,101 @@
+"""Child server processes that never outlive the harness.
+
+A child is started in its own process group with ``PR_SET_PDEATHSIG`` (Linux), so it gets
+SIGTERM even when the harness is killed with SIGKILL; :meth:`ServerProcess.stop` sends
+SIGTERM, waits, then SIGKILL; an ``atexit`` hook stops any child left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+_LIVE: set[ServerProcess] = set()
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class ServerProcess:
+    """A server subprocess with its output in a log file."""
+
+    def __init__(self, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
+        self.argv = argv
+        self.log_path = log_path
+        self.env = env
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Spawn the process."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(self.env or {})},
+                preexec_fn=_die_with_parent,
+                start_new_session=True,
+            )
+        _LIVE.add(self)
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id."""
+        return self.proc.pid if self.proc else None
+
+    def running(self) -> bool:
+        """Whether the child is alive."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, chars: int = 2000) -> str:
+        """The end of the child's output (for error messages)."""
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def kill_now(self, grace_s: float = 5.0) -> None:
+        """SIGTERM, wait up to ``grace_s``, then SIGKILL (synchronous)."""
+        proc = self.proc
+        _LIVE.discard(self)
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Stop the child without blocking the event loop."""
+        await asyncio.to_thread(self.kill_now, grace_s)
+
+
+@atexit.register
+def _stop_all() -> None:  # pragma: no cover - exercised at interpreter exit
+    for p in list(_LIVE):
+        p.kill_now(grace_s=2.0)

@@ -1,0 +1,241 @@
+"""The reference platform as a target: one ``dabench platform serve`` process per arm.
+
+The target writes an auth file with random keys (one identity per name in ``identities``
+plus an admin key), starts the platform on a free loopback port, waits for ``/healthz``, and
+stops it at the end (SIGTERM then SIGKILL; the child also dies with the harness). Each
+episode session calls ``platform_info`` to obtain a ``dps_...`` handle; ``session_id`` is
+hidden from the tool schemas the model sees and injected into every call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from dabench.errors import HarnessError, UserInputError
+from dabench.journal.records import AuditCheck
+from dabench.providers.base import ToolSpec
+from dabench.targets.audit import AuditReaderConfig, read_audit_http
+from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome, hide_argument
+from dabench.targets.mcp_connection import McpConnection, McpEndpoint
+from dabench.targets.process import ServerProcess, free_port
+from dabench.targets.registry import register_target
+
+SESSION_ARG = "session_id"
+INFO_TOOL = "platform_info"
+
+
+class ReferenceTargetConfig(BaseModel):
+    """``target: {kind: reference, profile: a2}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["reference"] = "reference"
+    profile: str = "a0"
+    """A profile name shipped with the platform (a0..a3) or a path to a profile file."""
+    identities: list[str] = Field(default_factory=lambda: ["default", "teacher", "learner"])
+    reviewers: list[str] = Field(default_factory=lambda: ["reviewer"])
+    """Identities with the reviewer persona (they may apply knowledge)."""
+    startup_timeout_s: float = 60.0
+    call_timeout_s: float = 120.0
+    extra_args: list[str] = Field(default_factory=list)
+    """More ``dabench platform serve`` arguments."""
+
+
+class ReferenceSession(TargetSession):
+    """One ``dps_...`` session on the reference platform."""
+
+    def __init__(self, conn: McpConnection, handle: str, identity: str) -> None:
+        self.conn = conn
+        self.handle = handle
+        self.identity = identity
+
+    async def tools(self) -> list[ToolSpec]:
+        """Every tool but ``platform_info``, with ``session_id`` hidden."""
+        specs = await self.conn.list_tools()
+        return [hide_argument(s, SESSION_ARG) for s in specs if s.name != INFO_TOOL]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Call with the session handle injected (a model-supplied one is overwritten)."""
+        return await self.conn.call(name, {**arguments, SESSION_ARG: self.handle})
+
+
+class ReferenceTarget(Target):
+    """The reference platform started for one arm."""
+
+    kind = "reference"
+    efficiency_source = "platform"
+
+    def __init__(self, config: ReferenceTargetConfig, context: TargetContext) -> None:
+        if context.world_dir is None:
+            raise UserInputError("the reference target needs a world directory")
+        self.config = config
+        self.context = context
+        self.port = 0
+        self.admin_key = "adm-" + secrets.token_hex(16)
+        self.keys = {
+            name: f"key-{name}-" + secrets.token_hex(12)
+            for name in [*config.identities, *config.reviewers]
+        }
+        self.process: ServerProcess | None = None
+        self.health: dict[str, Any] = {}
+        self._conns: dict[str, McpConnection] = {}
+        self._conn_lock = asyncio.Lock()
+
+    @property
+    def label(self) -> str:
+        """``reference:<profile>``."""
+        return f"reference:{Path(self.config.profile).stem}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def _write_auth(self) -> Path:
+        identities = [
+            {
+                "key": key,
+                "user": name,
+                "persona": "reviewer" if name in self.config.reviewers else "analyst",
+            }
+            for name, key in self.keys.items()
+        ]
+        path = self.context.work_dir / "auth.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            yaml.safe_dump({"identities": identities, "admin_keys": [self.admin_key]}),
+            encoding="utf-8",
+        )
+        path.chmod(0o600)
+        return path
+
+    async def start(self) -> None:
+        """Start the platform and wait until ``/healthz`` answers."""
+        if self.process is not None and self.process.running():
+            return
+        auth = self._write_auth()
+        self.port = free_port()
+        world = self.context.world_dir
+        assert world is not None
+        argv = [
+            sys.executable, "-m", "dabench.cli", "platform", "serve",
+            "--world", str(world), "--profile", self.config.profile,
+            "--host", "127.0.0.1", "--port", str(self.port), "--transport", "http",
+            "--auth", str(auth), "--state-dir", str(self.context.work_dir / "state"),
+            *self.config.extra_args,
+        ]  # fmt: skip
+        self.process = ServerProcess(argv, self.context.work_dir / "platform.log")
+        self.process.start()
+        try:
+            await self._wait_healthy()
+        except BaseException:
+            await self.process.stop()
+            raise
+
+    async def _wait_healthy(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.config.startup_timeout_s
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if not self.process.running():
+                    raise HarnessError(
+                        f"platform ({self.label}) exited during start-up:\n"
+                        f"{self.process.log_tail()}"
+                    )
+                try:
+                    resp = await client.get(self.base_url + "/healthz")
+                    if resp.status_code == 200:
+                        self.health = resp.json()
+                        return
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise HarnessError(
+            f"platform ({self.label}) not healthy after {self.config.startup_timeout_s:.0f}s:\n"
+            f"{self.process.log_tail()}"
+        )
+
+    async def stop(self) -> None:
+        """Close the connections and stop the process (SIGTERM, then SIGKILL)."""
+        conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            await conn.close()
+        if self.process is not None:
+            await self.process.stop()
+
+    def describe(self) -> dict[str, Any]:
+        """Kind, profile, profile hash, platform version and world hash from ``/healthz``."""
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "profile": self.config.profile,
+            "profile_hash": self.health.get("profile_hash"),
+            "platform_version": self.health.get("version"),
+            "world_hash": self.health.get("world_hash"),
+            "efficiency_source": self.efficiency_source,
+        }
+
+    async def connection(self, identity: str) -> McpConnection:
+        """The MCP connection authenticated as ``identity`` (opened on first use)."""
+        if identity not in self.keys:
+            raise HarnessError(f"{self.label}: unknown identity {identity!r}")
+        async with self._conn_lock:
+            conn = self._conns.get(identity)
+            if conn is None:
+                endpoint = McpEndpoint(
+                    url=self.base_url + "/mcp",
+                    headers={"Authorization": f"Bearer {self.keys[identity]}"},
+                )
+                conn = McpConnection(endpoint, call_timeout_s=self.config.call_timeout_s)
+                await conn.open()
+                self._conns[identity] = conn
+            return conn
+
+    async def open_session(self, identity: str = "default") -> ReferenceSession:
+        """Call ``platform_info`` to open a fresh ``dps_...`` session."""
+        conn = await self.connection(identity)
+        outcome = await conn.call(INFO_TOOL, {})
+        if outcome.is_error:
+            raise HarnessError(f"{self.label}: platform_info failed: {outcome.text[:300]}")
+        try:
+            handle = str(json.loads(outcome.text)[SESSION_ARG])
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise HarnessError(
+                f"{self.label}: platform_info returned no session_id: {outcome.text[:200]}"
+            ) from exc
+        return ReferenceSession(conn, handle, identity)
+
+    async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
+        """The platform's audit rows of the episode's sessions vs. our count."""
+        cfg = AuditReaderConfig(base_url=self.base_url)
+        return await read_audit_http(cfg, self.admin_key, sessions, expected_calls)
+
+    async def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """Call the admin API (``/api/v1/admin/...``) with the admin key (for protocols)."""
+        async with httpx.AsyncClient(timeout=30.0) as client:
+            resp = await client.request(
+                method,
+                self.base_url + path,
+                json=body,
+                headers={"Authorization": f"Bearer {self.admin_key}"},
+            )
+        if resp.status_code >= 400:
+            raise HarnessError(f"admin {method} {path} -> HTTP {resp.status_code}: {resp.text}")
+        return resp.json() if resp.content else None
+
+
+def _factory(config: ReferenceTargetConfig, context: TargetContext) -> Target:
+    return ReferenceTarget(config, context)
+
+
+register_target("reference", ReferenceTargetConfig, _factory)
