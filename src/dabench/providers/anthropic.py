@@ -1,0 +1,211 @@
+"""Anthropic Messages API adapter on the official ``anthropic`` SDK.
+
+Tools are sent as ``tools`` and come back as ``tool_use`` blocks; results go back as
+``tool_result`` blocks in a user turn. Prompt caching marks the system prompt, the tool list
+and (optionally) the newest message with ``cache_control: {"type": "ephemeral"}``, and
+the usage's ``cache_creation_input_tokens`` / ``cache_read_input_tokens`` become
+``TokenUsage.cache_write`` / ``cache_read``. The SDK's own retries are off (``max_retries=0``):
+retries belong to :func:`dabench.providers.retry.with_retries`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import anthropic
+
+from dabench.journal.records import TokenUsage
+from dabench.providers.base import (
+    ChatMessage,
+    ModelResponse,
+    ToolCallRequest,
+    ToolSpec,
+)
+from dabench.providers.http_errors import status_error, transport_error
+from dabench.providers.pricing import PriceOverrides, PriceTable, price_table, resolve_cost
+
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+class AnthropicProvider:
+    """A :class:`~dabench.providers.base.Provider` for the Anthropic Messages API."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        prices: PriceOverrides | PriceTable = None,
+        cache: bool = True,
+        cache_conversation: bool = True,
+        send_temperature: bool = False,
+    ) -> None:
+        """``cache`` marks system prompt and tools as cacheable; ``cache_conversation`` also
+        marks the newest message so a tool loop re-reads its prefix from the cache.
+        ``send_temperature`` adds ``temperature`` to the request body (newer SDKs no longer
+        expose the parameter and newer models may reject it)."""
+        self.model = model
+        self.cache = cache
+        self.cache_conversation = cache_conversation
+        self.send_temperature = send_temperature
+        self.prices = price_table(prices)
+        self.client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+        )
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        system: str,
+        tools: list[ToolSpec],
+        max_tokens: int,
+        temperature: float,
+    ) -> ModelResponse:
+        """One Messages API call; raises :class:`ProviderError` on failure."""
+        body = build_request(
+            messages,
+            system=system,
+            tools=tools,
+            cache=self.cache,
+            cache_conversation=self.cache_conversation,
+        )
+        extra_body: dict[str, Any] = {"temperature": temperature} if self.send_temperature else {}
+        started = time.perf_counter()
+        try:
+            message = await self.client.messages.create(
+                model=self.model, max_tokens=max_tokens, extra_body=extra_body or None, **body
+            )
+        except anthropic.APIStatusError as exc:
+            raise status_error(
+                self.name, exc.status_code, _error_message(exc), exc.response.headers
+            ) from exc
+        except anthropic.APITimeoutError as exc:
+            raise transport_error(self.name, "timeout", str(exc)) from exc
+        except anthropic.APIConnectionError as exc:
+            raise transport_error(self.name, "connection error", str(exc)) from exc
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        return self._to_response(message.model_dump(), latency_ms)
+
+    def _to_response(self, data: dict[str, Any], latency_ms: float) -> ModelResponse:
+        texts: list[str] = []
+        calls: list[ToolCallRequest] = []
+        for block in data.get("content") or []:
+            if block.get("type") == "text":
+                texts.append(block.get("text", ""))
+            elif block.get("type") == "tool_use":
+                calls.append(_tool_call(block))
+        usage = usage_from(data.get("usage") or {})
+        model = str(data.get("model") or self.model)
+        cost, source = resolve_cost(None, self.name, model, usage, self.prices)
+        return ModelResponse(
+            text="".join(texts),
+            tool_calls=calls,
+            stop_reason=str(data.get("stop_reason") or ""),
+            usage=usage,
+            cost_usd=cost,
+            cost_source=source,
+            model=model,
+            latency_ms=latency_ms,
+        )
+
+
+def _tool_call(block: dict[str, Any]) -> ToolCallRequest:
+    raw_input = block.get("input")
+    raw = json.dumps(raw_input, sort_keys=True)
+    if isinstance(raw_input, dict):
+        return ToolCallRequest(
+            id=str(block.get("id", "")),
+            name=str(block.get("name", "")),
+            arguments=raw_input,
+            raw_arguments=raw,
+        )
+    return ToolCallRequest(
+        id=str(block.get("id", "")),
+        name=str(block.get("name", "")),
+        raw_arguments=raw,
+        parse_error=f"tool input is {type(raw_input).__name__}, expected a JSON object",
+    )
+
+
+def usage_from(usage: dict[str, Any]) -> TokenUsage:
+    """``TokenUsage`` from an Anthropic ``usage`` object (input excludes cached tokens)."""
+    return TokenUsage(
+        input=int(usage.get("input_tokens") or 0),
+        output=int(usage.get("output_tokens") or 0),
+        cache_read=int(usage.get("cache_read_input_tokens") or 0),
+        cache_write=int(usage.get("cache_creation_input_tokens") or 0),
+    )
+
+
+def _error_message(exc: anthropic.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            return f"{error.get('type', 'error')}: {error.get('message', '')}"
+    return str(exc.message)
+
+
+def build_request(
+    messages: list[ChatMessage],
+    *,
+    system: str,
+    tools: list[ToolSpec],
+    cache: bool = True,
+    cache_conversation: bool = True,
+) -> dict[str, Any]:
+    """The ``system``/``tools``/``messages`` part of a Messages API request body."""
+    body: dict[str, Any] = {"messages": [_to_wire(m) for m in messages]}
+    if system:
+        block: dict[str, Any] = {"type": "text", "text": system}
+        if cache:
+            block["cache_control"] = EPHEMERAL
+        body["system"] = [block]
+    if tools:
+        wire_tools: list[dict[str, Any]] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in tools
+        ]
+        if cache:
+            wire_tools[-1]["cache_control"] = EPHEMERAL
+        body["tools"] = wire_tools
+    if cache and cache_conversation and body["messages"]:
+        last_content = body["messages"][-1]["content"]
+        if last_content:
+            last_content[-1]["cache_control"] = EPHEMERAL
+    return body
+
+
+def _to_wire(message: ChatMessage) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if message.role == "tool":
+        content.extend(
+            {
+                "type": "tool_result",
+                "tool_use_id": r.tool_call_id,
+                "content": r.content,
+                "is_error": r.is_error,
+            }
+            for r in message.tool_results
+        )
+        if message.content:
+            content.append({"type": "text", "text": message.content})
+        return {"role": "user", "content": content}
+    if message.content:
+        content.append({"type": "text", "text": message.content})
+    if message.role == "assistant":
+        content.extend(
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+            for c in message.tool_calls
+        )
+    return {"role": message.role, "content": content}
+
+
+__all__ = ["AnthropicProvider", "build_request", "usage_from"]

@@ -1,0 +1,64 @@
+"""Shared mapping from HTTP failures of an LLM API to :class:`ProviderError`.
+
+Both SDK adapters (Anthropic, OpenAI-compatible) use these helpers so that a 429 from
+either API is classified the same way and its ``retry-after`` is honoured the same way.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+
+from dabench.providers.base import ProviderError
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+"""Statuses worth retrying: timeouts, conflicts, rate limits, server errors, overload (529)."""
+
+
+def is_retryable_status(status: int) -> bool:
+    """True for 408/409/429, every 5xx and Anthropic's 529 ``overloaded_error``."""
+    return status in RETRYABLE_STATUSES or status >= 500
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait according to ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date).
+
+    Returns ``None`` when neither header is present or parseable; negative waits become 0.
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, parsed.timestamp() - current)
+
+
+def status_error(
+    provider: str, status: int, message: str, headers: Mapping[str, str]
+) -> ProviderError:
+    """A :class:`ProviderError` for an HTTP error ``status`` returned by ``provider``."""
+    retryable = is_retryable_status(status)
+    retry_after = parse_retry_after(headers) if retryable else None
+    return ProviderError(
+        f"{provider}: HTTP {status}: {message}", retryable=retryable, retry_after=retry_after
+    )
+
+
+def transport_error(provider: str, kind: str, detail: str) -> ProviderError:
+    """A retryable :class:`ProviderError` for a timeout or a failed connection."""
+    return ProviderError(f"{provider}: {kind}: {detail}", retryable=True)
