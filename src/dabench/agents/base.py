@@ -1,0 +1,143 @@
+"""The agent interface and the transcript it writes into.
+
+The runner owns an :class:`EpisodeTranscript` and hands it to :meth:`Agent.run`; the agent
+appends messages, tool calls, answers and usage as it goes, so an episode stopped by its
+time limit still has everything up to that point. :class:`ToolRecorder` is the one place a
+tool call is made and recorded (index, turn, session, arguments, result, latency).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dabench.journal.records import EpisodeStatus, Message, TokenUsage, ToolCall
+from dabench.targets.base import Target, TargetSession
+from dabench.tasks.model import Task
+
+
+@dataclass
+class EpisodeTranscript:
+    """Everything an episode produced so far."""
+
+    messages: list[Message] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    cost_usd: float | None = None
+    cost_source: str = "none"
+    sessions: list[str] = field(default_factory=list)
+
+    def add_usage(self, usage: TokenUsage, cost: float | None, cost_source: str) -> None:
+        """Accumulate one model call's tokens and cost."""
+        self.usage = TokenUsage(
+            input=self.usage.input + usage.input,
+            output=self.usage.output + usage.output,
+            cache_read=self.usage.cache_read + usage.cache_read,
+            cache_write=self.usage.cache_write + usage.cache_write,
+        )
+        if cost is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost
+            self.cost_source = cost_source
+
+    def sent_calls(self, sessions: list[str] | None = None) -> int:
+        """Tool calls that reached the target (in ``sessions`` when given)."""
+        wanted = set(sessions if sessions is not None else self.sessions)
+        return sum(1 for c in self.tool_calls if c.session and c.session in wanted)
+
+
+class ToolRecorder:
+    """Makes tool calls on a session and records each one in the transcript."""
+
+    def __init__(self, transcript: EpisodeTranscript) -> None:
+        self.transcript = transcript
+
+    async def open(self, target: Target, identity: str = "default") -> TargetSession:
+        """Open a target session and remember its handle."""
+        session = await target.open_session(identity)
+        self.transcript.sessions.append(session.handle)
+        return session
+
+    async def call(
+        self, session: TargetSession, name: str, arguments: dict[str, Any], turn: int = 0
+    ) -> ToolCall:
+        """Call a tool and record it (an infrastructure failure propagates)."""
+        outcome = await session.call(name, arguments)
+        record = ToolCall(
+            index=len(self.transcript.tool_calls),
+            turn=turn,
+            session=session.handle,
+            name=name,
+            arguments=arguments,
+            result=outcome.text,
+            is_error=outcome.is_error,
+            error_code=outcome.error_code,
+            latency_ms=round(outcome.latency_ms, 3),
+            started_at=outcome.started_at,
+        )
+        self.transcript.tool_calls.append(record)
+        return record
+
+    def refuse(
+        self, name: str, arguments: dict[str, Any], turn: int, code: str, text: str
+    ) -> ToolCall:
+        """Record a call the harness answered itself without sending it (invalid arguments,
+        unknown tool); it has no session and is not expected in the target's audit log."""
+        record = ToolCall(
+            index=len(self.transcript.tool_calls),
+            turn=turn,
+            session="",
+            name=name,
+            arguments=arguments,
+            result=text,
+            is_error=True,
+            error_code=code,
+        )
+        self.transcript.tool_calls.append(record)
+        return record
+
+
+@dataclass
+class EpisodeRequest:
+    """One episode to run."""
+
+    run_id: str
+    arm: str
+    task: Task
+    attempt: int
+    target: Target
+    budget: int
+    """Tool-call budget (the task's unless the agent overrides it)."""
+
+
+@dataclass
+class AgentContext:
+    """What an agent factory may need from the experiment."""
+
+    experiment_dir: Path = field(default_factory=Path.cwd)
+    run_dir: Path | None = None
+
+
+class Agent(ABC):
+    """Turns a task into tool calls on a target and answers."""
+
+    kind: str
+    provider: str | None = None
+    """Provider kind (for concurrency limits and the journal); ``None`` without a model."""
+    model: str | None = None
+    uses_model: bool = False
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Agent settings for the manifest."""
+
+    @abstractmethod
+    async def run(self, request: EpisodeRequest, transcript: EpisodeTranscript) -> EpisodeStatus:
+        """Run the episode, writing into ``transcript``; return how it ended. Raise
+        :class:`~dabench.errors.HarnessError` for infrastructure failures."""
+
+    def budget_for(self, task: Task) -> int:
+        """The tool-call budget of an episode of ``task``."""
+        return task.budget

@@ -1,0 +1,199 @@
+"""The LLM agent: a tool-use loop over a provider and a target session.
+
+Final-answer protocol (stated in the system prompt): the agent ends its answer with a line
+starting ``FINAL ANSWER:`` followed by the answer; graders read what follows the last marker.
+Every tool call the model requests counts against the tool-call budget; a request beyond it
+ends the episode as ``budget_exhausted``. Malformed arguments and unknown tools are answered
+with a tool error (recorded, not sent to the target) so the model can recover. Retryable
+provider errors are retried with backoff and jitter; when retries are exhausted the episode is
+a harness error.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
+from dabench.agents.registry import register_agent
+from dabench.errors import HarnessError
+from dabench.journal.records import EpisodeStatus, Message
+from dabench.providers import (
+    ChatMessage,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    RetryPolicy,
+    ToolResultContent,
+    make_provider,
+    split_spec,
+    with_retries,
+)
+from dabench.tasks.model import Task
+
+FINAL_ANSWER_PROTOCOL = (
+    "When you have the answer, end your reply with a line that starts with `FINAL ANSWER:` "
+    "followed by the answer itself (a number, a name, or the requested format). Only what "
+    "follows the last `FINAL ANSWER:` is graded. If the question cannot be answered from the "
+    "data, say so after `FINAL ANSWER:` instead of guessing."
+)
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a data analyst answering questions about a company's data warehouse through the "
+    "tools you are given. Use the tools to find the right tables and definitions before you "
+    "compute; prefer documented definitions over assumptions; be precise about units."
+)
+
+
+class LlmAgentConfig(BaseModel):
+    """``agent: {kind: llm, model: anthropic:claude-sonnet-4-5, ...}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["llm"] = "llm"
+    model: str
+    """``PROVIDER:MODEL``, e.g. ``anthropic:claude-sonnet-4-5``, ``openai:gpt-4.1``,
+    ``fake:latency=200ms``."""
+    temperature: float = 0.0
+    max_tokens: int = Field(default=4096, ge=1)
+    budget: int | None = Field(default=None, ge=1)
+    """Tool-call budget; default: the task's."""
+    system_prompt: str | None = None
+    """Replaces the default system prompt; the final-answer protocol is always appended."""
+    max_model_calls: int | None = Field(default=None, ge=1)
+    """Cap on model calls per episode (default: budget + 2 per user turn)."""
+    provider_settings: dict[str, Any] = Field(default_factory=dict)
+    """Passed to ``make_provider`` (``base_url``, ``api_key``, ``timeout``...)."""
+    retries: RetryPolicy = Field(default_factory=RetryPolicy)
+
+
+def system_prompt_for(config: LlmAgentConfig) -> str:
+    """The system prompt: the configured (or default) one plus the final-answer protocol."""
+    return f"{config.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{FINAL_ANSWER_PROTOCOL}"
+
+
+class LlmAgent(Agent):
+    """A model in a tool-use loop."""
+
+    kind = "llm"
+    uses_model = True
+
+    def __init__(self, config: LlmAgentConfig, provider: Provider | None = None) -> None:
+        self.config = config
+        kind, model = split_spec(config.model)
+        self.provider = kind
+        self.model = model
+        self._provider = provider or make_provider(config.model, **config.provider_settings)
+        self.system = system_prompt_for(config)
+
+    def describe(self) -> dict[str, Any]:
+        """Kind, provider, model and settings (never secrets)."""
+        settings = {k: v for k, v in self.config.provider_settings.items() if "key" not in k}
+        return {
+            "kind": self.kind,
+            "provider": self.provider,
+            "model": self.model,
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+            "budget": self.config.budget,
+            "system_prompt": self.system,
+            "provider_settings": settings,
+            "retries": self.config.retries.model_dump(),
+        }
+
+    def budget_for(self, task: Task) -> int:
+        """The configured budget, else the task's."""
+        return self.config.budget or task.budget
+
+    async def _complete(self, history: list[ChatMessage], tools: list[Any]) -> ModelResponse:
+        async def once() -> ModelResponse:
+            return await self._provider.complete(
+                history,
+                system=self.system,
+                tools=tools,
+                max_tokens=self.config.max_tokens,
+                temperature=self.config.temperature,
+            )
+
+        try:
+            return await with_retries(once, self.config.retries)
+        except ProviderError as exc:
+            kind = "retries exhausted" if exc.retryable else "non-retryable"
+            raise HarnessError(f"provider {self.provider} failed ({kind}): {exc}") from exc
+
+    async def run(self, request: EpisodeRequest, transcript: EpisodeTranscript) -> EpisodeStatus:
+        """The tool-use loop over every user turn."""
+        recorder = ToolRecorder(transcript)
+        session = await recorder.open(request.target)
+        tools = await session.tools()
+        names = {t.name for t in tools}
+        budget = request.budget
+        turns = request.task.messages
+        max_calls = self.config.max_model_calls or budget + 2 * len(turns)
+        model_calls = 0
+        history: list[ChatMessage] = []
+        transcript.messages.append(Message(role="system", content=self.system))
+        for turn, prompt in enumerate(turns):
+            history.append(ChatMessage(role="user", content=prompt))
+            transcript.messages.append(Message(role="user", content=prompt))
+            while True:
+                if model_calls >= max_calls:
+                    return "budget_exhausted"
+                model_calls += 1
+                resp = await self._complete(history, tools)
+                transcript.add_usage(resp.usage, resp.cost_usd, resp.cost_source)
+                history.append(
+                    ChatMessage(role="assistant", content=resp.text, tool_calls=resp.tool_calls)
+                )
+                transcript.messages.append(
+                    Message(
+                        role="assistant",
+                        content=resp.text,
+                        tool_calls=[c.model_dump() for c in resp.tool_calls],
+                    )
+                )
+                if not resp.tool_calls:
+                    transcript.answers.append(resp.text)
+                    break
+                results: list[ToolResultContent] = []
+                for req in resp.tool_calls:
+                    if len(transcript.tool_calls) >= budget:
+                        return "budget_exhausted"
+                    if req.parse_error is not None:
+                        text = _tool_error(
+                            "INVALID_ARGUMENTS",
+                            f"tool arguments are not a JSON object: {req.parse_error}",
+                        )
+                        rec = recorder.refuse(
+                            req.name, {"raw": req.raw_arguments}, turn, "INVALID_ARGUMENTS", text
+                        )
+                    elif req.name not in names:
+                        text = _tool_error(
+                            "UNKNOWN_TOOL",
+                            f"no tool named {req.name!r}; available: {', '.join(sorted(names))}",
+                        )
+                        rec = recorder.refuse(req.name, req.arguments, turn, "UNKNOWN_TOOL", text)
+                    else:
+                        rec = await recorder.call(session, req.name, req.arguments, turn)
+                    results.append(
+                        ToolResultContent(
+                            tool_call_id=req.id, content=rec.result, is_error=rec.is_error
+                        )
+                    )
+                    transcript.messages.append(
+                        Message(role="tool", content=rec.result, tool_call_id=req.id)
+                    )
+                history.append(ChatMessage(role="tool", tool_results=results))
+        return "completed" if transcript.answers and transcript.answers[-1].strip() else "no_answer"
+
+
+def _tool_error(code: str, message: str) -> str:
+    return json.dumps({"error": {"code": code, "message": message}})
+
+
+def _factory(config: LlmAgentConfig, context: AgentContext) -> Agent:
+    return LlmAgent(config)
+
+
+register_agent("llm", LlmAgentConfig, _factory)
