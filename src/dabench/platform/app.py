@@ -1,0 +1,98 @@
+"""Serving: one ASGI app (MCP at ``/mcp`` + admin API + health) under uvicorn, or MCP on stdio."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import uvicorn
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from dabench.errors import UserInputError
+from dabench.platform.admin import admin_routes
+from dabench.platform.auth import AuthConfig, Identity
+from dabench.platform.mcp_server import McpAuthGate, build_mcp_server
+from dabench.platform.service import PlatformService
+
+API_KEY_ENV = "DABENCH_API_KEY"
+
+
+def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlette:
+    """The Starlette app: ``/mcp`` (streamable HTTP, bearer auth), admin API, ``/healthz``."""
+    server = build_mcp_server(service)
+    security = None
+    if host in ("127.0.0.1", "localhost", "::1"):
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    manager = StreamableHTTPSessionManager(
+        app=server, json_response=True, security_settings=security
+    )
+    mcp_endpoint = McpAuthGate(StreamableHTTPASGIApp(manager), service.auth)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            try:
+                yield
+            finally:
+                service.close()
+
+    routes = [Route("/mcp", endpoint=mcp_endpoint), *admin_routes(service)]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def serve_http(service: PlatformService, host: str, port: int) -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn shuts down gracefully, then the stores close)."""
+    app = build_http_app(service, host)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run()
+
+
+def stdio_identity(auth: AuthConfig, dev_default: bool) -> Identity:
+    """The identity of a stdio server: ``DABENCH_API_KEY``, or the first dev identity."""
+    key = os.environ.get(API_KEY_ENV)
+    if key:
+        identity = auth.identity_for(key)
+        if identity is None:
+            raise UserInputError(f"{API_KEY_ENV} is not a key of any identity in the auth config")
+        return identity
+    if dev_default:
+        return auth.identities[0]
+    raise UserInputError(f"stdio transport with --auth needs {API_KEY_ENV}=<identity key>")
+
+
+def serve_stdio(service: PlatformService, identity: Identity) -> None:
+    """Serve MCP over stdin/stdout until the client closes the pipe."""
+    server = build_mcp_server(service, fixed_identity=identity)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    try:
+        anyio.run(main)
+    finally:
+        service.close()
+
+
+def default_state_dir(profile: str) -> Path:
+    """Where state and audit go without ``--state-dir``: ``./.dabench/platform/<profile>``."""
+    return Path.cwd() / ".dabench" / "platform" / profile

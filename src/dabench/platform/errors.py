@@ -1,0 +1,37 @@
+"""Structured tool errors: what a refused or failed tool call returns to the agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ToolErrorBody(BaseModel):
+    """The ``error`` object of a failed tool result: ``{"error": {code, message, hint}}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    """Stable machine-readable code, e.g. ``SESSION_REQUIRED`` or ``SQL_NOT_READ_ONLY``."""
+    message: str
+    """What went wrong, for a human or a model."""
+    hint: str = ""
+    """What to do instead."""
+
+
+class ToolError(Exception):
+    """Raised inside a tool to refuse the call with a structured error."""
+
+    def __init__(self, code: str, message: str, hint: str = "") -> None:
+        super().__init__(f"{code}: {message}")
+        self.body = ToolErrorBody(code=code, message=message, hint=hint)
+
+    @property
+    def code(self) -> str:
+        """The error code."""
+        return self.body.code
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON body returned as the tool result."""
+        return {"error": self.body.model_dump()}

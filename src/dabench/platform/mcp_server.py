@@ -1,0 +1,119 @@
+"""The MCP face of the platform, on the official SDK's low-level ``Server``.
+
+Over HTTP the caller's identity comes from ``Authorization: Bearer <key>`` (checked by
+:class:`McpAuthGate` before the SDK sees the request) and the session handle may come from
+the ``X-DPS-Session`` header; over stdio the identity is fixed at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from dabench import __version__
+from dabench.platform.auth import AuthConfig, Identity, bearer_key
+from dabench.platform.service import SERVER_NAME, PlatformService
+
+IDENTITY_STATE_KEY = "dabench_identity"
+SESSION_HEADER = "x-dps-session"
+
+
+def _identity(ctx: ServerRequestContext[Any, Any], fixed: Identity | None) -> Identity:
+    request = ctx.request
+    if isinstance(request, Request):
+        ident = request.scope.get("state", {}).get(IDENTITY_STATE_KEY)
+        if isinstance(ident, Identity):
+            return ident
+    if fixed is not None:
+        return fixed
+    raise RuntimeError("no caller identity on this request")  # the auth gate prevents this
+
+
+def _header_session(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    request = ctx.request
+    if isinstance(request, Request):
+        return request.headers.get(SESSION_HEADER)
+    return None
+
+
+def build_mcp_server(service: PlatformService, fixed_identity: Identity | None = None) -> Server:
+    """A low-level MCP server exposing ``service``'s tools for the caller's persona."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        identity = _identity(ctx, fixed_identity)
+        tools = [
+            types.Tool(name=s.name, description=s.description, input_schema=s.input_schema)
+            for s in service.tool_specs(identity)
+        ]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        identity = _identity(ctx, fixed_identity)
+        outcome = await anyio.to_thread.run_sync(
+            service.call, identity, params.name, params.arguments, _header_session(ctx)
+        )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=outcome.text)],
+            structured_content=outcome.payload,
+            is_error=outcome.is_error,
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=(
+            "A data platform over a warehouse. Call platform_info first and pass its "
+            "session_id to every other tool."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+class McpAuthGate:
+    """ASGI wrapper for ``/mcp``: 401 unless the bearer key is a known identity."""
+
+    def __init__(self, app: ASGIApp, auth: AuthConfig) -> None:
+        self.app = app
+        self.auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        identity = self.auth.identity_for(bearer_key(headers.get("authorization")))
+        if identity is None:
+            body = json.dumps(
+                {
+                    "error": {
+                        "code": "UNAUTHENTICATED",
+                        "message": "a valid API key is required",
+                        "hint": "send Authorization: Bearer <key>",
+                    }
+                }
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b"Bearer"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        scope.setdefault("state", {})[IDENTITY_STATE_KEY] = identity
+        await self.app(scope, receive, send)

@@ -1,0 +1,203 @@
+"""Platform profiles: which tools exist, enrichment, the search gate, memory, personas.
+
+A profile is a YAML file validated into :class:`Profile` (unknown keys are rejected). The
+four reference profiles ``a0``..``a3`` ship in ``dabench/platform/profiles/``; users can
+write their own and pass the path instead of a name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from dabench.errors import UserInputError
+
+ToolName = Literal[
+    "platform_info",
+    "sql_query",
+    "describe_table",
+    "list_tables",
+    "search",
+    "fetch",
+    "memory_capture",
+    "memory_manage",
+    "apply_knowledge",
+]
+"""Every tool the reference platform implements."""
+
+ALL_TOOLS: tuple[str, ...] = (
+    "platform_info",
+    "sql_query",
+    "describe_table",
+    "list_tables",
+    "search",
+    "fetch",
+    "memory_capture",
+    "memory_manage",
+    "apply_knowledge",
+)
+
+SearchKind = Literal["dataset", "column", "glossary", "knowledge_page", "curated_query", "memory"]
+"""What ``search`` can rank."""
+
+MEMORY_TOOLS = frozenset({"memory_capture", "memory_manage", "apply_knowledge"})
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EnrichmentSettings(_Strict):
+    """Semantic context attached to describe_table, list_tables and sql_query."""
+
+    enabled: bool = False
+    dedupe: bool = True
+    """Within a session, abbreviate a block that was already delivered."""
+
+
+class GateSettings(_Strict):
+    """The search-first gate."""
+
+    search_first: bool = False
+    """Refuse ``sql_query`` with ``SEARCH_REQUIRED`` until the session has called ``search``."""
+
+
+class SearchSettings(_Strict):
+    """What ``search`` indexes."""
+
+    kinds: list[SearchKind] = Field(default_factory=list)
+    default_limit: int = Field(default=10, ge=1, le=100)
+
+
+class MemorySettings(_Strict):
+    """The memory -> insight -> knowledge lifecycle."""
+
+    enabled: bool = False
+    in_enrichment: bool = True
+    """Attach the caller's visible memories to enrichment blocks of related datasets."""
+    supersede_threshold: float = Field(default=0.6, gt=0.0, le=1.0)
+    """Token-set Jaccard similarity at or above which a new memory supersedes an old one."""
+
+
+class SqlSettings(_Strict):
+    """Bounds of ``sql_query``."""
+
+    row_limit_default: int = Field(default=1000, ge=1)
+    row_limit_max: int = Field(default=10000, ge=1)
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+    max_sql_chars: int = Field(default=20000, ge=16)
+
+
+class Persona(_Strict):
+    """Tool allow/deny lists with ``fnmatch`` wildcards; deny wins."""
+
+    allow: list[str] = Field(default_factory=lambda: ["*"])
+    deny: list[str] = Field(default_factory=list)
+
+    def permits(self, tool: str) -> bool:
+        """Whether this persona may see and call ``tool``."""
+        if any(fnmatch.fnmatchcase(tool, pat) for pat in self.deny):
+            return False
+        return any(fnmatch.fnmatchcase(tool, pat) for pat in self.allow)
+
+
+class Profile(_Strict):
+    """One platform configuration (a0..a3 or a user's own file)."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    tools: list[ToolName]
+    enrichment: EnrichmentSettings = EnrichmentSettings()
+    gate: GateSettings = GateSettings()
+    search: SearchSettings = SearchSettings()
+    memory: MemorySettings = MemorySettings()
+    sql: SqlSettings = SqlSettings()
+    personas: dict[str, Persona] = Field(default_factory=lambda: {"analyst": Persona()})
+    default_persona: str = "analyst"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Profile:
+        tools = set(self.tools)
+        if "platform_info" not in tools:
+            raise ValueError("tools must include platform_info (it hands out session handles)")
+        if self.gate.search_first and "search" not in tools:
+            raise ValueError("gate.search_first needs the search tool")
+        if ("search" in tools) != bool(self.search.kinds):
+            raise ValueError("search.kinds must be non-empty exactly when the search tool is on")
+        if "fetch" in tools and "search" not in tools:
+            raise ValueError("fetch needs the search tool")
+        if tools & MEMORY_TOOLS and not self.memory.enabled:
+            raise ValueError("memory tools need memory.enabled: true")
+        if self.memory.enabled and "memory_capture" not in tools:
+            raise ValueError("memory.enabled needs the memory_capture tool")
+        if "memory" in self.search.kinds and not self.memory.enabled:
+            raise ValueError("search kind 'memory' needs memory.enabled: true")
+        if self.sql.row_limit_default > self.sql.row_limit_max:
+            raise ValueError("sql.row_limit_default exceeds sql.row_limit_max")
+        if self.default_persona not in self.personas:
+            raise ValueError(f"default_persona {self.default_persona!r} is not in personas")
+        return self
+
+    def tools_for(self, persona: str) -> list[str]:
+        """The profile's tools visible to ``persona``, in canonical order."""
+        rule = self.personas.get(persona)
+        if rule is None:
+            return []
+        return [t for t in ALL_TOOLS if t in self.tools and rule.permits(t)]
+
+    def canonical_json(self) -> str:
+        """Canonical JSON of the profile (sorted keys, no whitespace)."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def profile_hash(self) -> str:
+        """SHA-256 hex of :meth:`canonical_json`."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+SHIPPED_PROFILES: tuple[str, ...] = ("a0", "a1", "a2", "a3")
+
+
+def _format_validation_error(source: str, err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
+        parts.append(f"{loc}: {e['msg']}")
+    return f"{source}: invalid profile: " + "; ".join(parts)
+
+
+def parse_profile(text: str, source: str) -> Profile:
+    """Parse and validate profile YAML ``text``; ``source`` names it in errors."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise UserInputError(f"{source}:{where} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise UserInputError(f"{source}: a profile must be a YAML mapping")
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        raise UserInputError(_format_validation_error(source, exc)) from exc
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """Load a shipped profile by name (``a0``..``a3``) or a YAML file by path."""
+    if name_or_path in SHIPPED_PROFILES:
+        res = resources.files("dabench.platform").joinpath("profiles", f"{name_or_path}.yaml")
+        return parse_profile(res.read_text(encoding="utf-8"), f"profiles/{name_or_path}.yaml")
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise UserInputError(
+            f"profile {name_or_path!r}: not a shipped profile ({', '.join(SHIPPED_PROFILES)}) "
+            "and no such file"
+        )
+    return parse_profile(path.read_text(encoding="utf-8"), str(path))

@@ -1,0 +1,434 @@
+"""The transport-independent platform: resolve the caller, run one tool, audit it.
+
+:class:`PlatformService` is what the MCP server (HTTP and stdio) and the admin API call.
+Tool calls are synchronous and thread-safe; the MCP layer runs each in a worker thread.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from dabench import __version__
+from dabench.platform.audit import AuditStore
+from dabench.platform.auth import AuthConfig, Identity
+from dabench.platform.enrichment import (
+    NO_ENRICHMENT,
+    Enrichment,
+    dataset_block,
+    enrich_datasets,
+    summarize_datasets,
+)
+from dabench.platform.errors import ToolError
+from dabench.platform.knowledge import KnowledgeView
+from dabench.platform.memory import MemoryService
+from dabench.platform.profile import ALL_TOOLS, Profile
+from dabench.platform.search import KIND_PREFIX, PREFIX_KIND, SearchEngine
+from dabench.platform.sessions import PlatformSession, SessionRegistry
+from dabench.platform.sqlguard import check_sql
+from dabench.platform.state import Insight, StateStore
+from dabench.platform.storage import Database
+from dabench.platform.tools import (
+    TOOL_ARGS,
+    TOOL_DESCRIPTIONS,
+    ApplyKnowledgeArgs,
+    DescribeTableArgs,
+    FetchArgs,
+    ListTablesArgs,
+    MemoryCaptureArgs,
+    MemoryManageArgs,
+    SearchArgs,
+    SqlQueryArgs,
+    input_schema,
+)
+from dabench.platform.warehouse import Warehouse
+from dabench.world.model import Catalog, KnowledgePage
+
+SERVER_NAME = "dabench-platform"
+MAX_REQUEST_CHARS = 256_000
+"""Tool arguments larger than this (serialised) are refused with ``INPUT_TOO_LARGE``."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool call returns to the transport."""
+
+    payload: dict[str, Any]
+    is_error: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class WorldContent:
+    """The parts of a built world the platform serves."""
+
+    catalog: Catalog
+    pages: list[KnowledgePage]
+    warehouse_path: Path
+    world_hash: str
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as listed to a client."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(x) for x in err["loc"]) or "<arguments>"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class PlatformService:
+    """One platform instance: a world, a profile, identities, state and the audit log."""
+
+    def __init__(
+        self,
+        world: WorldContent,
+        profile: Profile,
+        auth: AuthConfig,
+        state_dir: Path,
+        audit_dsn: str | None = None,
+    ) -> None:
+        self.world = world
+        self.profile = profile
+        self.auth = auth
+        self.warehouse = Warehouse(world.warehouse_path)
+        self.tables = dict(self.warehouse.tables())
+        if audit_dsn:
+            audit_db = Database(dsn=audit_dsn)
+            state_db = Database(dsn=audit_dsn)
+        else:
+            audit_db = Database(sqlite_path=state_dir / "audit.sqlite")
+            state_db = Database(sqlite_path=state_dir / "state.sqlite")
+        self.audit = AuditStore(audit_db)
+        self.state = StateStore(state_db)
+        self.view = KnowledgeView(world.catalog, world.pages, self.state)
+        self.sessions = SessionRegistry()
+        self.search_engine = SearchEngine(self.view, list(profile.search.kinds))
+        self.memory = MemoryService(self.state, self.view, profile.memory.supersede_threshold)
+
+    # ------------------------------------------------------------------ listing
+
+    def tool_specs(self, identity: Identity) -> list[ToolSpec]:
+        """The tools ``identity``'s persona may see under this profile."""
+        return [
+            ToolSpec(name, TOOL_DESCRIPTIONS[name], input_schema(name))
+            for name in self.profile.tools_for(identity.persona)
+        ]
+
+    def info(self) -> dict[str, Any]:
+        """Version, profile and world identity (no session)."""
+        return {
+            "name": SERVER_NAME,
+            "version": __version__,
+            "profile": self.profile.name,
+            "profile_hash": self.profile.profile_hash,
+            "world_hash": self.world.world_hash,
+        }
+
+    # ------------------------------------------------------------------ calling
+
+    def call(
+        self,
+        identity: Identity,
+        tool: str,
+        arguments: dict[str, Any] | None,
+        header_session: str | None = None,
+    ) -> ToolOutcome:
+        """Run one tool call for ``identity`` and write its audit row before returning."""
+        started = time.perf_counter()
+        timestamp = datetime.now(UTC)
+        raw = dict(arguments or {})
+        try:
+            request_chars = len(json.dumps(raw, default=str))
+        except (TypeError, ValueError):
+            request_chars = 0
+        arg_session = raw.pop("session_id", None)
+        session_id = arg_session if isinstance(arg_session, str) and arg_session else header_session
+        enrichment = NO_ENRICHMENT
+        audited_session: str | None = None
+        try:
+            if request_chars > MAX_REQUEST_CHARS:
+                raise ToolError(
+                    "INPUT_TOO_LARGE",
+                    f"arguments are {request_chars} characters; the limit is {MAX_REQUEST_CHARS}",
+                    "send less",
+                )
+            if tool not in ALL_TOOLS or tool not in self.profile.tools:
+                raise ToolError(
+                    "UNKNOWN_TOOL",
+                    f"tool {tool!r} does not exist on profile {self.profile.name}",
+                    "list the tools",
+                )
+            if tool not in self.profile.tools_for(identity.persona):
+                raise ToolError(
+                    "TOOL_NOT_ALLOWED",
+                    f"persona {identity.persona!r} may not call {tool}",
+                    "ask a reviewer",
+                )
+            session: PlatformSession | None = None
+            if tool != "platform_info":
+                session = self.sessions.resolve(session_id, identity.user)
+                if session is None:
+                    raise ToolError(
+                        "SESSION_REQUIRED",
+                        "this tool needs a valid session_id"
+                        + (" (unknown or not yours)" if session_id else ""),
+                        "call platform_info and pass its session_id",
+                    )
+                audited_session = session.id
+            try:
+                args = TOOL_ARGS[tool].model_validate(raw)
+            except ValidationError as exc:
+                raise ToolError(
+                    "INVALID_ARGUMENTS",
+                    f"{tool}: {_validation_message(exc)}",
+                    "check the tool's input schema",
+                ) from exc
+            if session is None:
+                session = self.sessions.open(identity.user, identity.persona)
+                audited_session = session.id
+                payload: dict[str, Any] = {
+                    **self.info(),
+                    "session_id": session.id,
+                    "user": identity.user,
+                    "persona": identity.persona,
+                    "tools": self.profile.tools_for(identity.persona),
+                    "features": {
+                        "enrichment": self.profile.enrichment.enabled,
+                        "search_first_gate": self.profile.gate.search_first,
+                        "memory": self.profile.memory.enabled,
+                        "search_kinds": list(self.profile.search.kinds),
+                    },
+                }
+            else:
+                payload, enrichment = self._dispatch(tool, args, session, identity)
+            is_error = False
+            error_code = None
+        except ToolError as exc:
+            payload = exc.payload()
+            is_error = True
+            error_code = exc.code
+        text = json.dumps(payload, ensure_ascii=False, default=str)
+        self.audit.record(
+            timestamp=timestamp,
+            duration_ms=(time.perf_counter() - started) * 1000.0,
+            session_id=audited_session if audited_session else session_id,
+            user_id=identity.user,
+            persona=identity.persona,
+            tool_name=tool,
+            parameters=raw,
+            success=not is_error,
+            error_code=error_code,
+            request_chars=request_chars,
+            response_chars=len(text),
+            enrichment_applied=enrichment.applied,
+            enrichment_tokens_full=enrichment.tokens_full,
+            enrichment_tokens_delivered=enrichment.tokens_delivered,
+            event_kind="session_start" if tool == "platform_info" else "tool_call",
+        )
+        return ToolOutcome(payload=payload, is_error=is_error, text=text)
+
+    def _dispatch(
+        self, tool: str, args: BaseModel, session: PlatformSession, identity: Identity
+    ) -> tuple[dict[str, Any], Enrichment]:
+        user = identity.user
+        if isinstance(args, SqlQueryArgs):
+            return self._sql_query(args, session)
+        if isinstance(args, DescribeTableArgs):
+            return self._describe_table(args, session)
+        if isinstance(args, ListTablesArgs):
+            return self._list_tables(args)
+        if isinstance(args, SearchArgs):
+            return self._search(args, session), NO_ENRICHMENT
+        if isinstance(args, FetchArgs):
+            return self._fetch(args, user), NO_ENRICHMENT
+        if isinstance(args, MemoryCaptureArgs):
+            return self.memory.capture(args, user, session.id), NO_ENRICHMENT
+        if isinstance(args, MemoryManageArgs):
+            return self.memory.manage(args, user), NO_ENRICHMENT
+        if isinstance(args, ApplyKnowledgeArgs):
+            return self.memory.apply_knowledge(args, user), NO_ENRICHMENT
+        raise ToolError("UNKNOWN_TOOL", f"tool {tool!r} has no handler")  # pragma: no cover
+
+    # ------------------------------------------------------------------ tools
+
+    def _memories(self, user: str) -> list[Insight] | None:
+        if not (self.profile.memory.enabled and self.profile.memory.in_enrichment):
+            return None
+        return self.state.visible_insights(user)
+
+    def _enrich(self, table_ids: list[str], session: PlatformSession) -> Enrichment:
+        if not self.profile.enrichment.enabled:
+            return NO_ENRICHMENT
+        datasets = [ds for t in table_ids if (ds := self.view.dataset(t)) is not None]
+        if not datasets:
+            return NO_ENRICHMENT
+        return enrich_datasets(
+            datasets,
+            self.view,
+            session,
+            self._memories(session.user),
+            self.profile.enrichment.dedupe,
+        )
+
+    def _sql_query(
+        self, args: SqlQueryArgs, session: PlatformSession
+    ) -> tuple[dict[str, Any], Enrichment]:
+        sql_cfg = self.profile.sql
+        if self.profile.gate.search_first and not session.searched:
+            raise ToolError(
+                "SEARCH_REQUIRED",
+                "this platform requires a search before the first sql_query of a session",
+                "call search with what you are looking for, then query",
+            )
+        checked = check_sql(args.sql, sql_cfg.max_sql_chars)
+        limit = min(args.limit or sql_cfg.row_limit_default, sql_cfg.row_limit_max)
+        result = self.warehouse.run(checked.sql, limit, sql_cfg.timeout_s)
+        payload: dict[str, Any] = {
+            "columns": result.columns,
+            "rows": result.rows,
+            "row_count": len(result.rows),
+            "truncated": result.truncated,
+            "limit": limit,
+        }
+        enrichment = self._enrich([t for t in checked.tables if t in self.tables], session)
+        if enrichment.applied:
+            payload["semantic_context"] = enrichment.blocks
+        return payload, enrichment
+
+    def _table_or_error(self, name: str) -> str:
+        key = name.strip().strip('"').lower()
+        if key in self.tables:
+            return key
+        close = difflib.get_close_matches(key, list(self.tables), n=3)
+        raise ToolError(
+            "TABLE_NOT_FOUND",
+            f"no table {name!r}",
+            f"did you mean {', '.join(close)}?" if close else "list_tables shows every table",
+        )
+
+    def _describe_table(
+        self, args: DescribeTableArgs, session: PlatformSession
+    ) -> tuple[dict[str, Any], Enrichment]:
+        table = self._table_or_error(args.table)
+        payload: dict[str, Any] = {
+            "table": table,
+            "columns": [{"name": c, "type": t} for c, t in self.tables[table]],
+        }
+        enrichment = self._enrich([table], session)
+        if enrichment.applied:
+            payload["semantic_context"] = enrichment.blocks
+        return payload, enrichment
+
+    def _list_tables(self, args: ListTablesArgs) -> tuple[dict[str, Any], Enrichment]:
+        names = list(self.tables)
+        if args.pattern:
+            pat = args.pattern.lower()
+            if any(ch in pat for ch in "*?["):
+                names = [n for n in names if fnmatch.fnmatchcase(n, pat)]
+            else:
+                names = [n for n in names if pat in n]
+        payload: dict[str, Any] = {
+            "tables": [{"name": n, "columns": len(self.tables[n])} for n in names]
+        }
+        enrichment = NO_ENRICHMENT
+        if self.profile.enrichment.enabled:
+            datasets = [ds for n in names if (ds := self.view.dataset(n)) is not None]
+            enrichment = summarize_datasets(datasets)
+            if enrichment.applied:
+                payload["semantic_context"] = enrichment.blocks
+        return payload, enrichment
+
+    def _search(self, args: SearchArgs, session: PlatformSession) -> dict[str, Any]:
+        enabled: list[str] = list(self.profile.search.kinds)
+        kinds: list[str] = list(args.kinds) if args.kinds else list(enabled)
+        unknown = [k for k in kinds if k not in enabled]
+        if unknown:
+            raise ToolError(
+                "KIND_NOT_AVAILABLE",
+                f"search kinds {unknown} are not available on profile {self.profile.name}",
+                f"use any of {enabled}",
+            )
+        memories = self.state.visible_insights(session.user) if "memory" in enabled else []
+        results = self.search_engine.search(args.query, kinds, args.limit, session.user, memories)
+        session.searched = True
+        return {"query": args.query, "results": results}
+
+    def _fetch(self, args: FetchArgs, user: str) -> dict[str, Any]:
+        prefix, _, ident = args.id.partition(":")
+        kind = PREFIX_KIND.get(prefix)
+        if kind is None or kind not in self.profile.search.kinds or not ident:
+            raise ToolError(
+                "NOT_FOUND",
+                f"no result {args.id!r}",
+                "ids look like "
+                + ", ".join(KIND_PREFIX[k] + ":..." for k in self.profile.search.kinds),
+            )
+        content = self._fetch_content(kind, ident, user)
+        if content is None:
+            raise ToolError("NOT_FOUND", f"no result {args.id!r}", "search again")
+        return {"id": args.id, "kind": kind, "content": content}
+
+    def _fetch_content(self, kind: str, ident: str, user: str) -> dict[str, Any] | None:
+        if kind == "dataset":
+            ds = self.view.dataset(ident)
+            return None if ds is None else dataset_block(ds, self.view, self._memories(user))
+        if kind == "column":
+            hit = self.view.column(ident)
+            if hit is None:
+                return None
+            ds, col = hit
+            return {"dataset": ds.id, **col.model_dump(mode="json")}
+        if kind == "glossary":
+            term = next((g for g in self.view.catalog.glossary if g.id == ident), None)
+            return None if term is None else term.model_dump(mode="json")
+        if kind == "knowledge_page":
+            page = self.view.page(ident)
+            return None if page is None else page.model_dump(mode="json")
+        if kind == "curated_query":
+            q = next((q for q in self.view.catalog.curated_queries if q.id == ident), None)
+            return None if q is None else q.model_dump(mode="json")
+        memory = next((m for m in self.state.visible_insights(user) if m.id == ident), None)
+        return None if memory is None else memory.model_dump(mode="json")
+
+    # ------------------------------------------------------------------ admin
+
+    def reset_state(self, by: str) -> None:
+        """Clear memories, insights, changesets and promoted knowledge (audit rows stay)."""
+        self.state.reset()
+        self.audit.record(
+            timestamp=datetime.now(UTC),
+            duration_ms=0.0,
+            session_id=None,
+            user_id=by,
+            persona="admin",
+            tool_name="state_reset",
+            parameters={},
+            success=True,
+            error_code=None,
+            request_chars=0,
+            response_chars=0,
+            event_kind="admin",
+        )
+
+    def close(self) -> None:
+        """Release the warehouse and stores."""
+        self.warehouse.close()
+        self.audit.db.close()
+        self.state.db.close()

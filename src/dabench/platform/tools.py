@@ -1,0 +1,157 @@
+"""Tool argument models, descriptions and the JSON schemas the MCP server lists.
+
+Every tool except ``platform_info`` takes a required ``session_id`` string; it is added
+to each schema here and taken out of the arguments before the model is validated (it may
+also arrive in the ``X-DPS-Session`` HTTP header).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dabench.platform.profile import SearchKind
+from dabench.platform.state import InsightType, Sink
+
+MAX_TEXT = 20000
+"""Upper bound of any free-text argument (characters)."""
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlatformInfoArgs(_Args):
+    """No arguments."""
+
+
+class SqlQueryArgs(_Args):
+    sql: str = Field(max_length=200000, description="One read-only SELECT or WITH statement.")
+    limit: int | None = Field(
+        default=None, ge=1, description="Maximum rows to return (default 1000, capped)."
+    )
+
+
+class DescribeTableArgs(_Args):
+    table: str = Field(
+        min_length=1, max_length=256, description="Fully qualified table, e.g. sales.orders."
+    )
+
+
+class ListTablesArgs(_Args):
+    pattern: str | None = Field(
+        default=None,
+        max_length=256,
+        description="Optional filter: a glob (sales.*) or a substring of the table name.",
+    )
+
+
+class SearchArgs(_Args):
+    query: str = Field(min_length=1, max_length=2000, description="What you are looking for.")
+    kinds: list[SearchKind] | None = Field(
+        default=None, max_length=6, description="Restrict to these result kinds."
+    )
+    limit: int = Field(default=10, ge=1, le=50, description="Maximum results.")
+
+
+class FetchArgs(_Args):
+    id: str = Field(
+        min_length=1, max_length=512, description="A search result id, e.g. page:fiscal-calendar."
+    )
+
+
+class MemoryCaptureArgs(_Args):
+    type: InsightType = Field(default="fact", description="What kind of insight this is.")
+    content: str = Field(min_length=1, max_length=4000, description="The insight, in words.")
+    related_ids: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Dataset or column ids it is about (sales.orders, sales.orders.amount).",
+    )
+    confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    supersedes: str | None = Field(
+        default=None, max_length=64, description="Id of an insight this one corrects."
+    )
+
+
+class MemoryManageArgs(_Args):
+    action: Literal["list", "update", "forget"]
+    insight_id: str | None = Field(default=None, max_length=64)
+    content: str | None = Field(default=None, min_length=1, max_length=4000)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    related_ids: list[str] | None = Field(default=None, max_length=20)
+    status: Literal["pending", "approved", "rejected", "superseded", "forgotten"] | None = None
+
+
+class ApplyKnowledgeArgs(_Args):
+    action: Literal["list", "apply", "reject", "rollback"]
+    insight_id: str | None = Field(default=None, max_length=64)
+    changeset_id: str | None = Field(default=None, max_length=64)
+    sink: Sink | None = None
+    target: str | None = Field(
+        default=None,
+        max_length=256,
+        description="Dataset or column id (sink=description) or a page id (sink=knowledge_page).",
+    )
+    title: str | None = Field(
+        default=None, max_length=200, description="Title of a new knowledge page."
+    )
+
+
+TOOL_ARGS: dict[str, type[_Args]] = {
+    "platform_info": PlatformInfoArgs,
+    "sql_query": SqlQueryArgs,
+    "describe_table": DescribeTableArgs,
+    "list_tables": ListTablesArgs,
+    "search": SearchArgs,
+    "fetch": FetchArgs,
+    "memory_capture": MemoryCaptureArgs,
+    "memory_manage": MemoryManageArgs,
+    "apply_knowledge": ApplyKnowledgeArgs,
+}
+
+TOOL_DESCRIPTIONS: dict[str, str] = {
+    "platform_info": (
+        "Platform version and profile, and a new session handle (session_id, dps_...). "
+        "Call it first; pass session_id to every other tool."
+    ),
+    "sql_query": (
+        "Run one read-only SQL query (DuckDB dialect) on the warehouse. Returns columns, rows "
+        "(capped; truncated=true when more exist) and semantic context for referenced tables."
+    ),
+    "describe_table": "Columns and types of a table, with its semantic context when available.",
+    "list_tables": "List warehouse tables, optionally filtered by a glob or substring.",
+    "search": (
+        "Search datasets, columns, glossary terms, knowledge pages, curated queries and "
+        "memories. Returns ranked ids to pass to fetch."
+    ),
+    "fetch": "The full content of a search result by id.",
+    "memory_capture": (
+        "Remember an insight (a fact, caveat, correction...) for later sessions. A near-"
+        "duplicate of an existing insight supersedes it."
+    ),
+    "memory_manage": "List, update or forget your own insights.",
+    "apply_knowledge": (
+        "Review insights: list pending ones, apply one to a dataset/column description or a "
+        "knowledge page (a changeset), reject one, or roll a changeset back."
+    ),
+}
+
+SESSION_PROPERTY: dict[str, Any] = {
+    "type": "string",
+    "description": "The session handle from platform_info (dps_...).",
+}
+
+
+def input_schema(tool: str) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments (with ``session_id`` where required)."""
+    schema = TOOL_ARGS[tool].model_json_schema()
+    schema.pop("title", None)
+    schema.pop("description", None)
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    if tool != "platform_info":
+        schema["properties"] = {"session_id": SESSION_PROPERTY, **schema["properties"]}
+        schema["required"] = ["session_id", *schema.get("required", [])]
+    return schema

@@ -1,0 +1,115 @@
+"""Read-only query execution on the world's DuckDB warehouse, bounded in rows and time.
+
+One read-only connection with external access and extension auto-loading disabled; each
+call gets its own ``cursor()`` and runs in the caller's worker thread. A timer interrupts
+the cursor when the statement timeout expires.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from dabench.platform.errors import ToolError
+
+READ_ONLY_CONFIG: dict[str, Any] = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "lock_configuration": True,
+}
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Rows of a query, capped at ``limit`` with ``truncated`` set when more existed."""
+
+    columns: list[dict[str, str]]
+    rows: list[list[Any]]
+    truncated: bool
+
+
+def jsonable(value: Any) -> Any:
+    """Convert a DuckDB value to something ``json.dumps`` accepts, deterministically."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+class Warehouse:
+    """The world's warehouse opened read-only."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._con = duckdb.connect(str(path), read_only=True, config=READ_ONLY_CONFIG)
+
+    def tables(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """Every ``schema.table`` with its ``(column, type)`` list, sorted."""
+        cur = self._con.cursor()
+        try:
+            rows = cur.execute(
+                "SELECT table_schema, table_name, column_name, data_type "
+                "FROM information_schema.columns "
+                "WHERE table_schema NOT IN ('information_schema', 'pg_catalog') "
+                "ORDER BY table_schema, table_name, ordinal_position"
+            ).fetchall()
+        finally:
+            cur.close()
+        out: dict[str, list[tuple[str, str]]] = {}
+        for schema, table, column, dtype in rows:
+            out.setdefault(f"{schema}.{table}".lower(), []).append((column, dtype))
+        return sorted(out.items())
+
+    def run(self, sql: str, limit: int, timeout_s: float) -> QueryResult:
+        """Run one checked SELECT; raise ``QUERY_TIMEOUT`` or ``SQL_ERROR`` on failure."""
+        cur = self._con.cursor()
+        timer = threading.Timer(timeout_s, cur.interrupt)
+        timer.daemon = True
+        timer.start()
+        try:
+            cur.execute(sql)
+            description = cur.description or []
+            fetched = cur.fetchmany(limit + 1)
+        except duckdb.InterruptException as exc:
+            raise ToolError(
+                "QUERY_TIMEOUT",
+                f"the query ran longer than the {timeout_s:g} s statement timeout",
+                "aggregate earlier, filter more, or use a pre-aggregated table",
+            ) from exc
+        except duckdb.Error as exc:
+            first = str(exc).splitlines()[0][:500]
+            raise ToolError(
+                "SQL_ERROR", first, "check table and column names with describe_table"
+            ) from exc
+        finally:
+            timer.cancel()
+            cur.close()
+        columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
+        truncated = len(fetched) > limit
+        rows = [[jsonable(v) for v in row] for row in fetched[:limit]]
+        return QueryResult(columns=columns, rows=rows, truncated=truncated)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._con.close()
