@@ -29,7 +29,7 @@ from dabench.tasks.model import FormatSpec
 
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n(?P<body>.*?)\n?```$", re.DOTALL)
 _BULLET_RE = re.compile(r"^ ?(?:[-*+•]|\d{1,3}[.)])[ \t]+\S")
-_SEPARATOR_CELL_RE = re.compile(r"^:?-{3,}:?$")
+_SEPARATOR_CELL_RE = re.compile(r"^:?-+:?$")
 
 
 def _check(passed: bool, reason: str, expected: Any = None, found: Any = None) -> GradeCheck:

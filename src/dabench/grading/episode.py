@@ -1,0 +1,283 @@
+"""Grade one episode: deterministic graders first, the judge only where judgement is needed.
+
+Headline ``passed`` (what accuracy and pass^k use):
+
+- ``numeric`` / ``entity`` / ``exec_sql`` / ``refusal`` / ``abstain`` / ``format``: the
+  deterministic checks (for format tasks with ``also_numeric`` both the format and the number).
+  For knowledge-trap tasks the number decides; the judged caveat rubric item is recorded
+  separately (``scores["rubric"]``, ``scores["right_reason"]``) so statistics can report "the
+  right number for the right reason".
+- ``judge``: the judged correctness is at least ``ScoreConfig.judge_pass_threshold``.
+- ``harness_error`` episodes are excluded (``excluded=True``), never model failures;
+  ``timeout``, ``budget_exhausted`` and ``no_answer`` are model failures (overall 0).
+- S5 protocol episodes: every protocol step that has a verdict passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from dabench.grading.answer import graded_answer
+from dabench.grading.entity import check_entity
+from dabench.grading.exec_sql import check_exec_sql
+from dabench.grading.formats import check_format
+from dabench.grading.judging import build_judge_input
+from dabench.grading.numeric import check_numeric
+from dabench.grading.refusal import check_refusal
+from dabench.grading.scores import (
+    FAILURE_STATUSES,
+    ScoreConfig,
+    correctness_score,
+    cost_score,
+    groundedness_score,
+    latency_score,
+    relevance_score,
+    weighted_overall,
+)
+from dabench.grading.tools import check_tool_overlap, error_rate_score
+from dabench.journal.records import Episode, Grade, GradeCheck
+from dabench.judge.judge import Judge, JudgeError, JudgeResult, verdict_summary
+from dabench.tasks.model import Protocol, Task, Truth
+
+
+class NotGradable(Exception):
+    """The episode cannot be graded with what we were given (missing truth, warehouse or
+    judge): the grade is excluded with this reason, never counted as a model failure."""
+
+
+def _deterministic(
+    episode: Episode, task: Task, truth: Truth | None, warehouse: Path | None
+) -> list[GradeCheck]:
+    grading = task.grading
+    answer = graded_answer(episode)
+    kind = grading.kind
+    checks: list[GradeCheck] = []
+    if kind == "numeric" or (kind == "format" and grading.also_numeric):
+        if truth is None or truth.value is None:
+            raise NotGradable(f"no numeric truth for task {task.id!r} in the lock")
+        checks.append(
+            check_numeric(
+                answer,
+                truth.value,
+                tolerance_abs=grading.tolerance_abs,
+                tolerance_rel=grading.tolerance_rel,
+                naive=truth.naive_value,
+            )
+        )
+    if kind == "entity":
+        entities = list(truth.entities) if truth is not None and truth.entities else []
+        checks.append(
+            check_entity(
+                answer,
+                entities or grading.entities,
+                aliases=grading.aliases,
+                wrong_aliases=grading.wrong_aliases,
+            )
+        )
+    elif kind == "exec_sql":
+        if truth is None:
+            raise NotGradable(f"no gold result for task {task.id!r} in the lock")
+        if warehouse is None:
+            raise NotGradable("exec_sql grading needs the world's warehouse (pass --world DIR)")
+        checks.append(
+            check_exec_sql(
+                episode,
+                truth.columns,
+                truth.rows,
+                warehouse=warehouse,
+                mode=grading.exec_sql_mode,
+                tolerance_abs=grading.tolerance_abs,
+                tolerance_rel=grading.tolerance_rel,
+            )
+        )
+    elif kind in ("refusal", "abstain"):
+        checks.append(check_refusal(answer, "refusal" if kind == "refusal" else "abstain"))
+    elif kind == "format" and grading.format is not None:
+        checks.insert(0, check_format(answer, grading.format))
+    return checks
+
+
+def _wants_judge(task: Task, judge_all: bool) -> bool:
+    return task.grading.kind == "judge" or bool(task.rubric) or judge_all
+
+
+def _programmatic_scores(episode: Episode, task: Task, config: ScoreConfig) -> dict[str, float]:
+    scores = {
+        "latency": latency_score(episode.wall_ms, config),
+        "error_rate": error_rate_score(episode),
+    }
+    cost = cost_score(episode.cost_usd, config)
+    if cost is not None:
+        scores["cost"] = cost
+    return scores
+
+
+def _judged_scores(result: JudgeResult) -> dict[str, float]:
+    verdict = result.verdict
+    scores = {
+        "correctness": correctness_score(verdict.claims),
+        "groundedness": groundedness_score(verdict.claims),
+        "relevance": relevance_score(verdict.claims),
+        "format": verdict.format_score / 10.0,
+        "instruction_following": verdict.instruction_following_score / 10.0,
+    }
+    if verdict.rubric:
+        yes = [1.0 if r.verdict == "yes" else 0.0 for r in verdict.rubric]
+        scores["rubric"] = sum(yes) / len(yes)
+        for item in verdict.rubric:
+            scores[f"rubric:{item.id}"] = 1.0 if item.verdict == "yes" else 0.0
+    return scores
+
+
+def _excluded(episode: Episode, kind: str, reason: str, **extra: Any) -> Grade:
+    return Grade(
+        key=episode.key, passed=False, score=0.0, kind=kind, reason=reason, excluded=True, **extra
+    )
+
+
+def grade_protocol_episode(episode: Episode, protocol: Protocol | None = None) -> Grade:
+    """An S5 protocol episode passes when every step with a verdict passed."""
+    if episode.status == "harness_error":
+        return _excluded(episode, "protocol", f"harness error: {episode.harness_error}")
+    checks = [
+        GradeCheck(name=f"step:{s.name}", passed=bool(s.passed), reason=s.detail or s.kind)
+        for s in episode.steps
+        if s.passed is not None
+    ]
+    passed = bool(checks) and all(c.passed for c in checks) and episode.status == "completed"
+    failed = [c.name.removeprefix("step:") for c in checks if not c.passed]
+    if episode.status != "completed":
+        reason = f"model failure: {episode.status}"
+    elif not checks:
+        reason = "no protocol step has a verdict"
+    else:
+        reason = "every step passed" if passed else f"step(s) failed: {', '.join(failed)}"
+    return Grade(
+        key=episode.key,
+        passed=passed,
+        score=1.0 if passed else 0.0,
+        kind="protocol",
+        reason=reason,
+        checks=checks,
+        scores={"correctness": 1.0 if passed else 0.0, "overall": 1.0 if passed else 0.0},
+    )
+
+
+async def agrade_episode(
+    episode: Episode,
+    task: Task,
+    truth: Truth | None,
+    *,
+    judge: Judge | None = None,
+    score_config: ScoreConfig | None = None,
+    warehouse: Path | None = None,
+    judge_all: bool = False,
+) -> Grade:
+    """Grade one episode (async because the judge is). ``judge_all`` judges every completed
+    episode (seed-003 style model comparison) instead of only where judgement is needed."""
+    config = score_config or ScoreConfig()
+    kind = task.grading.kind
+    if episode.status == "harness_error":
+        cause = episode.harness_error or "unknown cause"
+        return _excluded(episode, kind, f"harness error (excluded, not a model failure): {cause}")
+    failure = episode.status in FAILURE_STATUSES
+    try:
+        checks = _deterministic(episode, task, truth, warehouse) if not failure else []
+    except NotGradable as exc:
+        return _excluded(episode, kind, f"not graded: {exc}")
+    headline = list(checks)
+    if task.expected_tools:
+        checks.append(check_tool_overlap(episode, task.expected_tools))
+    scores = _programmatic_scores(episode, task, config)
+    if task.expected_tools:
+        scores["tool"] = 1.0 if checks[-1].passed else 0.0
+
+    judge_dict: dict[str, Any] | None = None
+    result: JudgeResult | None = None
+    judge_error: str | None = None
+    if judge is not None and not failure and _wants_judge(task, judge_all):
+        inp = build_judge_input(episode, task, truth, tool_output_chars=judge.tool_output_chars)
+        try:
+            result = await judge.judge(inp)
+            judge_dict = verdict_summary(result, judge)
+        except JudgeError as exc:
+            judge_error = str(exc)
+            judge_dict = {**judge.describe(), "error": judge_error}
+
+    if failure:
+        passed = False
+        reason = f"model failure: {episode.status}"
+        if episode.status == "budget_exhausted":
+            reason += f" (tool-call budget of {task.budget} used up)"
+    elif kind == "judge":
+        if result is None:
+            why = judge_error or "grading.kind 'judge' needs a judge (--judge provider:model)"
+            return _excluded(episode, kind, f"not graded: {why}", judge=judge_dict)
+        correctness = correctness_score(result.verdict.claims)
+        passed = correctness >= config.judge_pass_threshold
+        verdict = "at least" if passed else "below"
+        reason = (
+            f"judged correctness {correctness:.2f} over {len(result.verdict.claims)} claims, "
+            f"{verdict} the pass threshold {config.judge_pass_threshold:g}"
+        )
+    else:
+        passed = all(c.passed for c in headline)
+        reason = "; ".join(c.reason for c in headline)
+
+    deterministic = 1.0 if passed else 0.0
+    if kind != "judge" and not failure:
+        scores["exact_answer"] = deterministic
+        scores["correctness"] = deterministic
+    if task.grading.format is not None and headline:
+        scores["format"] = 1.0 if headline[0].passed else 0.0
+    if result is not None:
+        judged = _judged_scores(result)
+        if task.grading.format is not None:
+            judged.pop("format")
+        scores.update(judged)
+        if task.rubric:
+            rubric_ok = all(r.verdict == "yes" for r in result.verdict.rubric)
+            scores["right_reason"] = 1.0 if passed and rubric_ok else 0.0
+            said = ", ".join(f"{r.id}: {r.verdict}" for r in result.verdict.rubric)
+            reason += f"; judged rubric: {said}"
+    elif judge_error:
+        reason += f"; judge failed, deterministic grade only: {judge_error}"
+    scores["overall"] = 0.0 if failure else weighted_overall(scores, config.weights)
+    score = scores["overall"] if kind == "judge" or result is not None else deterministic
+    return Grade(
+        key=episode.key,
+        passed=passed,
+        score=score,
+        kind=kind,
+        reason=reason,
+        checks=checks,
+        scores=scores,
+        judge=judge_dict,
+        rubric_version=judge.rubric.version if result is not None and judge else None,
+    )
+
+
+def grade_episode(
+    episode: Episode,
+    task: Task,
+    truth: Truth | None,
+    *,
+    judge: Judge | None = None,
+    score_config: ScoreConfig | None = None,
+    warehouse: Path | None = None,
+    judge_all: bool = False,
+) -> Grade:
+    """Synchronous :func:`agrade_episode` (do not call from inside a running event loop)."""
+    return asyncio.run(
+        agrade_episode(
+            episode,
+            task,
+            truth,
+            judge=judge,
+            score_config=score_config,
+            warehouse=warehouse,
+            judge_all=judge_all,
+        )
+    )

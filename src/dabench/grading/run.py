@@ -1,0 +1,162 @@
+"""Grade a whole run directory from its journal and write ``grades.jsonl``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.progress import Progress
+
+from dabench.errors import UserInputError
+from dabench.grading.episode import agrade_episode, grade_protocol_episode
+from dabench.grading.scores import ScoreConfig
+from dabench.journal.records import Episode, Grade, RunManifest
+from dabench.journal.store import MANIFEST_FILE, Journal, read_manifest, write_grades
+from dabench.judge.judge import Judge
+from dabench.tasks.loader import SuiteItem, TaskSet, load_builtin_tasks, load_tasks
+from dabench.tasks.lock import check_lock, read_lock
+from dabench.tasks.model import Protocol, Task, TruthLock
+
+LOCK_FILE = "tasks.lock.json"
+JUDGE_CONCURRENCY = 4
+
+
+def _task_set(run_dir: Path, tasks: TaskSet | Iterable[SuiteItem] | Path | None) -> TaskSet:
+    if isinstance(tasks, TaskSet):
+        return tasks
+    if isinstance(tasks, Path):
+        return load_tasks([tasks])
+    if tasks is not None:
+        ts = TaskSet()
+        for item in tasks:
+            if isinstance(item, Protocol):
+                ts.protocols.append(item)
+            else:
+                ts.tasks.append(item)
+        return ts
+    for candidate in (run_dir / "tasks", run_dir / "tasks.yaml"):
+        if candidate.exists():
+            return load_tasks([candidate])
+    return load_builtin_tasks()
+
+
+def _lock(run_dir: Path, lock: TruthLock | Path | None) -> tuple[TruthLock, str]:
+    if isinstance(lock, TruthLock):
+        return lock, "<lock>"
+    path = lock if lock is not None else run_dir / LOCK_FILE
+    return read_lock(path), str(path)
+
+
+def _world_dir(manifest: RunManifest | None) -> Path | None:
+    if manifest is None:
+        return None
+    world: Any = manifest.experiment.get("world")
+    for key in ("path", "dir", "world_dir"):
+        value = world.get(key) if isinstance(world, dict) else None
+        if isinstance(value, str) and Path(value).is_dir():
+            return Path(value)
+    return None
+
+
+def _warehouse(world: Path | None) -> Path | None:
+    if world is None:
+        return None
+    path = world / "warehouse.duckdb" if world.is_dir() else world
+    if not path.is_file():
+        raise UserInputError(f"{path}: no warehouse.duckdb (is {world} a built world?)")
+    return path
+
+
+async def agrade_run(
+    run_dir: Path | str,
+    *,
+    tasks: TaskSet | Iterable[SuiteItem] | Path | None = None,
+    lock: TruthLock | Path | None = None,
+    judge: Judge | None = None,
+    world: Path | None = None,
+    score_config: ScoreConfig | None = None,
+    judge_all: bool = False,
+    progress: bool = False,
+    write: bool = True,
+) -> list[Grade]:
+    """Grade every episode of a run and (re)write ``grades.jsonl``; see :func:`grade_run`."""
+    run_dir = Path(run_dir)
+    episodes = Journal(run_dir).load()
+    manifest = read_manifest(run_dir) if (run_dir / MANIFEST_FILE).exists() else None
+    task_set = _task_set(run_dir, tasks)
+    truth_lock, lock_path = _lock(run_dir, lock)
+    used = {e.task_id for e in episodes}
+    if manifest is not None:
+        check_lock(truth_lock, task_set.subset(used), manifest.world_hash, lock_path)
+    warehouse = _warehouse(world or _world_dir(manifest))
+    items = {item.id: item for item in task_set.items}
+    semaphore = asyncio.Semaphore(JUDGE_CONCURRENCY)
+
+    async def one(episode: Episode) -> Grade:
+        item = items.get(episode.task_id)
+        if isinstance(item, Protocol) or (item is None and episode.steps):
+            return grade_protocol_episode(episode, item if isinstance(item, Protocol) else None)
+        if not isinstance(item, Task):
+            return Grade(
+                key=episode.key,
+                passed=False,
+                score=0.0,
+                kind="unknown",
+                reason=f"not graded: task {episode.task_id!r} is not in the task set",
+                excluded=True,
+            )
+        async with semaphore:
+            return await agrade_episode(
+                episode,
+                item,
+                truth_lock.truths.get(item.id),
+                judge=judge,
+                score_config=score_config,
+                warehouse=warehouse,
+                judge_all=judge_all,
+            )
+
+    grades: list[Grade] = []
+    with Progress(disable=not progress, transient=True) as bar:
+        job = bar.add_task("grading", total=len(episodes))
+        for grade in await asyncio.gather(*(one(e) for e in episodes)):
+            grades.append(grade)
+            bar.advance(job)
+    if write:
+        write_grades(run_dir, grades)
+    return grades
+
+
+def grade_run(
+    run_dir: Path | str,
+    *,
+    tasks: TaskSet | Iterable[SuiteItem] | Path | None = None,
+    lock: TruthLock | Path | None = None,
+    judge: Judge | None = None,
+    world: Path | None = None,
+    score_config: ScoreConfig | None = None,
+    judge_all: bool = False,
+    progress: bool = False,
+    write: bool = True,
+) -> list[Grade]:
+    """Grade every episode of ``run_dir`` (re-grading replaces ``grades.jsonl``).
+
+    Defaults: the lock is ``RUN_DIR/tasks.lock.json`` (checked against the manifest's world
+    hash), tasks come from ``RUN_DIR/tasks[.yaml]`` or the built-in suites, and the world
+    (needed by exec_sql only) from the manifest's ``experiment.world.path``.
+    """
+    return asyncio.run(
+        agrade_run(
+            run_dir,
+            tasks=tasks,
+            lock=lock,
+            judge=judge,
+            world=world,
+            score_config=score_config,
+            judge_all=judge_all,
+            progress=progress,
+            write=write,
+        )
+    )

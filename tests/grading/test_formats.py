@@ -1,0 +1,50 @@
+"""Format graders."""
+
+from __future__ import annotations
+
+from dabench.grading.formats import check_format
+from dabench.tasks.model import FormatSpec
+
+
+def _spec(kind: str, **kw: object) -> FormatSpec:
+    return FormatSpec.model_validate({"kind": kind, **kw})
+
+
+def test_json_only() -> None:
+    assert check_format('{"total": 3}', _spec("json")).passed
+    assert not check_format('Here: {"total": 3}', _spec("json")).passed
+    fenced = check_format('```json\n{"total": 3}\n```', _spec("json"))
+    assert fenced.passed and "fence" in fenced.reason
+    assert not check_format('```json\n{"total": 3}\n```\nDone.', _spec("json")).passed
+
+
+def test_json_required_keys() -> None:
+    spec = _spec("json", columns=["region", "total"])
+    assert check_format('[{"region": "n", "total": 1}]', spec).passed
+    bad = check_format('[{"region": "n", "total": 1}, {"region": "s"}]', spec)
+    assert not bad.passed and "item 1 lacks key(s) total" in bad.reason
+
+
+def test_single_number() -> None:
+    assert check_format("1,234", _spec("single_number")).passed
+    assert check_format("FINAL ANSWER: 12.5%", _spec("single_number")).passed
+    assert not check_format("1,234 orders", _spec("single_number")).passed
+
+
+def test_exactly_n_bullets() -> None:
+    three = "Top:\n- a\n- b\n  - nested\n* c\n"
+    assert check_format(three, _spec("bullets", n=3)).passed
+    check = check_format(three, _spec("bullets", n=2))
+    assert not check.passed and "3 top-level bullets" in check.reason
+    assert check_format("1. a\n2) b", _spec("bullets", n=2)).passed
+
+
+def test_markdown_table_columns() -> None:
+    table = "| Region | **Total** | extra |\n|---|:--:|---|\n| n | 1 | x |\n"
+    assert check_format(table, _spec("markdown_table", columns=["region", "total"])).passed
+    missing = check_format(table, _spec("markdown_table", columns=["region", "count"]))
+    assert not missing.passed and "count" in missing.reason
+    no_sep = "| Region | Total |\n| n | 1 |\n"
+    assert not check_format(no_sep, _spec("markdown_table", columns=["region"])).passed
+    header_only = "| Region |\n|---|\n"
+    assert not check_format(header_only, _spec("markdown_table", columns=["region"])).passed

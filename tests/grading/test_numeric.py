@@ -1,0 +1,82 @@
+"""The numeric grader and the number parser."""
+
+from __future__ import annotations
+
+import pytest
+
+from dabench.grading.numbers import find_numbers, is_single_number
+from dabench.grading.numeric import check_numeric
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("Total: $1,234.50", [1234.5]),
+        ("12.5% of orders", [12.5]),
+        ("change of -42 and −7", [-42.0, -7.0]),
+        ("-$3 or $-4", [-3.0, -4.0]),
+        ("about 3 million and 1.2k", [3_000_000.0, 1200.0]),
+        ("on 2025-03-31 we had 17", [17.0]),
+        ("FY2024 Q3 v1.2 top-5", [5.0]),
+        ("1,234,567.89.", [1234567.89]),
+    ],
+)
+def test_find_numbers(text: str, values: list[float]) -> None:
+    assert [m.value for m in find_numbers(text)] == pytest.approx(values)
+
+
+def test_single_number() -> None:
+    assert is_single_number(" **$1,234** ") is not None
+    assert is_single_number("42 rows") is None
+    assert is_single_number("42.") is None
+    assert is_single_number("1 and 2") is None
+
+
+def test_thousands_separator_and_currency_pass() -> None:
+    check = check_numeric("Revenue was $1,234.50.", 1234.5)
+    assert check.passed, check.reason
+    assert "$1,234.50" in check.reason
+
+
+def test_tolerance_relative_and_absolute() -> None:
+    assert check_numeric("1000", 1004.0, tolerance_rel=0.005).passed
+    assert not check_numeric("1000", 1006.0, tolerance_rel=0.005).passed
+    assert check_numeric("1000", 1006.0, tolerance_abs=10, tolerance_rel=0).passed
+    assert not check_numeric("1000.5", 1000.0, tolerance_abs=0, tolerance_rel=0).passed
+
+
+def test_percentage_reads_as_fraction_too() -> None:
+    assert check_numeric("12.5%", 0.125, tolerance_rel=0.001).passed
+    assert check_numeric("12.5%", 12.5, tolerance_rel=0.001).passed
+
+
+def test_negative_numbers() -> None:
+    assert check_numeric("The change is -42.", -42.0).passed
+    assert not check_numeric("The change is 42.", -42.0).passed
+
+
+def test_final_answer_line_wins_over_earlier_text() -> None:
+    text = "The raw sum is 123,450 but that is in cents.\nFINAL ANSWER: $1,234.50"
+    assert check_numeric(text, 1234.5).passed
+    wrong = "I first computed 1,234.50 but then rechecked.\n**Final answer:** 123,450"
+    check = check_numeric(wrong, 1234.5)
+    assert not check.passed
+    assert "final-answer line" in check.reason
+
+
+def test_final_answer_on_next_line() -> None:
+    assert check_numeric("FINAL ANSWER:\n\n  42\n", 42.0).passed
+
+
+def test_naive_value_fails_and_hedge_fails() -> None:
+    check = check_numeric("FINAL ANSWER: 123450", 1234.5, naive=123450.0)
+    assert not check.passed and "known-wrong" in check.reason
+    hedge = check_numeric("Either 1,234.50 or 123,450", 1234.5, naive=123450.0)
+    assert not hedge.passed and "hedge" in hedge.reason
+    ok = check_numeric("It is 123,450 cents.\nFINAL ANSWER: 1234.50", 1234.5, naive=123450.0)
+    assert ok.passed
+
+
+def test_no_number() -> None:
+    check = check_numeric("I could not compute it.", 10.0)
+    assert not check.passed and "no number" in check.reason
