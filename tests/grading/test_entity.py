@@ -14,7 +14,9 @@ def test_word_boundaries() -> None:
 
 
 def test_alias_multiword() -> None:
-    check = check_entity("It is the Orders   Fact table.", ["sales.orders"], aliases=["orders fact"])
+    check = check_entity(
+        "It is the Orders   Fact table.", ["sales.orders"], aliases=["orders fact"]
+    )
     assert check.passed, check.reason
 
 

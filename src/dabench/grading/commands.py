@@ -1,0 +1,75 @@
+"""``dabench grade RUN_DIR``: re-grade a run from its journal."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dabench.errors import DabenchError
+from dabench.grading.run import grade_run
+from dabench.journal.records import Grade
+from dabench.judge.factory import make_judge
+from dabench.judge.judge import Judge
+
+
+def _summary(grades: list[Grade]) -> Table:
+    table = Table(title="grades")
+    for column in ("kind", "episodes", "passed", "excluded", "judged", "mean overall"):
+        table.add_column(column, justify="left" if column == "kind" else "right")
+    by_kind: dict[str, list[Grade]] = defaultdict(list)
+    for grade in grades:
+        by_kind[grade.kind].append(grade)
+    for kind, group in sorted(by_kind.items()):
+        counted = [g for g in group if not g.excluded]
+        overall = [g.scores.get("overall", 0.0) for g in counted]
+        table.add_row(
+            kind,
+            str(len(group)),
+            str(sum(g.passed for g in counted)),
+            str(len(group) - len(counted)),
+            str(sum(1 for g in group if g.judge and "error" not in g.judge)),
+            f"{sum(overall) / len(overall):.3f}" if overall else "-",
+        )
+    return table
+
+
+def grade_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory (manifest.json, episodes.jsonl)."),
+    judge: str | None = typer.Option(None, "--judge", help="Judge model as provider:model."),
+    judge_base_url: str | None = typer.Option(None, "--judge-base-url", help="Judge API URL."),
+    judge_all: bool = typer.Option(
+        False, "--judge-all", help="Judge every completed episode, not only where needed."
+    ),
+    lock: Path | None = typer.Option(
+        None, "--lock", help="Lock file (default RUN_DIR/tasks.lock.json)."
+    ),
+    tasks: Path | None = typer.Option(
+        None, "--tasks", help="Task file or folder (default: built-in)."
+    ),
+    world: Path | None = typer.Option(None, "--world", help="World directory (for exec_sql)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the judge cache."),
+) -> None:
+    """Re-grade every episode of RUN_DIR and rewrite its grades.jsonl."""
+    try:
+        the_judge: Judge | None = None
+        if judge:
+            the_judge = make_judge(judge, base_url=judge_base_url, use_cache=not no_cache)
+        grades = grade_run(
+            run_dir,
+            tasks=tasks,
+            lock=lock,
+            judge=the_judge,
+            world=world,
+            judge_all=judge_all,
+            progress=True,
+        )
+    except DabenchError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    console = Console()
+    console.print(_summary(grades))
+    console.print(f"wrote {len(grades)} grades to {run_dir / 'grades.jsonl'}")

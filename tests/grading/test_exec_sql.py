@@ -1,0 +1,127 @@
+"""exec_sql: predicted SQL extraction, guarded execution on a real DuckDB file, comparison modes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dabench.grading.exec_sql import (
+    SqlRefused,
+    Tolerance,
+    check_exec_sql,
+    compare_results,
+    predicted_sql,
+    run_query,
+)
+from tests.grading.conftest import make_episode, sql_call
+
+GOLD_SQL = "SELECT region, SUM(amount) AS total FROM sales.orders GROUP BY region"
+
+
+def _gold(warehouse: Path, sql: str = GOLD_SQL) -> tuple[list[str], list[list[object]]]:
+    columns, rows = run_query(warehouse, sql)
+    return columns, [list(r) for r in rows]
+
+
+def test_predicted_sql_precedence() -> None:
+    calls = [sql_call(0, "SELECT 1"), sql_call(1, "SELECT 2", is_error=True)]
+    ep = make_episode("done", tool_calls=calls)
+    found = predicted_sql(ep)
+    assert found is not None and found.sql == "SELECT 1" and "#0" in found.source
+    ep2 = make_episode("Here:\n```sql\nSELECT 3\n```", tool_calls=calls)
+    found2 = predicted_sql(ep2)
+    assert found2 is not None and found2.sql == "SELECT 3" and "answer" in found2.source
+    assert predicted_sql(make_episode("no sql")) is None
+
+
+def test_set_semantics_ignores_order_and_duplicates(warehouse: Path) -> None:
+    cols, gold = _gold(warehouse)
+    sql = (
+        "SELECT region, SUM(amount) AS t FROM sales.orders GROUP BY region "
+        "UNION ALL SELECT 'east', 100.25 ORDER BY 1 DESC"
+    )
+    ep = make_episode("x", tool_calls=[sql_call(0, sql)])
+    check = check_exec_sql(ep, cols, gold, warehouse=warehouse, mode="set")
+    assert check.passed, check.reason
+    assert "set semantics" in check.reason
+    multi = check_exec_sql(ep, cols, gold, warehouse=warehouse, mode="multiset")
+    assert not multi.passed and "multiset" in multi.reason
+
+
+def test_ordered_semantics(warehouse: Path) -> None:
+    cols, gold = _gold(warehouse, GOLD_SQL + " ORDER BY region")
+    asc = make_episode("x", tool_calls=[sql_call(0, GOLD_SQL + " ORDER BY region")])
+    desc = make_episode("x", tool_calls=[sql_call(0, GOLD_SQL + " ORDER BY region DESC")])
+    assert check_exec_sql(asc, cols, gold, warehouse=warehouse, mode="ordered").passed
+    assert not check_exec_sql(desc, cols, gold, warehouse=warehouse, mode="ordered").passed
+    assert check_exec_sql(desc, cols, gold, warehouse=warehouse, mode="multiset").passed
+
+
+def test_multiset_counts_duplicates(warehouse: Path) -> None:
+    cols, gold = _gold(warehouse, "SELECT amount FROM sales.orders WHERE region = 'south'")
+    dedup = make_episode(
+        "x",
+        tool_calls=[sql_call(0, "SELECT DISTINCT amount FROM sales.orders WHERE region='south'")],
+    )
+    assert not check_exec_sql(dedup, cols, gold, warehouse=warehouse, mode="multiset").passed
+    assert check_exec_sql(dedup, cols, gold, warehouse=warehouse, mode="set").passed
+
+
+def test_per_column_tolerance(warehouse: Path) -> None:
+    cols, gold = _gold(warehouse)
+    rounded = "SELECT region, ROUND(SUM(amount)) FROM sales.orders GROUP BY region"
+    ep = make_episode("x", tool_calls=[sql_call(0, rounded)])
+    assert not check_exec_sql(ep, cols, gold, warehouse=warehouse).passed
+    check = check_exec_sql(ep, cols, gold, warehouse=warehouse, tolerance_abs=0.5)
+    assert check.passed and "abs 0.5" in check.reason
+
+
+def test_columns_matched_by_value_spider2(warehouse: Path) -> None:
+    cols, gold = _gold(warehouse)
+    swapped = "SELECT COUNT(*) AS n, SUM(amount) AS s, region FROM sales.orders GROUP BY region"
+    ep = make_episode("x", tool_calls=[sql_call(0, swapped)])
+    check = check_exec_sql(ep, cols, gold, warehouse=warehouse)
+    assert check.passed, check.reason
+    assert "Spider 2.0" in check.reason and check.found["alignment"] == [2, 1]
+
+
+def test_wrong_result_fails_with_shape(warehouse: Path) -> None:
+    cols, gold = _gold(warehouse)
+    ep = make_episode(
+        "x", tool_calls=[sql_call(0, "SELECT region, MAX(amount) FROM sales.orders GROUP BY 1")]
+    )
+    check = check_exec_sql(ep, cols, gold, warehouse=warehouse)
+    assert not check.passed and "3 rows x 2 columns" in check.reason
+
+
+def test_guards_refuse_writes_and_multiple_statements(warehouse: Path) -> None:
+    with pytest.raises(SqlRefused, match="only SELECT"):
+        run_query(warehouse, "DELETE FROM sales.orders")
+    with pytest.raises(SqlRefused, match="exactly one statement"):
+        run_query(warehouse, "SELECT 1; SELECT 2")
+    with pytest.raises(SqlRefused, match="row cap"):
+        run_query(warehouse, "SELECT * FROM range(100)", row_cap=10)
+    with pytest.raises(SqlRefused, match="failed"):
+        run_query(warehouse, "SELECT * FROM read_csv('/etc/passwd')")
+    ep = make_episode("x", tool_calls=[sql_call(0, "DROP TABLE sales.orders")])
+    check = check_exec_sql(ep, ["a"], [[1]], warehouse=warehouse)
+    assert not check.passed and "not run" in check.reason
+
+
+def test_statement_timeout(warehouse: Path) -> None:
+    slow = "SELECT COUNT(*) FROM range(100000000) a, range(1000) b WHERE a.range * b.range = 7"
+    with pytest.raises(SqlRefused, match="timeout"):
+        run_query(warehouse, slow, timeout_s=0.2)
+
+
+def test_no_predicted_sql(warehouse: Path) -> None:
+    check = check_exec_sql(make_episode("42"), ["a"], [[1]], warehouse=warehouse)
+    assert not check.passed and "no predicted SQL" in check.reason
+
+
+def test_compare_results_empty_and_nulls() -> None:
+    tol = Tolerance()
+    assert compare_results([], [], "set", tol).passed
+    assert compare_results([(None, "a")], [(None, "a")], "ordered", tol).passed
+    assert not compare_results([(1.0,)], [], "set", tol).passed
