@@ -9,6 +9,11 @@ from __future__ import annotations
 import typer
 
 from dabench import __version__
+from dabench.errors import DabenchError
+from dabench.grading import commands as grading_commands
+from dabench.judge import commands as judge_commands
+from dabench.platform import commands as platform_commands
+from dabench.runner import commands as runner_commands
 from dabench.tasks import commands as tasks_commands
 from dabench.world import commands as world_commands
 
@@ -21,7 +26,11 @@ app = typer.Typer(
 )
 
 app.add_typer(world_commands.app, name="world", help="Build and inspect the deterministic world.")
+app.add_typer(platform_commands.app, name="platform", help="Serve the reference data platform (MCP).")
 app.add_typer(tasks_commands.app, name="tasks", help="Task schema, listing and the truth lock.")
+app.command("run")(runner_commands.run)
+app.command("grade")(grading_commands.grade_cmd)
+app.add_typer(judge_commands.app, name="judge", help="LLM judge calibration.")
 
 
 def _version_callback(value: bool) -> None:
@@ -41,7 +50,11 @@ def _root(
 
 def main() -> None:
     """Entry point of the ``dabench`` console script."""
-    app()
+    try:
+        app()
+    except DabenchError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(exc.exit_code) from None
 
 
 if __name__ == "__main__":

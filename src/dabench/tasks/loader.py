@@ -8,7 +8,7 @@ expected. An id defined twice (in one file or across files) is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from dabench.errors import UserInputError
 from dabench.tasks.hashing import canonical_hash
 from dabench.tasks.model import Protocol, Task
+from dabench.tasks.yaml_source import compose_file, line_of, node_data, validation_message
 
 SuiteItem = Task | Protocol
 """One entry of a suite file."""
@@ -77,39 +78,6 @@ def task_set_hash(items: Iterable[SuiteItem]) -> str:
     return canonical_hash(sorted((i.id, item_hash(i)) for i in items))
 
 
-def _node_for(node: yaml.Node, loc: Sequence[int | str]) -> yaml.Node:
-    """The deepest YAML node along a pydantic error location."""
-    current = node
-    for part in loc:
-        if isinstance(current, yaml.MappingNode):
-            nxt = next((v for k, v in current.value if k.value == part), None)
-            if nxt is None:
-                return current
-            current = nxt
-        elif isinstance(current, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(current.value):
-                return current
-            current = current.value[part]
-        else:
-            return current
-    return current
-
-
-def _describe(exc: ValidationError, path: Path, node: yaml.Node, label: str) -> str:
-    lines = []
-    for err in exc.errors()[:5]:
-        loc = [p for p in err.get("loc", ()) if not (isinstance(p, str) and p[:1].isupper())]
-        where = _node_for(node, loc)
-        field_name = ".".join(str(p) for p in loc) or "<item>"
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        if err.get("type") == "missing":
-            msg = "required field is missing"
-        elif err.get("type") == "extra_forbidden":
-            msg = "unknown field (not in the task schema; see `dabench tasks schema`)"
-        lines.append(f"{path}:{where.start_mark.line + 1}: {label} field '{field_name}': {msg}")
-    return "\n".join(lines)
-
-
 def _items_node(root: yaml.Node, path: Path) -> list[yaml.Node]:
     if isinstance(root, yaml.SequenceNode):
         return list(root.value)
@@ -132,40 +100,15 @@ def _items_node(root: yaml.Node, path: Path) -> list[yaml.Node]:
     )
 
 
-def _check_duplicate_keys(node: yaml.Node, path: Path) -> None:
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key, value in node.value:
-            if key.value in seen:
-                raise UserInputError(
-                    f"{path}:{key.start_mark.line + 1}: key {key.value!r} is given twice"
-                )
-            seen.add(key.value)
-            _check_duplicate_keys(value, path)
-    elif isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            _check_duplicate_keys(child, path)
-
-
 def load_file(path: Path) -> list[tuple[SuiteItem, int]]:
     """Load one suite file: its items with the 1-based line each starts on."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserInputError(f"{path}: cannot read task file: {exc.strerror}") from exc
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f":{mark.line + 1}" if mark is not None else ""
-        raise UserInputError(f"{path}{at}: invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    root = compose_file(path)
     if root is None:
         return []
-    _check_duplicate_keys(root, path)
     out: list[tuple[SuiteItem, int]] = []
     for node in _items_node(root, path):
-        line = node.start_mark.line + 1
-        data: Any = yaml.load(yaml.serialize(node), Loader=yaml.SafeLoader)
+        line = line_of(node)
+        data: Any = node_data(node)
         if not isinstance(data, dict):
             raise UserInputError(f"{path}:{line}: each item must be a mapping, got {data!r:.40}")
         raw_id = data.get("id")
@@ -174,7 +117,7 @@ def load_file(path: Path) -> list[tuple[SuiteItem, int]]:
         try:
             out.append((model.model_validate(data), line))
         except ValidationError as exc:
-            raise UserInputError(_describe(exc, path, node, label)) from exc
+            raise UserInputError(validation_message(exc, path, node, label)) from exc
     return out
 
 
@@ -212,3 +155,14 @@ def load_tasks(paths: Iterable[Path | str]) -> TaskSet:
 def load_builtin_tasks() -> TaskSet:
     """The suites shipped with dabench."""
     return load_tasks([BUILTIN_SUITES])
+
+
+def dump_tasks(task_set: TaskSet, path: Path) -> Path:
+    """Write a task set as one suite file that loads back to the same task-set hash."""
+    data = {
+        "tasks": [t.model_dump(mode="json") for t in task_set.tasks],
+        "protocols": [p.model_dump(mode="json") for p in task_set.protocols],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path

@@ -1,0 +1,171 @@
+"""``dabench run``: run an experiment (or the built-in smoke experiment), or resume a run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import signal
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dabench.errors import UserInputError
+from dabench.journal.store import read_manifest
+from dabench.runner.experiment import (
+    Experiment,
+    apply_overrides,
+    builtin_experiment,
+    load_experiment,
+)
+from dabench.runner.run import ExperimentRun, RunSummary
+
+NO_MODEL_NOTE = (
+    "no model used: oracle agent (answers from each task's gold SQL through the platform's "
+    "tools; it checks tasks, audit and graders end to end).\n"
+    "To run a model: dabench run --smoke --model anthropic:claude-sonnet-4-5 "
+    "(with ANTHROPIC_API_KEY set), or --model openai:<model> --base-url "
+    "http://localhost:8000/v1 for any OpenAI-compatible server (vLLM, Ollama, llama.cpp)."
+)
+
+
+def _default_run_dir(exp: Experiment) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path("runs") / f"{stamp}-{exp.name}"
+
+
+def _resolve(
+    experiment: Path | None, smoke: bool, resume: Path | None
+) -> tuple[Experiment, Path, Path | None]:
+    """The experiment, the directory its relative paths resolve against, the run dir."""
+    if resume is not None:
+        if experiment is not None or smoke:
+            raise UserInputError("--resume RUN_DIR takes the experiment from the run's manifest")
+        manifest = read_manifest(resume)
+        exp = Experiment.model_validate(manifest.experiment)
+        # The manifest holds the experiment with its paths made absolute.
+        return exp, Path.cwd(), resume
+    if experiment is not None and smoke:
+        raise UserInputError("give either EXPERIMENT.yaml or --smoke, not both")
+    if smoke:
+        return builtin_experiment("smoke"), Path.cwd(), None
+    if experiment is None:
+        raise UserInputError("nothing to run: give EXPERIMENT.yaml, --smoke or --resume RUN_DIR")
+    return load_experiment(experiment), experiment.resolve().parent, None
+
+
+def _post_run(run_dir: Path, console: Console, grade: bool) -> None:
+    """Grade and report when those packages provide their entry points."""
+    hooks: list[tuple[str, str, str]] = []
+    if grade:
+        hooks.append(("grading", "dabench.grading", "grade_run"))
+    hooks.append(("report", "dabench.report", "write_reports"))
+    for label, module, name in hooks:
+        try:
+            fn: Callable[[Path], Any] | None = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            fn = None
+        if fn is None:
+            console.print(f"[dim]{label}: {module}.{name} is not available; skipped[/dim]")
+            continue
+        fn(run_dir)
+        console.print(f"{label}: done")
+
+
+def _print_summary(summary: RunSummary, console: Console) -> None:
+    table = Table("arm", "episodes", "completed", "other", "harness errors", title="episodes")
+    for arm, counts in sorted(summary.per_arm.items()):
+        total = sum(counts.values())
+        other = total - counts["completed"] - counts["harness_error"]
+        table.add_row(
+            arm, str(total), str(counts["completed"]), str(other), str(counts["harness_error"])
+        )
+    if summary.per_arm:
+        console.print(table)
+    console.print(
+        f"run {summary.run_dir}: {summary.finished} episode(s) run, "
+        f"{summary.already_done} already in the journal"
+    )
+    for item in summary.skipped_protocols:
+        console.print(
+            f"[yellow]skipped protocol {item}: no S5 protocol runner is installed[/yellow]"
+        )
+    for err in summary.harness_errors[:10]:
+        console.print(f"[yellow]harness error[/yellow] {err}")
+    for gap in summary.audit_gaps[:10]:
+        console.print(f"[red]audit gap[/red] {gap}")
+
+
+def run(
+    experiment: Path | None = typer.Argument(None, help="Experiment YAML.", show_default=False),
+    smoke: bool = typer.Option(False, "--smoke", help="Run the built-in smoke experiment."),
+    k: int | None = typer.Option(None, "--k", min=1, help="Attempts per task (overrides k)."),
+    arms: str | None = typer.Option(None, "--arms", help="Only these arms, e.g. a0,a2."),
+    model: str | None = typer.Option(
+        None, "--model", help="PROVIDER:MODEL; every arm uses the LLM agent with it."
+    ),
+    base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL."),
+    out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<ts>-<name>)"),
+    resume: Path | None = typer.Option(None, "--resume", help="Resume this run directory."),
+    world: Path | None = typer.Option(None, "--world", help="A built world directory."),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
+    allow_audit_gaps: bool = typer.Option(
+        False, "--allow-audit-gaps", help="Exit 0 even when audit rows disagree."
+    ),
+    grade: bool = typer.Option(True, "--grade/--no-grade", help="Grade after the run."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Run an experiment's arms over its tasks k times; journal, audit-check, grade, report."""
+    console = Console(stderr=True)
+    exp, exp_dir, run_dir = _resolve(experiment, smoke, resume)
+    exp = apply_overrides(
+        exp,
+        k=k if resume is None else None,
+        arms=[a.strip() for a in arms.split(",") if a.strip()] if arms else None,
+        model=model,
+        base_url=base_url,
+        concurrency=concurrency,
+        world_dir=str(world.resolve()) if world else None,
+        allow_audit_gaps=allow_audit_gaps,
+    )
+    if resume is None:
+        run_dir = out or _default_run_dir(exp)
+    assert run_dir is not None
+    execution = ExperimentRun(
+        exp, run_dir, experiment_dir=exp_dir, resume=resume is not None, console=console,
+        progress=progress,
+    )  # fmt: skip
+    try:
+        summary = asyncio.run(_main(execution))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        console.print(
+            f"[yellow]interrupted: finished episodes are in the journal; continue with "
+            f"`dabench run --resume {run_dir}`[/yellow]"
+        )
+        raise typer.Exit(130) from None
+    _print_summary(summary, console)
+    if summary.finished or summary.already_done:
+        _post_run(run_dir, console, grade)
+    if summary.no_model:
+        console.print(f"[bold]{NO_MODEL_NOTE}[/bold]")
+    if summary.audit_gaps and not exp.allow_audit_gaps:
+        console.print(
+            f"[red]{len(summary.audit_gaps)} episode(s) with audit gaps; failing the run "
+            "(use --allow-audit-gaps to accept)[/red]"
+        )
+        raise typer.Exit(1)
+
+
+async def _main(execution: ExperimentRun) -> RunSummary:
+    """Run with SIGTERM turned into cancellation, so targets are always stopped."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    return await execution.execute()

@@ -1,0 +1,177 @@
+"""Experiments: the world, the task selection, k, concurrency, timeouts, the judge, the arms.
+
+An experiment YAML::
+
+    name: platform-ablation
+    world: {seed: 930, scale: 1}
+    tasks: {suites: [s1, s2, s3]}
+    k: 5
+    concurrency: 8
+    provider_concurrency: {anthropic: 4}
+    episode_timeout_s: 600
+    judge: {model: "anthropic:claude-sonnet-4-5"}
+    arms:
+      - name: a0
+        target: {kind: reference, profile: a0}
+        agent: {kind: llm, model: "anthropic:claude-sonnet-4-5", temperature: 0}
+
+Each arm's ``target`` and ``agent`` mapping is validated by the config model of its ``kind``
+(see the target and agent registries).
+"""
+
+from __future__ import annotations
+
+import copy
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from dabench.agents.registry import validate_agent_config
+from dabench.errors import UserInputError
+from dabench.targets.registry import validate_target_config
+from dabench.tasks.hashing import canonical_hash
+from dabench.tasks.selection import TaskSelection
+from dabench.tasks.yaml_source import compose_file, node_data, validation_message
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorldSpec(_Spec):
+    """Which world the experiment runs on."""
+
+    seed: int = 930
+    scale: int = Field(default=1, ge=1)
+    dir: str | None = None
+    """A built world directory; default: built once into the world cache."""
+
+
+class ArmConfig(_Spec):
+    """One arm: a named, pinned target x agent combination."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    target: dict[str, Any]
+    """``{kind: reference, profile: a2}``, ``{kind: mcp, command: [...]}`` ..."""
+    agent: dict[str, Any]
+    """``{kind: oracle}``, ``{kind: llm, model: PROVIDER:MODEL}``, ``{kind: replay, run: DIR}``."""
+
+
+class Experiment(_Spec):
+    """A matrix of arms over a task selection, k times."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    world: WorldSpec = Field(default_factory=WorldSpec)
+    tasks: TaskSelection = Field(default_factory=TaskSelection)
+    k: int = Field(default=1, ge=1, le=100)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    """Episodes in flight at once (all arms)."""
+    provider_concurrency: dict[str, int] = Field(default_factory=dict)
+    """Per provider kind (``anthropic``, ``openai``...; ``none`` for oracle/replay)."""
+    episode_timeout_s: float = Field(default=600.0, gt=0)
+    """The agent's time limit per episode (an exceeded limit is the episode's ``timeout``)."""
+    judge: dict[str, Any] | None = None
+    """Judge settings (model, rubric version) handed to grading."""
+    allow_audit_gaps: bool = False
+    lock: str | None = None
+    """A truth lock file to use (checked, refused when stale); default: computed per run."""
+    arms: list[ArmConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_arms(self) -> Experiment:
+        names = [a.name for a in self.arms]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"arm names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+    def hash(self) -> str:
+        """Canonical hash of the resolved experiment."""
+        return canonical_hash(self.model_dump(mode="json"))
+
+    def uses_model(self) -> bool:
+        """Whether any arm's agent calls a model."""
+        return any(a.agent.get("kind") == "llm" for a in self.arms)
+
+
+def validate_arms(exp: Experiment, where: str) -> None:
+    """Validate every arm's target and agent config against the registries."""
+    for i, arm in enumerate(exp.arms):
+        validate_target_config(arm.target, f"{where}: arms[{i}].target")
+        validate_agent_config(arm.agent, f"{where}: arms[{i}].agent")
+
+
+def load_experiment(path: Path) -> Experiment:
+    """Load and validate an experiment file (errors name file, line and field)."""
+    root = compose_file(path)
+    if root is None:
+        raise UserInputError(f"{path}: empty experiment file")
+    data = node_data(root)
+    if not isinstance(data, dict):
+        raise UserInputError(f"{path}:1: an experiment is a mapping (name, world, tasks, arms...)")
+    try:
+        exp = Experiment.model_validate(data)
+    except ValidationError as exc:
+        raise UserInputError(validation_message(exc, path, root, "experiment")) from exc
+    validate_arms(exp, str(path))
+    return exp
+
+
+def builtin_experiment(name: str) -> Experiment:
+    """A built-in experiment (``smoke``)."""
+    ref = resources.files("dabench.runner").joinpath("experiments", f"{name}.yaml")
+    with resources.as_file(ref) as path:
+        if not path.exists():
+            raise UserInputError(f"no built-in experiment {name!r}")
+        return load_experiment(path)
+
+
+def apply_overrides(
+    exp: Experiment,
+    *,
+    k: int | None = None,
+    arms: list[str] | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    concurrency: int | None = None,
+    world_dir: str | None = None,
+    allow_audit_gaps: bool = False,
+) -> Experiment:
+    """The experiment with command-line overrides applied (``--model`` turns every arm's agent
+    into the LLM agent with that model)."""
+    data = copy.deepcopy(exp.model_dump(mode="json"))
+    if k is not None:
+        data["k"] = k
+    if concurrency is not None:
+        data["concurrency"] = concurrency
+    if world_dir is not None:
+        data["world"]["dir"] = world_dir
+    if allow_audit_gaps:
+        data["allow_audit_gaps"] = True
+    if arms:
+        known = [a["name"] for a in data["arms"]]
+        unknown = [a for a in arms if a not in known]
+        if unknown:
+            raise UserInputError(
+                f"--arms: unknown arm(s) {', '.join(unknown)}; "
+                f"the experiment has {', '.join(known)}"
+            )
+        data["arms"] = [a for a in data["arms"] if a["name"] in arms]
+    if model is not None:
+        for arm in data["arms"]:
+            agent: dict[str, Any] = {"kind": "llm", "model": model}
+            if base_url:
+                agent["provider_settings"] = {"base_url": base_url}
+            arm["agent"] = agent
+    elif base_url is not None:
+        raise UserInputError("--base-url needs --model PROVIDER:MODEL")
+    try:
+        out = Experiment.model_validate(data)
+    except ValidationError as exc:
+        raise UserInputError(f"invalid override: {exc.errors()[0]['msg']}") from exc
+    validate_arms(out, "command line")
+    return out
