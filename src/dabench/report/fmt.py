@@ -1,0 +1,76 @@
+"""Number formatting shared by the markdown and HTML reports (registered as jinja filters)."""
+
+from __future__ import annotations
+
+from dabench.stats.model import Interval
+
+DASH = "—"
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """A 0..1 rate as a percentage, ``—`` when unknown."""
+    return DASH if value is None else f"{100 * value:.{digits}f}%"
+
+
+def num(value: float | int | None, digits: int = 1) -> str:
+    """A number with thousands separators, ``—`` when unknown."""
+    if value is None:
+        return DASH
+    if isinstance(value, int) or (float(value).is_integer() and abs(value) >= 100):
+        return f"{round(value):,}"
+    return f"{value:,.{digits}f}"
+
+
+def usd(value: float | None) -> str:
+    """Dollars with enough precision for small per-episode costs."""
+    if value is None:
+        return DASH
+    return f"${value:,.4f}" if abs(value) < 1 else f"${value:,.2f}"
+
+
+def ci(interval: Interval | None) -> str:
+    """``42.7% [35.1, 50.2]`` for a rate with its confidence interval."""
+    if interval is None or interval.estimate is None:
+        return DASH
+    text = pct(interval.estimate)
+    if interval.low is not None and interval.high is not None:
+        text += f" [{100 * interval.low:.1f}, {100 * interval.high:.1f}]"
+    return text
+
+
+def signed_points(value: float | None) -> str:
+    """A 0..1 difference in percentage points with its sign."""
+    return DASH if value is None else f"{100 * value:+.1f}"
+
+
+def delta(interval: Interval | None) -> str:
+    """``+56.0 pts [+44.0, +67.0]`` for a paired delta."""
+    if interval is None or interval.estimate is None:
+        return DASH
+    text = f"{signed_points(interval.estimate)} pts"
+    if interval.low is not None and interval.high is not None:
+        text += f" [{signed_points(interval.low)}, {signed_points(interval.high)}]"
+    return text
+
+
+def verdict(interval: Interval | None) -> str:
+    """``better`` / ``worse`` when the CI excludes 0, else ``n.s.`` (not significant)."""
+    if interval is None or interval.low is None or interval.high is None:
+        return DASH
+    if interval.low > 0:
+        return "better"
+    if interval.high < 0:
+        return "worse"
+    return "n.s."
+
+
+FILTERS = {
+    "pct": pct,
+    "num": num,
+    "usd": usd,
+    "ci": ci,
+    "delta": delta,
+    "verdict": verdict,
+    "points": signed_points,
+}
+"""Jinja filters available in every report template."""

@@ -1,0 +1,347 @@
+/* dabench report: charts, task rows, episode panels and permalinks. No network access. */
+(function () {
+  "use strict";
+  var charts = JSON.parse(document.getElementById("dabench-charts").textContent);
+  var episodes = JSON.parse(document.getElementById("dabench-episodes").textContent);
+  var PALETTE = ["#4f46e5", "#0ea5e9", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#14b8a6", "#f97316", "#64748b", "#db2777"];
+  var colors = {};
+  charts.arms.forEach(function (arm, i) { colors[arm] = PALETTE[i % PALETTE.length]; });
+  document.querySelectorAll(".dot[data-arm]").forEach(function (d) {
+    d.style.background = colors[d.getAttribute("data-arm")] || "#64748b";
+  });
+
+  function alpha(hex, a) {
+    var n = parseInt(hex.slice(1), 16);
+    return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
+  }
+  function pct(v) { return v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%"; }
+
+  /* ---------- charts ---------- */
+  window.dabenchCharts = [];
+  if (window.Chart) {
+    Chart.defaults.font.family = getComputedStyle(document.documentElement).fontFamily;
+    Chart.defaults.color = "#6b7487";
+    Chart.defaults.animation = false;
+    Chart.defaults.maintainAspectRatio = false;
+    Chart.defaults.plugins.legend.labels.boxWidth = 12;
+  }
+  var whiskers = {
+    id: "dabenchWhiskers",
+    afterDatasetsDraw: function (chart) {
+      var ctx = chart.ctx;
+      chart.data.datasets.forEach(function (ds, di) {
+        if (!ds.ci) { return; }
+        var meta = chart.getDatasetMeta(di);
+        if (meta.hidden) { return; }
+        var horizontal = chart.options.indexAxis === "y";
+        var scale = horizontal ? chart.scales.x : chart.scales.y;
+        ctx.save();
+        ctx.strokeStyle = "#1d2433";
+        ctx.lineWidth = 1.5;
+        meta.data.forEach(function (bar, i) {
+          var ci = ds.ci[i];
+          if (!ci || ci[0] === null || ci[1] === null) { return; }
+          var lo = scale.getPixelForValue(100 * ci[0]);
+          var hi = scale.getPixelForValue(100 * ci[1]);
+          var c = horizontal ? bar.y : bar.x;
+          ctx.beginPath();
+          if (horizontal) {
+            ctx.moveTo(lo, c); ctx.lineTo(hi, c);
+            ctx.moveTo(lo, c - 5); ctx.lineTo(lo, c + 5);
+            ctx.moveTo(hi, c - 5); ctx.lineTo(hi, c + 5);
+          } else {
+            ctx.moveTo(c, lo); ctx.lineTo(c, hi);
+            ctx.moveTo(c - 5, lo); ctx.lineTo(c + 5, lo);
+            ctx.moveTo(c - 5, hi); ctx.lineTo(c + 5, hi);
+          }
+          ctx.stroke();
+        });
+        ctx.restore();
+      });
+    }
+  };
+  function make(id, config) {
+    var canvas = document.getElementById(id);
+    if (!canvas || !window.Chart) { return; }
+    config.plugins = (config.plugins || []).concat([whiskers]);
+    window.dabenchCharts.push(new Chart(canvas, config));
+  }
+  function emptyNote(id, text) {
+    var canvas = document.getElementById(id);
+    if (!canvas) { return; }
+    var p = document.createElement("p");
+    p.className = "muted";
+    p.textContent = text;
+    canvas.parentNode.replaceChild(p, canvas);
+  }
+  var pctAxis = { min: 0, max: 100, ticks: { callback: function (v) { return v + "%"; } } };
+
+  var arms = charts.arms.filter(function (a) { return charts.overall[a]; });
+  make("chart-overall", {
+    type: "bar",
+    data: {
+      labels: arms,
+      datasets: [{
+        label: "accuracy",
+        data: arms.map(function (a) { return 100 * (charts.overall[a].accuracy.est || 0); }),
+        ci: arms.map(function (a) { var x = charts.overall[a].accuracy; return [x.low, x.high]; }),
+        backgroundColor: arms.map(function (a) { return alpha(colors[a], 0.75); }),
+        borderRadius: 6
+      }, {
+        label: "pass^" + charts.k,
+        data: arms.map(function (a) { return 100 * (charts.overall[a].pass_hat_k.est || 0); }),
+        ci: arms.map(function (a) { var x = charts.overall[a].pass_hat_k; return [x.low, x.high]; }),
+        backgroundColor: arms.map(function (a) { return alpha(colors[a], 0.35); }),
+        borderRadius: 6
+      }]
+    },
+    options: { indexAxis: "y", scales: { x: pctAxis }, plugins: { legend: { display: true } } }
+  });
+
+  make("chart-radar", {
+    type: "radar",
+    data: {
+      labels: charts.radar.labels,
+      datasets: Object.keys(charts.radar.values).map(function (a) {
+        return {
+          label: a,
+          data: charts.radar.values[a].map(function (v) { return 100 * v; }),
+          borderColor: colors[a], backgroundColor: alpha(colors[a], 0.15), pointRadius: 2
+        };
+      })
+    },
+    options: { scales: { r: { min: 0, max: 100, ticks: { stepSize: 25, backdropColor: "transparent" } } } }
+  });
+
+  ["suite", "difficulty", "category"].forEach(function (dim) {
+    var b = charts.breakdowns[dim];
+    if (!b || !b.labels.length) { emptyNote("chart-" + dim, "No data."); return; }
+    make("chart-" + dim, {
+      type: "bar",
+      data: {
+        labels: b.labels,
+        datasets: arms.map(function (a) {
+          return {
+            label: a,
+            data: b.series[a].map(function (x) { return x.est === null ? null : 100 * x.est; }),
+            ci: b.series[a].map(function (x) { return [x.low, x.high]; }),
+            backgroundColor: alpha(colors[a], 0.8), borderRadius: 4
+          };
+        })
+      },
+      options: { scales: { y: pctAxis } }
+    });
+  });
+
+  var scatterArms = Object.keys(charts.scatter).filter(function (a) { return charts.scatter[a].length; });
+  if (scatterArms.length) {
+    make("chart-scatter", {
+      type: "scatter",
+      data: {
+        datasets: scatterArms.map(function (a) {
+          return {
+            label: a,
+            data: charts.scatter[a].map(function (p) { return { x: p[0], y: 100 * p[1] }; }),
+            backgroundColor: alpha(colors[a], 0.45), pointRadius: 3
+          };
+        })
+      },
+      options: { scales: { x: { title: { display: true, text: "wall clock (s)" } }, y: pctAxis } }
+    });
+  } else { emptyNote("chart-scatter", "No completed episodes."); }
+
+  var bubbleArms = Object.keys(charts.bubble);
+  var useCost = bubbleArms.some(function (a) { return charts.bubble[a].cost !== null; });
+  var maxEp = Math.max.apply(null, bubbleArms.map(function (a) { return charts.bubble[a].episodes; }).concat([1]));
+  if (bubbleArms.length) {
+    make("chart-bubble", {
+      type: "bubble",
+      data: {
+        datasets: bubbleArms.map(function (a) {
+          var p = charts.bubble[a];
+          return {
+            label: a,
+            data: [{ x: useCost ? (p.cost || 0) : (p.tokens || 0), y: 100 * (p.score || 0), r: 6 + 18 * Math.sqrt(p.episodes / maxEp) }],
+            backgroundColor: alpha(colors[a], 0.5), borderColor: colors[a]
+          };
+        })
+      },
+      options: { scales: { x: { title: { display: true, text: useCost ? "mean cost per episode (USD)" : "mean tokens per episode (no cost recorded)" } }, y: { min: 0, max: 100, title: { display: true, text: "mean overall score (%)" } } } }
+    });
+  }
+
+  if (charts.funnel) {
+    var fArms = Object.keys(charts.funnel.series);
+    make("chart-funnel", {
+      type: "bar",
+      data: {
+        labels: charts.funnel.labels,
+        datasets: fArms.map(function (a) {
+          return { label: a, data: charts.funnel.series[a].map(function (v) { return v === null ? null : 100 * v; }), backgroundColor: alpha(colors[a], 0.8), borderRadius: 4 };
+        })
+      },
+      options: { scales: { y: pctAxis } }
+    });
+  } else { emptyNote("chart-funnel", "No lifecycle protocol episodes in this run."); }
+
+  /* ---------- tasks ---------- */
+  function toggleTask(row, open) {
+    var detail = row.nextElementSibling;
+    if (!detail || !detail.classList.contains("task-detail")) { return; }
+    var show = open === undefined ? detail.hidden : open;
+    detail.hidden = !show;
+    row.classList.toggle("open", show);
+  }
+  document.querySelectorAll(".task-row").forEach(function (row) {
+    row.addEventListener("click", function (ev) {
+      if (ev.target.closest("a")) { return; }
+      toggleTask(row);
+    });
+  });
+  var filter = document.getElementById("task-filter");
+  if (filter) {
+    filter.addEventListener("input", function () {
+      var q = filter.value.trim().toLowerCase();
+      document.querySelectorAll(".task-row").forEach(function (row) {
+        var hit = !q || row.textContent.toLowerCase().indexOf(q) >= 0;
+        row.hidden = !hit;
+        if (!hit) { toggleTask(row, false); }
+      });
+    });
+  }
+
+  /* ---------- episode panel ---------- */
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") { node.textContent = attrs[k]; } else { node.setAttribute(k, attrs[k]); }
+    });
+    for (var i = 2; i < arguments.length; i++) {
+      var c = arguments[i];
+      if (c === null || c === undefined) { continue; }
+      node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    }
+    return node;
+  }
+  function section(title) { return el("h4", { text: title }); }
+  function pre(text) { return el("pre", { text: text || "—" }); }
+  function table(headers, rows) {
+    var t = el("table", {});
+    t.appendChild(el("tr", {}, ...headers.map(function (h) { return el("th", { text: h }); })));
+    rows.forEach(function (r) {
+      t.appendChild(el("tr", {}, ...r.map(function (c) {
+        return c instanceof Node ? el("td", {}, c) : el("td", { text: c === null || c === undefined ? "—" : String(c) });
+      })));
+    });
+    return t;
+  }
+  function verdict(ok) { return el("span", { class: ok ? "ok" : "ko", text: ok ? "✓" : "✕" }); }
+
+  function renderEpisode(ep) {
+    var panel = el("section", { class: "episode-panel", id: "ep-" + ep.key });
+    var link = el("a", { href: "#ep-" + ep.key, text: "# permalink" });
+    panel.appendChild(el("h3", {}, (ep.passed ? "✓ " : ep.excluded ? "⚙ " : "✕ ") + ep.task + " · " + ep.arm + " · attempt " + ep.attempt));
+    var status = el("div", { class: "status" },
+      el("span", { class: "badge " + (ep.passed ? "green" : ep.excluded ? "gray" : "red"), text: ep.failure.replace(/_/g, " ") }),
+      el("span", { class: "badge gray", text: "status: " + ep.status }),
+      el("span", { class: "badge gray", text: "score " + pct(ep.score) }),
+      el("span", { class: "badge gray", text: ep.wall_s + " s · " + ep.tokens + " tokens" + (ep.cost === null ? "" : " · $" + ep.cost.toFixed(4)) }),
+      ep.mismatch ? el("span", { class: "badge purple", text: "≠ tool mismatch" }) : null,
+      link);
+    panel.appendChild(status);
+    if (ep.harness_error) { panel.appendChild(el("p", { class: "muted", text: "Harness error (excluded): " + ep.harness_error })); }
+    panel.appendChild(section("Prompt" + (ep.prompts.length > 1 ? "s (" + ep.prompts.length + " turns)" : "")));
+    ep.prompts.forEach(function (p) { panel.appendChild(pre(p)); });
+    panel.appendChild(section("Ground truth"));
+    panel.appendChild(pre(ep.truth));
+    panel.appendChild(section("Answer"));
+    panel.appendChild(pre(ep.answer));
+    panel.appendChild(section("Grade"));
+    panel.appendChild(el("p", {}, verdict(ep.passed), " " + ep.reason));
+    if (ep.checks.length) {
+      panel.appendChild(table(["check", "", "expected", "found", "reason"], ep.checks.map(function (c) {
+        return [c.name, verdict(c.passed), c.expected, c.found, c.reason];
+      })));
+    }
+    var scoreNames = Object.keys(ep.scores);
+    if (scoreNames.length) {
+      panel.appendChild(table(["score", "value"], scoreNames.map(function (n) { return [n.replace(/_/g, " "), pct(ep.scores[n])]; })));
+    }
+    if (ep.judge) {
+      panel.appendChild(section("Judge"));
+      panel.appendChild(pre(ep.judge.reasoning));
+      if (ep.judge.claims.length) {
+        var keys = [];
+        ep.judge.claims.forEach(function (c) { Object.keys(c).forEach(function (k) { if (keys.indexOf(k) < 0) { keys.push(k); } }); });
+        panel.appendChild(table(keys, ep.judge.claims.map(function (c) {
+          return keys.map(function (k) { return typeof c[k] === "object" && c[k] !== null ? JSON.stringify(c[k]) : c[k]; });
+        })));
+      }
+    }
+    panel.appendChild(section("Tools"));
+    panel.appendChild(el("p", {}, "expected: " + (ep.expected_tools.join(", ") || "—") + " · used: " + (ep.used_tools.join(", ") || "—") + (ep.mismatch ? "  ≠" : "")));
+    if (ep.calls.length) {
+      panel.appendChild(table(["#", "tool", "arguments", "error", "ms"], ep.calls.map(function (c, i) {
+        return [i, c.name, c.args, c.error, c.ms];
+      })));
+    }
+    if (ep.steps.length) {
+      panel.appendChild(section("Protocol steps"));
+      panel.appendChild(table(["step", "", "detail"], ep.steps.map(function (s) { return [s.name, verdict(!!s.passed), s.detail]; })));
+    }
+    var details = el("details", {}, el("summary", { text: "Transcript" + (ep.transcript ? " (" + ep.transcript.length + " messages)" : "") }));
+    if (ep.transcript) {
+      ep.transcript.forEach(function (m) {
+        details.appendChild(el("div", { class: "msg " + m.role }, el("span", { class: "role", text: m.role }),
+          el("div", { text: m.content || "" }), m.tool_calls ? el("code", { text: m.tool_calls }) : null));
+      });
+    } else {
+      details.appendChild(el("p", { class: "muted", text: "Transcript not embedded (report size limit); see episodes.jsonl." }));
+    }
+    panel.appendChild(details);
+    return panel;
+  }
+
+  var drawer = document.getElementById("drawer");
+  var body = document.getElementById("drawer-body");
+  var scrim = document.getElementById("scrim");
+  function closeDrawer() {
+    drawer.classList.remove("open");
+    scrim.classList.remove("open");
+    drawer.setAttribute("aria-hidden", "true");
+  }
+  function openEpisode(key) {
+    var ep = episodes[key];
+    if (!ep) { return false; }
+    body.textContent = "";
+    body.appendChild(renderEpisode(ep));
+    document.getElementById("drawer-title").textContent = "Episode " + key;
+    drawer.classList.add("open");
+    scrim.classList.add("open");
+    drawer.setAttribute("aria-hidden", "false");
+    var row = document.getElementById("task-" + ep.task);
+    if (row) { toggleTask(row, true); }
+    return true;
+  }
+  function route() {
+    var hash = decodeURIComponent(location.hash.slice(1));
+    if (hash.indexOf("ep-") === 0) {
+      openEpisode(hash.slice(3));
+    } else {
+      closeDrawer();
+      if (hash.indexOf("task-") === 0) {
+        var row = document.getElementById(hash);
+        if (row) { toggleTask(row, true); row.scrollIntoView({ block: "center" }); }
+      }
+    }
+  }
+  function dismiss() {
+    closeDrawer();
+    if (location.hash.indexOf("#ep-") === 0) { history.pushState(null, "", location.pathname + location.search); }
+  }
+  document.getElementById("drawer-close").addEventListener("click", dismiss);
+  scrim.addEventListener("click", dismiss);
+  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") { dismiss(); } });
+  window.addEventListener("hashchange", route);
+  route();
+})();
