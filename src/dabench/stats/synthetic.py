@@ -91,7 +91,7 @@ def _task(i: int, rng: np.random.Generator) -> dict[str, Any]:
         "suite": suite,
         "category": category,
         "difficulty": difficulty,
-        "trap_classes": [TRAP_CLASSES[i % len(TRAP_CLASSES)]] if suite == "s3" else [],
+        "trap_classes": [TRAP_CLASSES[(i // 6) % len(TRAP_CLASSES)]] if suite == "s3" else [],
         "expected_tools": ["search"] if suite == "s1" else ["sql_query"],
         "fast_path": ["analytics.daily_revenue"] if suite == "s2" and i % 4 == 0 else [],
         "grading": {"kind": "numeric", "truth_sql": "select 1"},

@@ -1,0 +1,178 @@
+"""``dabench report``, ``dabench compare`` and ``dabench history``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dabench.report.build import write_reports
+from dabench.report.fmt import DASH, num, pct, usd
+from dabench.report.history import history
+from dabench.report.html import MAX_TRANSCRIPTS
+from dabench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, load_run
+from dabench.stats.gate import GateResult, compare_runs, load_thresholds
+
+console = Console()
+
+
+def report(
+    run_dir: Path = typer.Argument(..., help="The run directory."),
+    baseline_arm: str | None = typer.Option(
+        None, "--baseline-arm", help="Arm the deltas compare against (default: the first arm)."
+    ),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Bootstrap seed."),
+    resamples: int = typer.Option(
+        DEFAULT_RESAMPLES, "--resamples", min=0, help="Bootstrap resamples (0: no CIs)."
+    ),
+    max_transcripts: int = typer.Option(
+        MAX_TRANSCRIPTS, "--max-transcripts", min=0, help="Episodes whose transcript is embedded."
+    ),
+) -> None:
+    """Write stats.json, report.md and report.html into RUN_DIR."""
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("report", total=None)
+        files = write_reports(
+            run_dir,
+            baseline_arm=baseline_arm,
+            seed=seed,
+            resamples=resamples,
+            max_transcripts=max_transcripts,
+            progress=lambda msg: progress.update(task, description=msg),
+        )
+    table = Table(title=f"run {files.stats.run_id}", show_lines=False)
+    for col in ("arm", "accuracy [95% CI]", f"pass^{files.stats.k}", "score", "episodes"):
+        table.add_column(col, justify="left" if col == "arm" else "right")
+    for arm in files.stats.arms:
+        g = files.stats.group(arm, "overall")
+        if g is None:
+            continue
+        acc = pct(g.accuracy.estimate)
+        if g.accuracy.low is not None and g.accuracy.high is not None:
+            acc += f" [{100 * g.accuracy.low:.1f}, {100 * g.accuracy.high:.1f}]"
+        table.add_row(
+            arm, acc, pct(g.pass_hat_k.estimate), pct(g.score.estimate), str(g.n_episodes)
+        )
+    console.print(table)
+    for path in (files.stats_path, files.markdown_path, files.html_path):
+        console.print(f"wrote {path}")
+
+
+def _pts(value: float | None) -> str:
+    return DASH if value is None else f"{value:.1f}"
+
+
+def _print_gate(result: GateResult) -> None:
+    table = Table(title=f"{result.run_id} vs baseline {result.baseline_run_id}")
+    for col in (
+        "arm",
+        "suite",
+        "accuracy base → run",
+        "drop (pts)",
+        "Δ 95% CI",
+        "pass^k base → run",
+        "drop (pts)",
+        "tool calls ratio",
+        "verdict",
+    ):
+        table.add_column(col, justify="left" if col in ("arm", "suite", "verdict") else "right")
+    for r in result.rows:
+        ci = (
+            f"[{r.accuracy_delta_low:+.1f}, {r.accuracy_delta_high:+.1f}]"
+            if r.accuracy_delta_low is not None and r.accuracy_delta_high is not None
+            else DASH
+        )
+        verdict = (
+            "[bold red]REGRESSION[/] " + "; ".join(r.regressions)
+            if r.regressions
+            else "[green]ok[/]"
+        )
+        table.add_row(
+            r.arm,
+            r.suite,
+            f"{_pts(r.baseline_accuracy)} → {_pts(r.accuracy)}",
+            _pts(r.accuracy_drop),
+            ci,
+            f"{_pts(r.baseline_pass_hat_k)} → {_pts(r.pass_hat_k)}",
+            _pts(r.pass_hat_k_drop),
+            DASH if r.tool_call_ratio is None else f"x{r.tool_call_ratio:.2f}",
+            verdict,
+        )
+    console.print(table)
+    for w in result.problems:
+        console.print(f"[yellow]forced despite:[/] {w}")
+    for w in result.warnings:
+        console.print(f"[yellow]note:[/] {w}")
+
+
+def compare(
+    run_dir: Path = typer.Argument(..., help="The candidate run directory."),
+    baseline: Path = typer.Option(..., "--baseline", help="The baseline run directory."),
+    thresholds: Path | None = typer.Option(
+        None, "--thresholds", help="Thresholds YAML (default: the packaged thresholds.yaml)."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Compare even when arms, task sets or worlds differ."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the result as JSON."),
+) -> None:
+    """Regression gate: exit 1 when RUN_DIR regressed against the baseline run, else 0."""
+    limits = load_thresholds(thresholds)
+    result = compare_runs(load_run(run_dir), load_run(baseline), limits, force=force)
+    _print_gate(result)
+    if json_out is not None:
+        payload = result.model_dump(mode="json") | {"regressed": result.regressed}
+        json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    if result.regressed:
+        console.print("[bold red]regression[/]: the gate fails")
+        raise typer.Exit(1)
+    console.print("[green]no regression[/]")
+
+
+def history_cmd(
+    root: Path = typer.Argument(..., help="A directory holding run directories."),
+) -> None:
+    """List the runs under DIR with their headline numbers."""
+    rows = history(root)
+    table = Table(title=f"runs under {root}")
+    for col in ("started", "run", "k", "tasks", "arm", "episodes", "accuracy", "pass^k"):
+        table.add_column(col, justify="right" if col not in ("started", "run", "arm") else "left")
+    table.add_column("score", justify="right")
+    table.add_column("calls med", justify="right")
+    table.add_column("cost", justify="right")
+    table.add_column("note")
+    for r in rows:
+        table.add_row(
+            r.started_at,
+            r.run_id,
+            str(r.k),
+            str(r.tasks),
+            r.arm,
+            str(r.episodes),
+            pct(r.accuracy),
+            pct(r.pass_hat_k),
+            pct(r.score),
+            num(r.tool_calls_median),
+            usd(r.cost_total_usd),
+            r.note,
+        )
+    console.print(table)
+    if not rows:
+        console.print(f"no run directories (with {'manifest.json'}) under {root}")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``report``, ``compare`` and ``history`` on the root app."""
+    app.command("report")(report)
+    app.command("compare")(compare)
+    app.command("history")(history_cmd)
