@@ -54,21 +54,23 @@ def _check_duplicate_keys(node: yaml.Node, path: Path) -> None:
 
 
 def node_at(node: yaml.Node, loc: Sequence[int | str]) -> yaml.Node:
-    """The deepest node along a pydantic error location."""
+    """The deepest node along a pydantic error location (for a mapping entry, its key, so
+    the line is where the field is named)."""
     current = node
+    shown = node
     for part in loc:
         if isinstance(current, yaml.MappingNode):
-            nxt = next((v for k, v in current.value if k.value == part), None)
-            if nxt is None:
-                return current
-            current = nxt
+            pair = next(((k, v) for k, v in current.value if k.value == part), None)
+            if pair is None:
+                return shown
+            shown, current = pair
         elif isinstance(current, yaml.SequenceNode) and isinstance(part, int):
             if part >= len(current.value):
-                return current
-            current = current.value[part]
+                return shown
+            shown = current = current.value[part]
         else:
-            return current
-    return current
+            return shown
+    return shown
 
 
 def validation_message(
