@@ -16,7 +16,6 @@ from typing import Any
 
 import anthropic
 
-from dabench.journal.records import TokenUsage
 from dabench.providers.base import (
     ChatMessage,
     ModelResponse,
@@ -25,6 +24,7 @@ from dabench.providers.base import (
 )
 from dabench.providers.http_errors import status_error, transport_error
 from dabench.providers.pricing import PriceOverrides, PriceTable, price_table, resolve_cost
+from dabench.providers.usage import anthropic_usage
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
@@ -91,7 +91,7 @@ class AnthropicProvider:
         except anthropic.APIConnectionError as exc:
             raise transport_error(self.name, "connection error", str(exc)) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0
-        return self._to_response(message.model_dump(), latency_ms)
+        return self._to_response(message.model_dump(warnings=False), latency_ms)
 
     def _to_response(self, data: dict[str, Any], latency_ms: float) -> ModelResponse:
         texts: list[str] = []
@@ -101,7 +101,7 @@ class AnthropicProvider:
                 texts.append(block.get("text", ""))
             elif block.get("type") == "tool_use":
                 calls.append(_tool_call(block))
-        usage = usage_from(data.get("usage") or {})
+        usage = anthropic_usage(data.get("usage") or {})
         model = str(data.get("model") or self.model)
         cost, source = resolve_cost(None, self.name, model, usage, self.prices)
         return ModelResponse(
@@ -131,16 +131,6 @@ def _tool_call(block: dict[str, Any]) -> ToolCallRequest:
         name=str(block.get("name", "")),
         raw_arguments=raw,
         parse_error=f"tool input is {type(raw_input).__name__}, expected a JSON object",
-    )
-
-
-def usage_from(usage: dict[str, Any]) -> TokenUsage:
-    """``TokenUsage`` from an Anthropic ``usage`` object (input excludes cached tokens)."""
-    return TokenUsage(
-        input=int(usage.get("input_tokens") or 0),
-        output=int(usage.get("output_tokens") or 0),
-        cache_read=int(usage.get("cache_read_input_tokens") or 0),
-        cache_write=int(usage.get("cache_creation_input_tokens") or 0),
     )
 
 
@@ -208,4 +198,4 @@ def _to_wire(message: ChatMessage) -> dict[str, Any]:
     return {"role": message.role, "content": content}
 
 
-__all__ = ["AnthropicProvider", "build_request", "usage_from"]
+__all__ = ["AnthropicProvider", "build_request"]

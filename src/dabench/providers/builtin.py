@@ -1,14 +1,16 @@
-"""The built-in provider kinds: anthropic, the OpenAI-compatible family and fake."""
+"""The built-in provider kinds: anthropic, the OpenAI-compatible family and fake.
+
+The SDK adapters are imported when a provider of their kind is made, so that importing
+``dabench.providers`` (e.g. for the fake provider) does not pay for loading both SDKs.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from dabench.errors import UserInputError
-from dabench.providers.anthropic import AnthropicProvider
 from dabench.providers.base import Provider
 from dabench.providers.fake import FakeProvider, parse_fake_spec
-from dabench.providers.openai_compat import OpenAICompatProvider
 from dabench.providers.registry import (
     ProviderSettings,
     api_key_from,
@@ -52,6 +54,8 @@ _ANTHROPIC_EXTRAS = {"cache", "cache_conversation", "send_temperature"}
 
 
 def _anthropic(kind: str, model: str, settings: ProviderSettings) -> Provider:
+    from dabench.providers.anthropic import AnthropicProvider  # the SDK is slow to import
+
     spec = f"{kind}:{model}"
     extras = reject_unknown(settings, _ANTHROPIC_EXTRAS, spec=spec)
     return AnthropicProvider(
@@ -65,6 +69,8 @@ def _anthropic(kind: str, model: str, settings: ProviderSettings) -> Provider:
 
 
 def _openai_compat(kind: str, model: str, settings: ProviderSettings) -> Provider:
+    from dabench.providers.openai_compat import OpenAICompatProvider  # the SDK is slow to import
+
     spec = f"{kind}:{model}"
     defaults = OPENAI_COMPAT_KINDS[kind]
     extras = reject_unknown(settings, _OPENAI_EXTRAS, spec=spec)

@@ -26,9 +26,9 @@ from pydantic import BaseModel, Field
 
 from dabench.errors import UserInputError
 from dabench.journal.records import TokenUsage
-from dabench.providers.anthropic import usage_from
 from dabench.providers.base import ProviderError
 from dabench.providers.pricing import CostSource, PriceOverrides, PriceTable, resolve_cost
+from dabench.providers.usage import anthropic_usage
 
 MAX_TURNS_SUBTYPE = "error_max_turns"
 """The ``result`` subtype when the CLI ran out of turns: an agent outcome, not a harness error."""
@@ -219,7 +219,7 @@ def parse_stream_json(
         result.num_turns = int(final.get("num_turns") or 0)
         result.duration_ms = float(final.get("duration_ms") or 0.0)
         result.session_id = str(final.get("session_id") or result.session_id)
-        result.usage = usage_from(final.get("usage") or {})
+        result.usage = anthropic_usage(final.get("usage") or {})
         reported = final.get("total_cost_usd")
         result.cost_usd, result.cost_source = resolve_cost(
             float(reported) if isinstance(reported, int | float) else None,

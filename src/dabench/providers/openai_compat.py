@@ -94,7 +94,7 @@ class OpenAICompatProvider:
         except openai.APIConnectionError as exc:
             raise transport_error(self.name, "connection error", str(exc)) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0
-        return self._to_response(completion.model_dump(), latency_ms)
+        return self._to_response(completion.model_dump(warnings=False), latency_ms)
 
     def _to_response(self, data: dict[str, Any], latency_ms: float) -> ModelResponse:
         choices = data.get("choices") or []
