@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -17,7 +18,7 @@ from dabench.report.html import MAX_TRANSCRIPTS
 from dabench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, load_run
 from dabench.stats.gate import GateResult, compare_runs, load_thresholds
 
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 140)
 
 
 def report(
@@ -74,28 +75,14 @@ def _pts(value: float | None) -> str:
 
 def _print_gate(result: GateResult) -> None:
     table = Table(title=f"{result.run_id} vs baseline {result.baseline_run_id}")
-    for col in (
-        "arm",
-        "suite",
-        "accuracy base → run",
-        "drop (pts)",
-        "Δ 95% CI",
-        "pass^k base → run",
-        "drop (pts)",
-        "tool calls ratio",
-        "verdict",
-    ):
-        table.add_column(col, justify="left" if col in ("arm", "suite", "verdict") else "right")
+    columns = ("arm", "suite", "accuracy", "drop", "Δ 95% CI", "pass^k", "drop", "calls ×", "")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("arm", "suite", "") else "right")
     for r in result.rows:
         ci = (
             f"[{r.accuracy_delta_low:+.1f}, {r.accuracy_delta_high:+.1f}]"
             if r.accuracy_delta_low is not None and r.accuracy_delta_high is not None
             else DASH
-        )
-        verdict = (
-            "[bold red]REGRESSION[/] " + "; ".join(r.regressions)
-            if r.regressions
-            else "[green]ok[/]"
         )
         table.add_row(
             r.arm,
@@ -105,10 +92,16 @@ def _print_gate(result: GateResult) -> None:
             ci,
             f"{_pts(r.baseline_pass_hat_k)} → {_pts(r.pass_hat_k)}",
             _pts(r.pass_hat_k_drop),
-            DASH if r.tool_call_ratio is None else f"x{r.tool_call_ratio:.2f}",
-            verdict,
+            DASH if r.tool_call_ratio is None else f"{r.tool_call_ratio:.2f}",
+            "[bold red]REGRESSION[/]" if r.regressions else "[green]ok[/]",
         )
     console.print(table)
+    console.print(
+        "accuracy and pass^k in %, drops in points (baseline - run), Δ CI paired over tasks"
+    )
+    for r in result.rows:
+        for reason in r.regressions:
+            console.print(f"[red]✗[/] {r.arm} / {r.suite}: {reason}")
     for w in result.problems:
         console.print(f"[yellow]forced despite:[/] {w}")
     for w in result.warnings:
