@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.grading.builders import make_episode, sql_call
 
 from dabench.grading.exec_sql import (
     SqlRefused,
@@ -14,7 +15,6 @@ from dabench.grading.exec_sql import (
     predicted_sql,
     run_query,
 )
-from tests.grading.conftest import make_episode, sql_call
 
 GOLD_SQL = "SELECT region, SUM(amount) AS total FROM sales.orders GROUP BY region"
 

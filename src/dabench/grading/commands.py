@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dabench.errors import DabenchError
 from dabench.grading.run import grade_run
 from dabench.journal.records import Grade
 from dabench.judge.factory import make_judge
@@ -52,24 +51,26 @@ def grade_cmd(
     ),
     world: Path | None = typer.Option(None, "--world", help="World directory (for exec_sql)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the judge cache."),
+    no_judge: bool = typer.Option(
+        False,
+        "--no-judge",
+        help="Deterministic grading only, even if the experiment names a judge.",
+    ),
 ) -> None:
     """Re-grade every episode of RUN_DIR and rewrite its grades.jsonl."""
-    try:
-        the_judge: Judge | None = None
-        if judge:
-            the_judge = make_judge(judge, base_url=judge_base_url, use_cache=not no_cache)
-        grades = grade_run(
-            run_dir,
-            tasks=tasks,
-            lock=lock,
-            judge=the_judge,
-            world=world,
-            judge_all=judge_all,
-            progress=True,
-        )
-    except DabenchError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+    the_judge: Judge | None = None
+    if judge and not no_judge:
+        the_judge = make_judge(judge, base_url=judge_base_url, use_cache=not no_cache)
+    grades = grade_run(
+        run_dir,
+        tasks=tasks,
+        lock=lock,
+        judge=the_judge,
+        world=world,
+        judge_all=judge_all,
+        progress=True,
+        manifest_judge=not no_judge,
+    )
     console = Console()
     console.print(_summary(grades))
     console.print(f"wrote {len(grades)} grades to {run_dir / 'grades.jsonl'}")

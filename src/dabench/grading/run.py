@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from dabench.grading.episode import agrade_episode, grade_protocol_episode
 from dabench.grading.scores import ScoreConfig
 from dabench.journal.records import Episode, Grade, RunManifest
 from dabench.journal.store import MANIFEST_FILE, Journal, read_manifest, write_grades
+from dabench.judge.factory import make_judge
 from dabench.judge.judge import Judge
 from dabench.tasks.loader import SuiteItem, TaskSet, load_builtin_tasks, load_tasks
 from dabench.tasks.lock import check_lock, read_lock
@@ -50,14 +53,29 @@ def _lock(run_dir: Path, lock: TruthLock | Path | None) -> tuple[TruthLock, str]
 
 
 def _world_dir(manifest: RunManifest | None) -> Path | None:
+    """The run's world: the experiment's ``world.dir``, else the world cache entry for the
+    manifest's seed and scale (built once by ``dabench.world.ensure_world``)."""
     if manifest is None:
         return None
     world: Any = manifest.experiment.get("world")
-    for key in ("path", "dir", "world_dir"):
-        value = world.get(key) if isinstance(world, dict) else None
-        if isinstance(value, str) and Path(value).is_dir():
-            return Path(value)
-    return None
+    value = world.get("dir") if isinstance(world, dict) else None
+    if isinstance(value, str) and Path(value).is_dir():
+        return Path(value)
+    ensure_world = getattr(importlib.import_module("dabench.world"), "ensure_world", None)
+    if ensure_world is None:
+        return None
+    root = os.environ.get("DABENCH_CACHE")
+    cache = (Path(root) if root else Path.home() / ".cache" / "dabench") / "worlds"
+    return Path(ensure_world(manifest.world_seed, manifest.world_scale, cache))
+
+
+def _manifest_judge(manifest: RunManifest | None) -> Judge | None:
+    """The judge the experiment names (``judge: {model: provider:model, base_url: ...}``)."""
+    spec = manifest.judge if manifest is not None else None
+    if not spec or not isinstance(spec.get("model"), str):
+        return None
+    settings = {k: v for k, v in spec.items() if k in ("base_url", "timeout")}
+    return make_judge(spec["model"], **settings)
 
 
 def _warehouse(world: Path | None) -> Path | None:
@@ -80,6 +98,7 @@ async def agrade_run(
     judge_all: bool = False,
     progress: bool = False,
     write: bool = True,
+    manifest_judge: bool = True,
 ) -> list[Grade]:
     """Grade every episode of a run and (re)write ``grades.jsonl``; see :func:`grade_run`."""
     run_dir = Path(run_dir)
@@ -88,10 +107,14 @@ async def agrade_run(
     task_set = _task_set(run_dir, tasks)
     truth_lock, lock_path = _lock(run_dir, lock)
     used = {e.task_id for e in episodes}
+    items = {item.id: item for item in task_set.items}
     if manifest is not None:
         check_lock(truth_lock, task_set.subset(used), manifest.world_hash, lock_path)
-    warehouse = _warehouse(world or _world_dir(manifest))
-    items = {item.id: item for item in task_set.items}
+    exec_sql_tasks = {t.id for t in task_set.tasks if t.grading.kind == "exec_sql"}
+    needs_world = any(e.task_id in exec_sql_tasks for e in episodes)
+    if judge is None and manifest_judge:
+        judge = _manifest_judge(manifest)
+    warehouse = _warehouse(world or (_world_dir(manifest) if needs_world else None))
     semaphore = asyncio.Semaphore(JUDGE_CONCURRENCY)
 
     async def one(episode: Episode) -> Grade:
@@ -140,12 +163,15 @@ def grade_run(
     judge_all: bool = False,
     progress: bool = False,
     write: bool = True,
+    manifest_judge: bool = True,
 ) -> list[Grade]:
     """Grade every episode of ``run_dir`` (re-grading replaces ``grades.jsonl``).
 
     Defaults: the lock is ``RUN_DIR/tasks.lock.json`` (checked against the manifest's world
     hash), tasks come from ``RUN_DIR/tasks[.yaml]`` or the built-in suites, and the world
-    (needed by exec_sql only) from the manifest's ``experiment.world.path``.
+    (needed by exec_sql only) from the manifest's ``experiment.world.dir`` or the world cache.
+    Without ``judge``, the experiment's judge (manifest ``judge.model``) is used unless
+    ``manifest_judge`` is False.
     """
     return asyncio.run(
         agrade_run(
@@ -158,5 +184,6 @@ def grade_run(
             judge_all=judge_all,
             progress=progress,
             write=write,
+            manifest_judge=manifest_judge,
         )
     )

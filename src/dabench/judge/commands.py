@@ -9,7 +9,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dabench.errors import DabenchError
 from dabench.judge.calibrate import (
     DEFAULT_CALIBRATION_FILE,
     default_report_path,
@@ -36,17 +35,13 @@ def calibrate_cmd(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Judge cache directory."),
 ) -> None:
     """Judge the human-labelled calibration items; print agreement and Cohen's kappa."""
-    try:
-        the_judge = make_judge(
-            judge, base_url=base_url, cache_dir=cache_dir, rubric=rubric, prompt=prompt
-        )
-        items = load_calibration(file)
-        report = asyncio.run(
-            run_calibration(the_judge, items, repeat=repeat, calibration_file=str(file))
-        )
-    except DabenchError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+    the_judge = make_judge(
+        judge, base_url=base_url, cache_dir=cache_dir, rubric=rubric, prompt=prompt
+    )
+    items = load_calibration(file)
+    report = asyncio.run(
+        run_calibration(the_judge, items, repeat=repeat, calibration_file=str(file))
+    )
     console = Console()
     table = Table(title=f"judge {report.judge} vs human labels (rubric {report.rubric_version})")
     for column in ("rubric item", "n", "agreement", "kappa"):
