@@ -37,7 +37,7 @@ from dabench.stats.model import (
     RunStats,
 )
 from dabench.stats.rundir import RunData
-from dabench.stats.seed003 import adjusted_overall
+from dabench.stats.seed003 import arm_adjusted_overall
 from dabench.tasks.model import DIFFICULTY_WEIGHT
 
 SUITE_ORDER = ("s1", "s2", "s3", "s4", "s5")
@@ -203,7 +203,6 @@ def _summary(run: RunData, frame: EpisodeFrame, arm: str, group: GroupStats) -> 
     }
     timeouts = int((live & (frame.status == "timeout")).sum())
     errored = int((live & (frame.errors > 0)).sum())
-    failed_runs = timeouts + int((live & (frame.failure == "tool_error")).sum())
     spec = next((a for a in run.manifest.arms if a.get("name") == arm), {})
     raw_agent = spec.get("agent")
     agent: dict[str, Any] = raw_agent if isinstance(raw_agent, dict) else {}
@@ -224,8 +223,8 @@ def _summary(run: RunData, frame: EpisodeFrame, arm: str, group: GroupStats) -> 
         excluded=int((mask & ~frame.graded).sum()),
         completion_rate=completion,
         reliability=reliability(completion, group.consistency, group.efficiency.tool_exec_rate),
-        adjusted_overall=adjusted_overall(
-            frame.score[graded], frame.difficulty[graded], failed_runs, n_live
+        adjusted_overall=arm_adjusted_overall(
+            frame.score[graded], frame.difficulty[graded], frame.status[graded]
         ),
         score_means=score_means,
         badges={

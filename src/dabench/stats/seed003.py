@@ -1,6 +1,7 @@
 """The seed-003 aggregate: a difficulty-weighted overall score with a failure penalty.
 
-Kept behind one function so the grading package's definition can replace the fallback.
+The definition lives in :mod:`dabench.grading.scores` (``adjusted_overall``,
+``failure_penalty``, ``FAILURE_STATUSES``); this module feeds it an arm's episodes.
 """
 
 from __future__ import annotations
@@ -8,25 +9,25 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from dabench.grading.scores import FAILURE_STATUSES
+from dabench.grading.scores import adjusted_overall as _adjusted_overall
 from dabench.tasks.model import DIFFICULTY_WEIGHT
 
-FAILURE_PENALTY_FACTOR = 0.5
-"""Fallback: the adjusted overall loses half the failure rate (timeouts and errors)."""
 
-
-def adjusted_overall(
+def arm_adjusted_overall(
     overall: npt.NDArray[np.float64],
     difficulties: npt.NDArray[np.str_],
-    failures: int,
-    episodes: int,
+    statuses: npt.NDArray[np.str_],
 ) -> float | None:
-    """Difficulty-weighted mean of per-episode overall scores times (1 - failure penalty).
+    """Adjusted overall of an arm's graded, non-excluded episodes (``None`` when empty).
 
-    ``failures`` counts timeouts and errored episodes among ``episodes``.
+    Unknown difficulty labels weigh as ``medium``.
     """
-    if overall.size == 0 or episodes == 0:
+    if overall.size == 0:
         return None
-    weights = np.array([DIFFICULTY_WEIGHT.get(str(d), 1.0) for d in difficulties])
-    weighted = float(np.sum(overall * weights) / np.sum(weights))
-    penalty = FAILURE_PENALTY_FACTOR * failures / episodes
-    return weighted * (1.0 - penalty)
+    items = [
+        (float(s), d if d in DIFFICULTY_WEIGHT else "medium")
+        for s, d in zip(overall.tolist(), difficulties.tolist(), strict=True)
+    ]
+    failures = int(np.isin(statuses, list(FAILURE_STATUSES)).sum())
+    return _adjusted_overall(items, failures, int(overall.size))
