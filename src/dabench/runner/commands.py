@@ -9,7 +9,7 @@ import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -23,7 +23,9 @@ from dabench.runner.experiment import (
     builtin_experiment,
     load_experiment,
 )
-from dabench.runner.run import ExperimentRun, RunSummary
+
+if TYPE_CHECKING:
+    from dabench.runner.run import ExperimentRun, RunSummary
 
 NO_MODEL_NOTE = (
     "no model used: oracle agent (answers from each task's gold SQL through the platform's "
@@ -61,10 +63,12 @@ def _resolve(
 
 def _post_run(run_dir: Path, console: Console, grade: bool) -> None:
     """Grade and report when those packages provide their entry points."""
-    hooks: list[tuple[str, str, str]] = []
-    if grade:
-        hooks.append(("grading", "dabench.grading", "grade_run"))
-    hooks.append(("report", "dabench.report", "write_reports"))
+    if not grade:
+        return
+    hooks = [
+        ("grading", "dabench.grading", "grade_run"),
+        ("report", "dabench.report", "write_reports"),
+    ]
     for label, module, name in hooks:
         try:
             fn: Callable[[Path], Any] | None = getattr(importlib.import_module(module), name, None)
@@ -117,7 +121,7 @@ def run(
     allow_audit_gaps: bool = typer.Option(
         False, "--allow-audit-gaps", help="Exit 0 even when audit rows disagree."
     ),
-    grade: bool = typer.Option(True, "--grade/--no-grade", help="Grade after the run."),
+    grade: bool = typer.Option(True, "--grade/--no-grade", help="Grade and report after the run."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Run an experiment's arms over its tasks k times; journal, audit-check, grade, report."""
@@ -136,6 +140,8 @@ def run(
     if resume is None:
         run_dir = out or _default_run_dir(exp)
     assert run_dir is not None
+    from dabench.runner.run import ExperimentRun  # heavy (MCP SDK): imported when running
+
     execution = ExperimentRun(
         exp, run_dir, experiment_dir=exp_dir, resume=resume is not None, console=console,
         progress=progress,

@@ -1,0 +1,126 @@
+"""The generic MCP target against a third-party server from npm, driven by the LLM agent
+(fake provider) through the runner; efficiency comes from the harness trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+
+from dabench.agents.base import EpisodeRequest, EpisodeTranscript
+from dabench.agents.llm import LlmAgent, LlmAgentConfig
+from dabench.journal.store import Journal, read_manifest
+from dabench.runner.experiment import load_experiment
+from dabench.runner.run import ExperimentRun
+from dabench.targets.base import TargetContext
+from dabench.targets.registry import make_target
+from dabench.tasks.loader import load_tasks
+
+from .conftest import DATA
+
+
+def mcp_experiment(
+    tmp_path: Path, world: Path, server: list[str], *, k: int = 1, latency: str = "0"
+) -> Path:
+    exp = {
+        "name": "mcp-everything",
+        "world": {"dir": str(world)},
+        "tasks": {"builtin": False, "files": [str(DATA / "tasks_basic.yaml")]},
+        "k": k,
+        "concurrency": 2,
+        "episode_timeout_s": 60,
+        "arms": [
+            {
+                "name": "everything",
+                "target": {"kind": "mcp", "name": "everything", "command": server},
+                "agent": {
+                    "kind": "llm",
+                    "model": f"fake:latency={latency},calls=2,sql_tool=echo",
+                    "budget": 5,
+                },
+            }
+        ],
+    }
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    return path
+
+
+async def test_tools_errors_and_session_on_everything(
+    tmp_path: Path, everything_server: list[str]
+) -> None:
+    target = make_target(
+        {"kind": "mcp", "name": "everything", "command": everything_server},
+        TargetContext(world_dir=None, work_dir=tmp_path),
+    )
+    await target.start()
+    try:
+        assert target.efficiency_source == "harness"
+        session = await target.open_session()
+        names = {t.name for t in await session.tools()}
+        assert {"echo", "get-sum"} <= names
+        ok = await session.call("echo", {"message": "hi"})
+        assert ok.text == "Echo: hi" and not ok.is_error and ok.latency_ms > 0
+        bad = await session.call("get-sum", {"a": "x"})
+        assert bad.is_error
+        audit = await target.read_audit([session.handle], 2)
+        assert audit.source == "harness" and audit.ok
+    finally:
+        await target.stop()
+
+
+async def test_llm_agent_budget_exhaustion(tmp_path: Path, everything_server: list[str]) -> None:
+    target = make_target(
+        {"kind": "mcp", "command": everything_server}, TargetContext(None, tmp_path)
+    )
+    await target.start()
+    try:
+        agent = LlmAgent(LlmAgentConfig(model="fake:calls=6,sql_tool=echo", budget=3))
+        task = load_tasks([DATA / "tasks_basic.yaml"]).tasks[0]
+        transcript = EpisodeTranscript()
+        req = EpisodeRequest("r", "arm", task, 0, target, agent.budget_for(task))
+        status = await agent.run(req, transcript)
+        assert status == "budget_exhausted"
+        assert len(transcript.tool_calls) == 3
+        assert transcript.answers == []
+    finally:
+        await target.stop()
+
+
+async def test_runner_over_mcp_target(
+    tmp_path: Path, mini_world: Path, everything_server: list[str]
+) -> None:
+    exp = load_experiment(mcp_experiment(tmp_path, mini_world, everything_server))
+    run_dir = tmp_path / "run"
+    run = ExperimentRun(
+        exp, run_dir, experiment_dir=tmp_path, console=Console(quiet=True), progress=False
+    )
+    summary = await run.execute()
+    assert summary.finished == 3 and summary.statuses["completed"] == 3
+    assert not summary.audit_gaps
+    episodes = Journal(run_dir).load()
+    assert {e.key for e in episodes} == {
+        "everything/t.count-orders/0",
+        "everything/t.revenue/0",
+        "everything/t.where-orders/0",
+    }
+    for ep in episodes:
+        assert ep.target == "mcp:everything" and ep.provider == "fake"
+        assert [c.name for c in ep.tool_calls] == ["echo", "echo"]
+        assert all(c.session == ep.sessions[0] for c in ep.tool_calls)
+        assert ep.audit is not None and ep.audit.source == "harness" and ep.audit.ok
+        assert ep.final_answer is not None and ep.final_answer.startswith("Echo:")
+    manifest = read_manifest(run_dir)
+    assert manifest.arms[0]["efficiency_source"] == "harness"
+    assert manifest.finished_at is not None and not manifest.no_model
+    assert (run_dir / "tasks.lock.json").exists() and (run_dir / "tasks.yaml").exists()
+    # A second run into the same directory is refused; a resume has nothing to do.
+    with pytest.raises(Exception, match="already holds episodes"):
+        await ExperimentRun(exp, run_dir, experiment_dir=tmp_path, progress=False).execute()
+    again = ExperimentRun(
+        exp, run_dir, experiment_dir=tmp_path, resume=True, console=Console(quiet=True)
+    )
+    summary = await again.execute()
+    assert summary.planned == 0 and summary.already_done == 3
