@@ -13,6 +13,7 @@ from dabench.errors import DabenchError
 from dabench.grading import commands as grading_commands
 from dabench.judge import commands as judge_commands
 from dabench.platform import commands as platform_commands
+from dabench.providers import commands as providers_commands
 from dabench.report import commands as report_commands
 from dabench.runner import commands as runner_commands
 from dabench.tasks import commands as tasks_commands
@@ -32,6 +33,7 @@ app.add_typer(tasks_commands.app, name="tasks", help="Task schema, listing and t
 app.command("run")(runner_commands.run)
 app.command("grade")(grading_commands.grade_cmd)
 app.add_typer(judge_commands.app, name="judge", help="LLM judge calibration.")
+app.add_typer(providers_commands.app, name="providers", help="LLM provider kinds, prices, ping.")
 report_commands.register(app)  # report, compare, history
 
 

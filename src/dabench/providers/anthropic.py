@@ -152,7 +152,9 @@ def build_request(
     cache_conversation: bool = True,
 ) -> dict[str, Any]:
     """The ``system``/``tools``/``messages`` part of a Messages API request body."""
-    body: dict[str, Any] = {"messages": [_to_wire(m) for m in messages]}
+    wire = [_to_wire(m) for m in messages]
+    # The API rejects empty content; an assistant turn that said nothing carries no information.
+    body: dict[str, Any] = {"messages": [w for w in wire if w["content"]]}
     if system:
         block: dict[str, Any] = {"type": "text", "text": system}
         if cache:

@@ -141,7 +141,7 @@ class FakeProvider:
             stop_reason=stop,
             usage=_usage(system, messages, text, calls),
             cost_usd=0.0,
-            cost_source="price_table",
+            cost_source="provider",
             model=self.model,
             latency_ms=(time.perf_counter() - started) * 1000.0,
         )

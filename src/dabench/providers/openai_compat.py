@@ -217,6 +217,8 @@ def _to_wire(message: ChatMessage) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": message.content})
         return out
     if message.role == "assistant":
+        if not message.content and not message.tool_calls:
+            return []  # an empty assistant turn is rejected by some servers and says nothing
         item: dict[str, Any] = {"role": "assistant", "content": message.content or None}
         if message.tool_calls:
             item["tool_calls"] = [

@@ -62,10 +62,11 @@ async def with_retries(
 ) -> T:
     """Await ``call()`` and retry it on retryable :class:`ProviderError` per ``policy``.
 
-    ``rng`` defaults to ``random.Random(0)`` so delays are deterministic unless the caller
-    passes its own generator. Re-raises the last error once ``max_attempts`` are used.
+    ``rng`` defaults to a fresh generator seeded from the system, so that concurrent
+    episodes do not retry in lock-step; pass ``random.Random(seed)`` for a reproducible
+    sequence of delays. Re-raises the last error once ``max_attempts`` are used.
     """
-    generator = rng if rng is not None else random.Random(0)
+    generator = rng if rng is not None else random.Random()
     attempt = 0
     while True:
         attempt += 1
