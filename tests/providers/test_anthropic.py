@@ -253,3 +253,15 @@ async def test_non_object_tool_input_sets_parse_error(wire: WireServer) -> None:
     assert call.parse_error is not None
     assert call.raw_arguments == '"SELECT"'
     assert call.arguments == {}
+
+
+async def test_empty_assistant_turns_are_dropped(wire: WireServer) -> None:
+    wire.enqueue(Reply(body=anthropic_message("ok")))
+    messages = [
+        ChatMessage(role="user", content="q"),
+        ChatMessage(role="assistant", content=""),
+        ChatMessage(role="user", content="again"),
+    ]
+    await ask(provider(wire.url), messages)
+    sent = wire.requests[0].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "user"]

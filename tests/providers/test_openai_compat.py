@@ -329,3 +329,15 @@ async def test_error_body_with_200_is_a_retryable_error(wire: WireServer) -> Non
         await ask(provider("openrouter:x/y", wire.url), [ChatMessage(role="user", content="q")])
     assert info.value.retryable
     assert "upstream overloaded" in str(info.value)
+
+
+async def test_empty_assistant_turns_are_dropped(wire: WireServer) -> None:
+    wire.enqueue(Reply(body=openai_completion("ok")))
+    messages = [
+        ChatMessage(role="user", content="q"),
+        ChatMessage(role="assistant", content=""),
+        ChatMessage(role="user", content="again"),
+    ]
+    await ask(provider("vllm:m", wire.url), messages)
+    sent = wire.requests[0].body["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "user"]
