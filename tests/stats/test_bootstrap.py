@@ -1,0 +1,50 @@
+"""The seeded task bootstrap: determinism, coverage, degenerate cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dabench.stats.bootstrap import group_rng, percentile_interval, resampled_sums
+
+
+def test_same_seed_and_label_are_identical_and_labels_differ() -> None:
+    values = np.arange(40, dtype=float)[:, None] % 3
+    a = resampled_sums(values, 500, group_rng(1, "x"))
+    b = resampled_sums(values, 500, group_rng(1, "x"))
+    c = resampled_sums(values, 500, group_rng(1, "y"))
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_constant_values_give_a_degenerate_interval() -> None:
+    values = np.full((25, 2), 0.4)
+    sums = resampled_sums(values, 300, group_rng(3, "c"))
+    low, high = percentile_interval(sums[:, 0] / 25, 0.95)
+    assert low == pytest.approx(0.4) and high == pytest.approx(0.4)  # every resample alike
+
+
+def test_interval_covers_the_mean_and_narrows_with_more_tasks() -> None:
+    rng = np.random.default_rng(11)
+    widths = []
+    for t in (30, 300):
+        values = (rng.random((t, 1)) < 0.5).astype(float)
+        sums = resampled_sums(values, 2000, group_rng(5, f"t{t}"))
+        low, high = percentile_interval(sums[:, 0] / t, 0.95)
+        assert low is not None and high is not None
+        assert low <= values.mean() <= high
+        widths.append(high - low)
+    assert widths[1] < widths[0] / 2
+
+
+def test_resamples_draw_whole_tasks_with_replacement() -> None:
+    # Two columns drawn together: a task's two values always travel together.
+    values = np.column_stack([np.arange(10.0), 2 * np.arange(10.0)])
+    sums = resampled_sums(values, 200, group_rng(0, "pair"))
+    assert np.allclose(sums[:, 1], 2 * sums[:, 0])
+
+
+def test_empty_input_is_nan() -> None:
+    sums = resampled_sums(np.zeros((0, 2)), 10, group_rng(0, "e"))
+    assert np.isnan(sums).all()
+    assert percentile_interval(sums[:, 0], 0.95) == (None, None)
