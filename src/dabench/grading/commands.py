@@ -13,6 +13,7 @@ from dabench.grading.run import grade_run
 from dabench.journal.records import Grade
 from dabench.judge.factory import make_judge
 from dabench.judge.judge import Judge
+from dabench.judge.prompt import DEFAULT_TOOL_OUTPUT_CHARS
 
 
 def _summary(grades: list[Grade]) -> Table:
@@ -51,6 +52,11 @@ def grade_cmd(
     ),
     world: Path | None = typer.Option(None, "--world", help="World directory (for exec_sql)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the judge cache."),
+    tool_output_chars: int = typer.Option(
+        DEFAULT_TOOL_OUTPUT_CHARS,
+        "--tool-output-chars",
+        help="Truncate tool outputs for the judge.",
+    ),
     no_judge: bool = typer.Option(
         False,
         "--no-judge",
@@ -60,7 +66,12 @@ def grade_cmd(
     """Re-grade every episode of RUN_DIR and rewrite its grades.jsonl."""
     the_judge: Judge | None = None
     if judge and not no_judge:
-        the_judge = make_judge(judge, base_url=judge_base_url, use_cache=not no_cache)
+        the_judge = make_judge(
+            judge,
+            base_url=judge_base_url,
+            use_cache=not no_cache,
+            tool_output_chars=tool_output_chars,
+        )
     grades = grade_run(
         run_dir,
         tasks=tasks,

@@ -17,6 +17,7 @@ from dabench.judge.calibrate import (
     write_report,
 )
 from dabench.judge.factory import make_judge
+from dabench.judge.prompt import DEFAULT_TOOL_OUTPUT_CHARS
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -33,10 +34,20 @@ def calibrate_cmd(
         None, "--out", help="Report JSON (default: next to the rubric, <version>.calibration.json)."
     ),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Judge cache directory."),
+    tool_output_chars: int = typer.Option(
+        DEFAULT_TOOL_OUTPUT_CHARS,
+        "--tool-output-chars",
+        help="Truncate tool outputs for the judge.",
+    ),
 ) -> None:
     """Judge the human-labelled calibration items; print agreement and Cohen's kappa."""
     the_judge = make_judge(
-        judge, base_url=base_url, cache_dir=cache_dir, rubric=rubric, prompt=prompt
+        judge,
+        base_url=base_url,
+        cache_dir=cache_dir,
+        rubric=rubric,
+        prompt=prompt,
+        tool_output_chars=tool_output_chars,
     )
     items = load_calibration(file)
     report = asyncio.run(
