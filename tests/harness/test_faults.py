@@ -1,0 +1,211 @@
+"""Provider faults, malformed tool calls, episode timeouts and audit gaps."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import yaml
+from rich.console import Console
+from typer.testing import CliRunner
+
+from dabench.agents.base import EpisodeRequest, EpisodeTranscript
+from dabench.agents.llm import LlmAgent, LlmAgentConfig
+from dabench.cli import app
+from dabench.journal.records import TokenUsage
+from dabench.journal.store import Journal
+from dabench.providers.base import ChatMessage, ModelResponse, ToolCallRequest, ToolSpec
+from dabench.runner.experiment import Experiment, load_experiment
+from dabench.runner.run import ExperimentRun
+from dabench.targets.base import TargetContext
+from dabench.targets.registry import make_target
+from dabench.tasks.loader import load_tasks
+
+from .conftest import DATA
+from .test_mcp_target import mcp_experiment
+
+
+def with_agent(path: Path, **agent: Any) -> Experiment:
+    data = yaml.safe_load(path.read_text())
+    data["arms"][0]["agent"].update(agent)
+    path.write_text(yaml.safe_dump(data))
+    return load_experiment(path)
+
+
+async def run(exp: Experiment, run_dir: Path) -> Any:
+    return await ExperimentRun(
+        exp, run_dir, experiment_dir=run_dir.parent, console=Console(quiet=True), progress=False
+    ).execute()
+
+
+async def test_provider_outage_is_a_harness_error(
+    tmp_path: Path, mini_world: Path, everything_server: list[str]
+) -> None:
+    exp = with_agent(
+        mcp_experiment(tmp_path, mini_world, everything_server),
+        model="fake:fail_first=100,sql_tool=echo",
+        retries={"max_attempts": 3, "base_delay": 0.0},
+    )
+    summary = await run(exp, tmp_path / "run")
+    assert summary.statuses == {"harness_error": 3}
+    for ep in Journal(tmp_path / "run").load():
+        assert ep.status == "harness_error"
+        assert ep.harness_error is not None and "retries exhausted" in ep.harness_error
+        assert re.search(r"injected failure \d+/100", ep.harness_error)
+
+
+async def test_retryable_faults_are_retried(
+    tmp_path: Path, mini_world: Path, everything_server: list[str]
+) -> None:
+    exp = with_agent(
+        mcp_experiment(tmp_path, mini_world, everything_server),
+        model="fake:fail_first=2,sql_tool=echo",
+        retries={"max_attempts": 3, "base_delay": 0.0},
+    )
+    exp = exp.model_copy(update={"concurrency": 1})
+    summary = await run(exp, tmp_path / "run")
+    assert summary.statuses == {"completed": 3}
+
+
+async def test_episode_time_limit(
+    tmp_path: Path, mini_world: Path, everything_server: list[str]
+) -> None:
+    exp = with_agent(
+        mcp_experiment(tmp_path, mini_world, everything_server),
+        model="fake:latency=5s,sql_tool=echo",
+    )
+    exp = exp.model_copy(update={"episode_timeout_s": 0.3})
+    summary = await run(exp, tmp_path / "run")
+    assert summary.statuses == {"timeout": 3}
+
+
+class ScriptedModel:
+    """A model stand-in that makes a malformed call, an unknown-tool call, then answers."""
+
+    name = "scripted"
+    model = "malformed"
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        system: str,
+        tools: list[ToolSpec],
+        max_tokens: int,
+        temperature: float,
+    ) -> ModelResponse:
+        step = sum(1 for m in messages if m.role == "assistant")
+        usage = TokenUsage(input=10, output=5)
+        if step == 0:
+            bad = ToolCallRequest(
+                id="c1", name="echo", raw_arguments="{msg", parse_error="bad json"
+            )
+            return ModelResponse(tool_calls=[bad], usage=usage)
+        if step == 1:
+            ghost = ToolCallRequest(id="c2", name="drop_tables", arguments={})
+            return ModelResponse(tool_calls=[ghost], usage=usage)
+        assert "UNKNOWN_TOOL" in messages[-1].tool_results[0].content
+        return ModelResponse(text="FINAL ANSWER: 40", usage=usage)
+
+
+async def test_malformed_and_unknown_tool_calls_go_back_to_the_model(
+    tmp_path: Path, everything_server: list[str]
+) -> None:
+    target = make_target(
+        {"kind": "mcp", "command": everything_server}, TargetContext(None, tmp_path)
+    )
+    await target.start()
+    try:
+        agent = LlmAgent(LlmAgentConfig(model="fake:scripted"), provider=ScriptedModel())
+        task = load_tasks([DATA / "tasks_basic.yaml"]).tasks[0]
+        transcript = EpisodeTranscript()
+        status = await agent.run(EpisodeRequest("r", "a", task, 0, target, 30), transcript)
+    finally:
+        await target.stop()
+    assert status == "completed" and transcript.answers == ["FINAL ANSWER: 40"]
+    codes = [(c.name, c.error_code, c.session) for c in transcript.tool_calls]
+    assert codes == [("echo", "INVALID_ARGUMENTS", ""), ("drop_tables", "UNKNOWN_TOOL", "")]
+    assert transcript.sent_calls() == 0
+    assert transcript.usage.input == 30
+
+
+class AuditHandler(BaseHTTPRequestHandler):
+    """An audit API that always answers one tool-call row per session."""
+
+    def do_GET(self) -> None:
+        url = urlparse(self.path)
+        ok = (
+            url.path == "/api/v1/admin/audit/events"
+            and self.headers.get("Authorization") == "Bearer adm-key-123"
+        )
+        session = parse_qs(url.query).get("session_id", [""])[0]
+        offset = int(parse_qs(url.query).get("offset", ["0"])[0])
+        rows = [{"session_id": session, "event_kind": "tool_call", "tool_name": "echo"}]
+        body = json.dumps({"events": rows[offset:], "total": 1}).encode()
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def audit_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), AuditHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    thread.join()
+
+
+def test_audit_gap_fails_the_run_unless_allowed(
+    tmp_path: Path,
+    mini_world: Path,
+    everything_server: list[str],
+    audit_server: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TEST_AUDIT_KEY", "adm-key-123")
+    path = mcp_experiment(tmp_path, mini_world, everything_server)
+    data = yaml.safe_load(path.read_text())
+    data["tasks"]["smoke"] = True
+    data["arms"][0]["target"]["audit"] = {
+        "base_url": audit_server,
+        "admin_key_env": "TEST_AUDIT_KEY",
+    }
+    path.write_text(yaml.safe_dump(data))
+    cli = CliRunner()
+    result = cli.invoke(
+        app, ["run", str(path), "--out", str(tmp_path / "r1"), "--no-progress", "--no-grade"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "audit gap" in result.output and "failing the run" in result.output
+    episodes = Journal(tmp_path / "r1").load()
+    assert len(episodes) == 2
+    for ep in episodes:
+        assert ep.audit is not None and not ep.audit.ok
+        assert ep.audit.source == "platform"
+        assert (ep.audit.expected_calls, ep.audit.audit_rows) == (2, 1)
+    allowed = cli.invoke(
+        app,
+        [
+            "run",
+            str(path),
+            "--out",
+            str(tmp_path / "r2"),
+            "--no-progress",
+            "--no-grade",
+            "--allow-audit-gaps",
+        ],
+    )
+    assert allowed.exit_code == 0, allowed.output
