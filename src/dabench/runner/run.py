@@ -13,9 +13,11 @@ import importlib
 import os
 import time
 from collections import Counter
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -102,6 +104,11 @@ class RunSummary:
     skipped_protocols: list[str] = field(default_factory=list)
     no_model: bool = False
     per_arm: dict[str, Counter[str]] = field(default_factory=dict)
+    episodes_wall_s: float = 0.0
+    """Wall time of the episode phase (targets already started)."""
+    episodes_cpu_s: float = 0.0
+    """CPU time of the harness process during the episode phase."""
+    tool_calls: int = 0
 
 
 def world_cache_dir() -> Path:
@@ -313,6 +320,7 @@ class ExperimentRun:
         s.finished += 1
         s.statuses[ep.status] += 1
         s.per_arm.setdefault(ep.arm, Counter())[ep.status] += 1
+        s.tool_calls += len(ep.tool_calls)
         if ep.status == "harness_error":
             s.harness_errors.append(f"{ep.key}: {ep.harness_error}")
         elif ep.audit is not None and not ep.audit.ok:
@@ -454,12 +462,26 @@ class ExperimentRun:
             errors = len(self.summary.harness_errors) + len(self.summary.audit_gaps)
             progress.update(bar, advance=1, errors=errors)
 
-        with progress:
-            bar = progress.add_task(self.exp.name, total=len(plan), errors=0)
-            jobs = [asyncio.create_task(one(p, bar), name=p.key) for p in plan]
-            try:
-                await asyncio.gather(*jobs)
-            finally:
-                for job in jobs:
-                    job.cancel()
-                await asyncio.gather(*jobs, return_exceptions=True)
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        try:
+            with progress:
+                await self._gather(plan, one, progress)
+        finally:
+            self.summary.episodes_wall_s += time.perf_counter() - wall0
+            self.summary.episodes_cpu_s += time.process_time() - cpu0
+
+    @staticmethod
+    async def _gather(
+        plan: list[PlannedEpisode],
+        one: Callable[[PlannedEpisode, TaskID], Coroutine[Any, Any, None]],
+        progress: Progress,
+    ) -> None:
+        """Run every planned episode; on cancellation (Ctrl-C, SIGTERM) cancel them all."""
+        bar = progress.add_task("episodes", total=len(plan), errors=0)
+        jobs = [asyncio.create_task(one(p, bar), name=p.key) for p in plan]
+        try:
+            await asyncio.gather(*jobs)
+        finally:
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)

@@ -1,0 +1,131 @@
+"""Runner throughput: how close the harness gets to the ideal wall time of a model-bound run.
+
+A local fake provider answers every model call after a fixed latency (200 ms by default) and
+the reference platform (profile a0) serves the tools. Each episode makes ``calls`` tool calls
+and one final answer, so it needs ``calls + 1`` model calls. With concurrency ``c`` and ``n``
+episodes the ideal wall time is ``ceil(n / c) * (calls + 1) * latency`` (tool time counted as
+overhead); efficiency = ideal / measured wall time of the episode phase (targets already up).
+Also prints the harness process's CPU time per tool call.
+
+    python benchmarks/runner_throughput.py [--world DIR] [--latency-ms 200] [--calls 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from dabench.runner.experiment import Experiment
+from dabench.runner.run import ExperimentRun, load_task_set, resolve_world
+
+LEVELS = ((1, 8), (8, 64), (32, 128))
+"""(concurrency, episodes) pairs: enough episodes for several waves at each level."""
+
+
+def experiment(
+    world: Path, concurrency: int, episodes: int, latency_ms: int, calls: int
+) -> Experiment:
+    """One reference-platform arm with the fake provider, k chosen to give ``episodes``."""
+    return Experiment.model_validate(
+        {
+            "name": f"throughput-c{concurrency}",
+            "world": {"dir": str(world)},
+            "tasks": {"smoke": True},
+            "k": 1,
+            "concurrency": concurrency,
+            "episode_timeout_s": 120,
+            "arms": [
+                {
+                    "name": "a0",
+                    "target": {"kind": "reference", "profile": "a0"},
+                    "agent": {
+                        "kind": "llm",
+                        "model": f"fake:latency={latency_ms}ms,calls={calls},search=off",
+                        "provider_settings": {},
+                    },
+                }
+            ],
+        }
+    )
+
+
+async def measure(
+    world: Path, concurrency: int, episodes: int, latency_ms: int, calls: int
+) -> dict[str, float]:
+    """Run one level and return its figures."""
+    exp = experiment(world, concurrency, episodes, latency_ms, calls)
+    n_tasks = len(load_task_set(exp, Path.cwd()).tasks)
+    k = max(1, math.ceil(episodes / n_tasks))
+    exp = exp.model_copy(update={"k": k})
+    n = k * n_tasks
+    with tempfile.TemporaryDirectory(prefix="dabench-throughput-") as tmp:
+        run = ExperimentRun(
+            exp,
+            Path(tmp) / "run",
+            experiment_dir=Path.cwd(),
+            console=Console(quiet=True),
+            progress=False,
+        )
+        summary = await run.execute()
+    assert summary.statuses.get("completed", 0) == n, summary.statuses
+    ideal = math.ceil(n / concurrency) * (calls + 1) * latency_ms / 1000
+    return {
+        "episodes": n,
+        "ideal_s": ideal,
+        "wall_s": summary.episodes_wall_s,
+        "efficiency": ideal / summary.episodes_wall_s,
+        "cpu_ms_per_call": 1000 * summary.episodes_cpu_s / max(1, summary.tool_calls),
+        "tool_calls": summary.tool_calls,
+    }
+
+
+def main() -> None:
+    """Measure at concurrency 1, 8 and 32 and print a table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--world", type=Path, default=None, help="a built world (default: cache)")
+    parser.add_argument("--latency-ms", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=2, help="tool calls per episode")
+    args = parser.parse_args()
+    base = Experiment.model_validate(
+        {
+            "name": "w",
+            "arms": [{"name": "x", "target": {"kind": "reference"}, "agent": {"kind": "oracle"}}],
+        }
+    )
+    world = args.world or resolve_world(base, Path.cwd())
+    table = Table(
+        "concurrency",
+        "episodes",
+        "tool calls",
+        "ideal s",
+        "measured s",
+        "efficiency",
+        "harness CPU ms / tool call",
+    )
+    for concurrency, episodes in LEVELS:
+        r = asyncio.run(measure(world, concurrency, episodes, args.latency_ms, args.calls))
+        table.add_row(
+            str(concurrency),
+            str(int(r["episodes"])),
+            str(int(r["tool_calls"])),
+            f"{r['ideal_s']:.2f}",
+            f"{r['wall_s']:.2f}",
+            f"{r['efficiency']:.3f}",
+            f"{r['cpu_ms_per_call']:.2f}",
+        )
+    console = Console()
+    console.print(
+        f"fake provider latency {args.latency_ms} ms, {args.calls} tool calls + 1 answer "
+        "per episode, reference platform a0"
+    )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
