@@ -96,6 +96,7 @@ class WireServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are separate writes
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
