@@ -24,7 +24,7 @@ from dabench.judge.prompt import (
     PromptTemplate,
     load_prompt,
 )
-from dabench.judge.rubric import Rubric, load_rubric
+from dabench.judge.rubric import Rubric, calibration_summary, load_rubric
 from dabench.providers.base import ChatMessage, ModelResponse, Provider, ProviderError
 from dabench.providers.retry import RetryPolicy, with_retries
 
@@ -98,6 +98,8 @@ class Judge:
         self.tool_output_chars = tool_output_chars
         self.max_tokens = max_tokens
         self.retry = retry or RetryPolicy(max_attempts=3)
+        self.calibration = calibration_summary(self.rubric.version, self.model)
+        """Agreement of this model on this rubric, when a calibration report exists."""
 
     @property
     def model(self) -> str:
@@ -105,14 +107,18 @@ class Judge:
         return f"{self.provider.name}:{self.provider.model}"
 
     def describe(self) -> dict[str, Any]:
-        """The judge as recorded in grades and the run manifest."""
-        return {
+        """The judge as recorded in grades and the run manifest (with its calibration
+        agreement when ``dabench judge calibrate`` was run for this model and rubric)."""
+        described: dict[str, Any] = {
             "model": self.model,
             "temperature": JUDGE_TEMPERATURE,
             "prompt_version": self.prompt.version,
             "rubric_version": self.rubric.version,
             "tool_output_chars": self.tool_output_chars,
         }
+        if self.calibration is not None:
+            described["calibration"] = self.calibration
+        return described
 
     def key(self, inp: JudgeInput) -> str:
         """The cache key of a judgement."""

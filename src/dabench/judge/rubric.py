@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -67,3 +69,19 @@ def load_rubric(version_or_path: str | Path = DEFAULT_RUBRIC_VERSION) -> Rubric:
     if duplicates:
         raise UserInputError(f"{path}: duplicate rubric item id(s) {', '.join(duplicates)}")
     return rubric
+
+
+def calibration_summary(rubric_version: str, judge_model: str) -> dict[str, Any] | None:
+    """Agreement and kappa from ``rubric/<version>.calibration.json`` when that report was
+    made with ``judge_model`` (written by ``dabench judge calibrate``), else ``None``."""
+    path = RUBRIC_DIR / f"{rubric_version}.calibration.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("judge") != judge_model:
+        return None
+    keys = ("judge", "n_items", "agreement", "kappa", "claim_agreement", "flip_rate", "created_at")
+    return {k: data.get(k) for k in keys}
