@@ -125,3 +125,12 @@ def test_compare_results_empty_and_nulls() -> None:
     assert compare_results([], [], "set", tol).passed
     assert compare_results([(None, "a")], [(None, "a")], "ordered", tol).passed
     assert not compare_results([(1.0,)], [], "set", tol).passed
+
+
+def test_large_results_with_float_noise_compare_exactly_fast() -> None:
+    gold = [(float(i) / 10, f"r{i % 7}") for i in range(5000)]
+    noisy = [(v + 1e-13, r) for v, r in reversed(gold)]
+    assert compare_results(noisy, gold, "set", Tolerance()).passed
+    shifted = [(v + 0.01, r) for v, r in gold]
+    assert compare_results(shifted, gold, "multiset", Tolerance(abs=0.02)).passed
+    assert not compare_results(shifted, gold, "multiset", Tolerance(abs=0.001)).passed

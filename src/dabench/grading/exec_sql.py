@@ -9,8 +9,8 @@ timeout and a row cap.
 
 Comparison modes (the grade records which one was used and how columns were aligned):
 
-- ``set`` (BIRD execution accuracy): the results are equal as sets of rows (duplicates and
-  order ignored).
+- ``set`` (BIRD execution accuracy): the results are equal as sets of rows (order and exact
+  duplicates ignored; numbers are normalised to 12 significant digits first).
 - ``multiset``: equal as bags of rows (duplicates count, order ignored).
 - ``ordered``: equal as sequences of rows.
 
@@ -93,7 +93,8 @@ def _normalize(value: Any) -> Cell:
     if value is None or isinstance(value, bool | str):
         return value.strip() if isinstance(value, str) else value
     if isinstance(value, int | float | decimal.Decimal):
-        return float(value)
+        # 12 significant digits absorb binary float noise so exact matching stays O(n).
+        return float(f"{float(value):.12g}")
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     return str(value)
@@ -155,30 +156,36 @@ class Tolerance:
         return len(pred) == len(gold) and all(map(self.cells_equal, pred, gold))
 
 
+GREEDY_LIMIT = 2000
+"""Above this many rows left after exact matching, tolerant matching pairs rows in sorted
+order instead of searching (linear instead of quadratic)."""
+
+
+def _row_key(row: Row) -> tuple[tuple[int, str, float], ...]:
+    return tuple(_sort_key(cell) for cell in row)
+
+
 def _match_bags(pred: list[Row], gold: list[Row], tol: Tolerance) -> bool:
+    """Bag equality: exact matches first (hashing), then tolerant matching of the rest."""
     if len(pred) != len(gold):
         return False
-    exact = Counter(pred)
-    exact.subtract(Counter(gold))
-    if all(v == 0 for v in exact.values()):
+    left = Counter(pred)
+    left.subtract(Counter(gold))
+    rest_pred = [row for row, n in left.items() if n > 0 for _ in range(n)]
+    rest_gold = [row for row, n in left.items() if n < 0 for _ in range(-n)]
+    if not rest_pred:
         return True
-    remaining = list(pred)
-    for row in gold:
-        for i, cand in enumerate(remaining):
-            if tol.rows_equal(cand, row):
-                del remaining[i]
+    if len(rest_pred) > GREEDY_LIMIT:
+        a, b = sorted(rest_pred, key=_row_key), sorted(rest_gold, key=_row_key)
+        return all(map(tol.rows_equal, a, b))
+    for row in rest_gold:
+        for i, candidate in enumerate(rest_pred):
+            if tol.rows_equal(candidate, row):
+                del rest_pred[i]
                 break
         else:
             return False
     return True
-
-
-def _dedupe(rows: list[Row], tol: Tolerance) -> list[Row]:
-    out: list[Row] = []
-    for row in dict.fromkeys(rows):
-        if not any(tol.rows_equal(row, kept) for kept in out):
-            out.append(row)
-    return out
 
 
 def results_match(pred: list[Row], gold: list[Row], mode: ExecSqlMode, tol: Tolerance) -> bool:
@@ -187,7 +194,7 @@ def results_match(pred: list[Row], gold: list[Row], mode: ExecSqlMode, tol: Tole
         return len(pred) == len(gold) and all(map(tol.rows_equal, pred, gold))
     if mode == "multiset":
         return _match_bags(pred, gold, tol)
-    return _match_bags(_dedupe(pred, tol), _dedupe(gold, tol), tol)
+    return _match_bags(list(dict.fromkeys(pred)), list(dict.fromkeys(gold)), tol)
 
 
 def _sort_key(cell: Cell) -> tuple[int, str, float]:
