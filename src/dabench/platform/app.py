@@ -6,6 +6,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import FrameType
 
 import anyio
 import uvicorn
@@ -51,6 +52,14 @@ def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlet
     return Starlette(routes=routes, lifespan=lifespan)
 
 
+class _GracefulServer(uvicorn.Server):
+    """A uvicorn server that exits with status 0 after a graceful SIGINT/SIGTERM shutdown."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()  # do not re-raise the signal after shutting down
+
+
 def serve_http(service: PlatformService, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn shuts down gracefully, then the stores close)."""
     app = build_http_app(service, host)
@@ -63,7 +72,7 @@ def serve_http(service: PlatformService, host: str, port: int) -> None:
         timeout_graceful_shutdown=5,
         lifespan="on",
     )
-    uvicorn.Server(config).run()
+    _GracefulServer(config).run()
 
 
 def stdio_identity(auth: AuthConfig, dev_default: bool) -> Identity:

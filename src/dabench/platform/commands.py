@@ -1,0 +1,87 @@
+"""``dabench platform ...``: serve the reference platform, list the shipped profiles."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from dabench.errors import UserInputError
+from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
+from dabench.platform.auth import DEV_AUTH, load_auth
+from dabench.platform.profile import SHIPPED_PROFILES, load_profile
+from dabench.platform.service import PlatformService
+from dabench.platform.world_content import load_world_content
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("serve")
+def serve(
+    world: Path = typer.Option(..., "--world", help="A built world directory."),
+    profile: str = typer.Option("a2", "--profile", help="a0|a1|a2|a3 or a profile YAML path."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8765, "--port", min=0, max=65535),
+    transport: str = typer.Option("http", "--transport", help="http or stdio."),
+    auth: Path | None = typer.Option(None, "--auth", help="Identities and admin keys (YAML)."),
+    state_dir: Path | None = typer.Option(
+        None,
+        "--state-dir",
+        help="Audit and state SQLite files (default ./.dabench/platform/<profile>).",
+    ),
+    audit_dsn: str | None = typer.Option(
+        None, "--audit-dsn", help="postgresql://... to keep audit and state in PostgreSQL."
+    ),
+) -> None:
+    """Serve the reference platform over MCP (streamable HTTP at /mcp, or stdio)."""
+    if transport not in ("http", "stdio"):
+        raise UserInputError(f"--transport must be http or stdio, got {transport!r}")
+    if audit_dsn is not None and not audit_dsn.startswith(("postgresql://", "postgres://")):
+        raise UserInputError("--audit-dsn must be a postgresql:// URL")
+    prof = load_profile(profile)
+    auth_config = load_auth(auth) if auth is not None else DEV_AUTH
+    content = load_world_content(world)
+    service = PlatformService(
+        content,
+        prof,
+        auth_config,
+        state_dir if state_dir is not None else default_state_dir(prof.name),
+        audit_dsn=audit_dsn,
+    )
+    err = Console(stderr=True)
+    if auth is None:
+        err.print(
+            "[yellow]no --auth: dev keys[/] teacher=dev-teacher-key learner=dev-learner-key "
+            "reviewer=dev-reviewer-key admin=dev-admin-key"
+        )
+    if transport == "stdio":
+        serve_stdio(service, stdio_identity(auth_config, dev_default=auth is None))
+        return
+    err.print(
+        f"dabench platform [bold]{prof.name}[/] on http://{host}:{port}/mcp "
+        f"(admin API /api/v1/admin, health /healthz)"
+    )
+    sys.stderr.flush()
+    serve_http(service, host, port)
+
+
+@app.command("profiles")
+def profiles() -> None:
+    """List the shipped profiles and the tools each persona sees."""
+    console = Console()
+    for name in SHIPPED_PROFILES:
+        prof = load_profile(name)
+        flags = ", ".join(
+            f"{label} {'on' if on else 'off'}"
+            for label, on in (
+                ("enrichment", prof.enrichment.enabled),
+                ("search gate", prof.gate.search_first),
+                ("memory", prof.memory.enabled),
+            )
+        )
+        console.print(f"[bold]{name}[/]  {prof.profile_hash[:12]}  {flags}", soft_wrap=True)
+        for persona in sorted(prof.personas):
+            tools = ", ".join(prof.tools_for(persona))
+            console.print(f"  {persona}: {tools}", soft_wrap=True, highlight=False)

@@ -1,0 +1,216 @@
+"""Memory, supersede, promotion and rollback on a3, verified through the admin API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from platform_helpers import ADMIN_KEY, RunningPlatform, call, mcp_client, open_session
+
+
+def _reset(platform: RunningPlatform) -> None:
+    resp = httpx.post(
+        platform.base_url + "/api/v1/admin/state/reset",
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+    )
+    assert resp.status_code == 200, resp.text
+
+
+def _column(world: Any) -> tuple[str, str]:
+    ds = world.catalog.datasets[0]
+    return ds.id, f"{ds.id}.{ds.columns[0].name}"
+
+
+async def test_memory_isolation_between_identities(
+    platform_a3: RunningPlatform, world: Any
+) -> None:
+    _reset(platform_a3)
+    dataset, _ = _column(world)
+    fact = "zebra-umbrella quarterly adjustments happen on the third Tuesday"
+    async with mcp_client(platform_a3, "teacher") as teacher:
+        sid = await open_session(teacher)
+        is_error, body = await call(
+            teacher,
+            "memory_capture",
+            {"session_id": sid, "content": fact, "related_ids": [dataset], "type": "caveat"},
+        )
+        assert not is_error, body
+        insight_id = body["insight"]["id"]
+        _, found = await call(teacher, "search", {"session_id": sid, "query": "zebra umbrella"})
+        assert f"memory:{insight_id}" in [r["id"] for r in found["results"]]
+        _, described = await call(teacher, "describe_table", {"session_id": sid, "table": dataset})
+        assert [m["id"] for m in described["semantic_context"][0]["memories"]] == [insight_id]
+    async with mcp_client(platform_a3, "learner") as learner:
+        sid = await open_session(learner)
+        _, found = await call(learner, "search", {"session_id": sid, "query": "zebra umbrella"})
+        assert all(r["kind"] != "memory" for r in found["results"])
+        is_error, body = await call(
+            learner, "fetch", {"session_id": sid, "id": f"memory:{insight_id}"}
+        )
+        assert is_error and body["error"]["code"] == "NOT_FOUND"
+        _, described = await call(learner, "describe_table", {"session_id": sid, "table": dataset})
+        assert described["semantic_context"][0]["memories"] == []
+        _, listed = await call(learner, "memory_manage", {"session_id": sid, "action": "list"})
+        assert listed["insights"] == []
+        is_error, body = await call(
+            learner,
+            "memory_manage",
+            {"session_id": sid, "action": "forget", "insight_id": insight_id},
+        )
+        assert is_error and body["error"]["code"] == "INSIGHT_NOT_FOUND"
+
+
+async def test_near_duplicate_supersedes(platform_a3: RunningPlatform, world: Any) -> None:
+    _reset(platform_a3)
+    _, column = _column(world)
+    first = "the amount column is stored in USD cents, divide by 100 for dollars"
+    correction = "the amount column is stored in EUR cents, divide by 100 for euros"
+    async with mcp_client(platform_a3, "teacher") as teacher:
+        sid = await open_session(teacher)
+        _, a = await call(
+            teacher,
+            "memory_capture",
+            {"session_id": sid, "content": first, "related_ids": [column]},
+        )
+        _, b = await call(
+            teacher,
+            "memory_capture",
+            {
+                "session_id": sid,
+                "content": correction,
+                "related_ids": [column],
+                "type": "correction",
+            },
+        )
+        _, c = await call(
+            teacher,
+            "memory_capture",
+            {"session_id": sid, "content": "completely unrelated note about the weather in Oslo"},
+        )
+    assert b["superseded"] == [a["insight"]["id"]]
+    assert c["superseded"] == []
+    insights = platform_a3.admin_get("/knowledge/insights", captured_by="teacher").json()
+    by_id = {i["id"]: i for i in insights["insights"]}
+    assert insights["total"] == 3
+    assert by_id[a["insight"]["id"]]["status"] == "superseded"
+    assert by_id[a["insight"]["id"]]["superseded_by"] == b["insight"]["id"]
+    assert by_id[b["insight"]["id"]]["status"] == "pending"
+    assert by_id[b["insight"]["id"]]["supersedes"] == a["insight"]["id"]
+    pending = platform_a3.admin_get("/knowledge/insights", status="pending").json()
+    assert {i["id"] for i in pending["insights"]} == {b["insight"]["id"], c["insight"]["id"]}
+
+
+async def test_promotion_and_rollback(platform_a3: RunningPlatform, world: Any) -> None:
+    _reset(platform_a3)
+    dataset, column = _column(world)
+    fact = "values before 2021 were backfilled from the legacy ledger and are approximate"
+    async with mcp_client(platform_a3, "teacher") as teacher:
+        sid = await open_session(teacher)
+        _, captured = await call(
+            teacher, "memory_capture", {"session_id": sid, "content": fact, "related_ids": [column]}
+        )
+    insight_id = captured["insight"]["id"]
+    async with mcp_client(platform_a3, "reviewer") as reviewer:
+        sid = await open_session(reviewer)
+        _, listed = await call(reviewer, "apply_knowledge", {"session_id": sid, "action": "list"})
+        assert insight_id in [i["id"] for i in listed["pending"]]
+        is_error, applied = await call(
+            reviewer,
+            "apply_knowledge",
+            {
+                "session_id": sid,
+                "action": "apply",
+                "insight_id": insight_id,
+                "sink": "description",
+                "target": column,
+            },
+        )
+        assert not is_error, applied
+        _, page = await call(
+            reviewer, "memory_capture",
+            {"session_id": sid, "content": "ledger backfill policy: see finance runbook 7"},
+        )  # fmt: skip
+        is_error, page_cs = await call(
+            reviewer,
+            "apply_knowledge",
+            {
+                "session_id": sid,
+                "action": "apply",
+                "insight_id": page["insight"]["id"],
+                "sink": "knowledge_page",
+                "target": "ledger-backfill",
+                "title": "Ledger backfill",
+            },
+        )
+        assert not is_error, page_cs
+    changeset_id = applied["changeset"]["id"]
+    ds = platform_a3.admin_get(f"/catalog/datasets/{dataset}").json()
+    col = next(c for c in ds["dataset"]["columns"] if f"{dataset}.{c['name']}" == column)
+    assert fact in col["description"]
+    assert ds["promoted_targets"] == [column]
+    assert platform_a3.admin_get("/knowledge/insights", status="approved").json()["total"] == 2
+    page_body = platform_a3.admin_get("/knowledge/pages/ledger-backfill").json()
+    assert page_body["promoted"] is True and "runbook 7" in page_body["page"]["body"]
+    # the learner now sees the promoted description and the promoted insight
+    async with mcp_client(platform_a3, "learner") as learner:
+        sid = await open_session(learner)
+        _, described = await call(learner, "describe_table", {"session_id": sid, "table": dataset})
+        block_col = next(
+            c for c in described["semantic_context"][0]["columns"] if column.endswith(c["name"])
+        )
+        assert fact in block_col["description"]
+        _, found = await call(learner, "search", {"session_id": sid, "query": "ledger backfill"})
+        assert "page:ledger-backfill" in [r["id"] for r in found["results"]]
+    # rollback restores the world's description
+    async with mcp_client(platform_a3, "reviewer") as reviewer:
+        sid = await open_session(reviewer)
+        is_error, rolled = await call(
+            reviewer,
+            "apply_knowledge",
+            {"session_id": sid, "action": "rollback", "changeset_id": changeset_id},
+        )
+        assert not is_error and rolled["changeset"]["rolled_back"] is True
+        is_error, again = await call(
+            reviewer,
+            "apply_knowledge",
+            {"session_id": sid, "action": "rollback", "changeset_id": changeset_id},
+        )
+        assert is_error and again["error"]["code"] == "INVALID_STATE"
+    ds = platform_a3.admin_get(f"/catalog/datasets/{dataset}").json()
+    col = next(c for c in ds["dataset"]["columns"] if f"{dataset}.{c['name']}" == column)
+    original = next(c for c in world.catalog.datasets[0].columns if column.endswith(c.name))
+    assert col["description"] == original.description
+    assert ds["promoted_targets"] == []
+    changesets = platform_a3.admin_get("/knowledge/changesets").json()["changesets"]
+    assert [c["rolled_back"] for c in changesets] == [True, False]
+    insight = platform_a3.admin_get("/knowledge/insights", captured_by="teacher").json()
+    assert insight["insights"][0]["status"] == "pending"
+    # reset clears insights, changesets and promoted pages; audit rows stay
+    audit_before = platform_a3.admin_get("/audit/events", limit=1).json()["total"]
+    _reset(platform_a3)
+    assert platform_a3.admin_get("/knowledge/insights").json()["total"] == 0
+    assert platform_a3.admin_get("/knowledge/changesets").json()["total"] == 0
+    assert platform_a3.admin_get("/knowledge/pages/ledger-backfill").status_code == 404
+    assert platform_a3.admin_get("/audit/events", limit=1).json()["total"] == audit_before + 1
+
+
+async def test_memory_manage_update_and_forget(platform_a3: RunningPlatform) -> None:
+    _reset(platform_a3)
+    async with mcp_client(platform_a3, "teacher") as teacher:
+        sid = await open_session(teacher)
+        _, captured = await call(
+            teacher, "memory_capture", {"session_id": sid, "content": "first draft of a note"}
+        )
+        iid = captured["insight"]["id"]
+        _, updated = await call(
+            teacher,
+            "memory_manage",
+            {"session_id": sid, "action": "update", "insight_id": iid, "confidence": 0.3},
+        )
+        assert updated["insight"]["confidence"] == 0.3
+        _, forgotten = await call(
+            teacher, "memory_manage", {"session_id": sid, "action": "forget", "insight_id": iid}
+        )
+        assert forgotten["insight"]["status"] == "forgotten"
+        _, found = await call(teacher, "search", {"session_id": sid, "query": "first draft note"})
+        assert all(r["kind"] != "memory" for r in found["results"])

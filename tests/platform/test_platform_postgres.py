@@ -1,0 +1,130 @@
+"""The PostgreSQL audit/state path against a real throwaway cluster on loopback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from platform_helpers import (
+    RunningPlatform,
+    call,
+    free_port,
+    mcp_client,
+    open_session,
+    start_platform,
+    stop_platform,
+)
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _as_postgres(argv: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return argv
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        pytest.skip("running as root without runuser")
+    return [runuser, "-u", "postgres", "--", *argv]
+
+
+@pytest.fixture(scope="module")
+def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """initdb + postgres on a free loopback port; yields a DSN; stops the cluster after."""
+    if not (PG_BIN / "postgres").exists():
+        pytest.skip("PostgreSQL binaries are not installed")
+    base = Path("/tmp") / f"dabench-pg-{os.getpid()}-{time.monotonic_ns()}"
+    base.mkdir(mode=0o700)
+    data = base / "data"
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres", "postgres")
+    subprocess.run(
+        _as_postgres([str(PG_BIN / "initdb"), "-D", str(data), "-U", "dabench", "--auth=trust"]),
+        check=True,
+        capture_output=True,
+    )
+    port = free_port()
+    proc = subprocess.Popen(
+        _as_postgres(
+            [
+                str(PG_BIN / "postgres"), "-D", str(data), "-p", str(port),
+                "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={base}",
+                "-c", "fsync=off",
+            ]
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    dsn = f"postgresql://dabench@127.0.0.1:{port}/postgres"
+    import psycopg
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            psycopg.connect(dsn).close()
+            break
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("PostgreSQL did not start")
+            time.sleep(0.2)
+    yield dsn
+    proc.terminate()
+    proc.wait(timeout=30)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def platform_pg(
+    world_dir: Path, auth_file: Path, postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningPlatform]:
+    """An a3 platform whose audit and state live in PostgreSQL."""
+    state = tmp_path_factory.mktemp("state-pg")
+    platform = start_platform(
+        world_dir, "a3", auth_file, state, extra=["--audit-dsn", postgres_dsn]
+    )
+    yield platform
+    stop_platform(platform)
+
+
+async def test_audit_and_state_in_postgres(
+    platform_pg: RunningPlatform, postgres_dsn: str, world: Any
+) -> None:
+    import psycopg
+
+    table = world.catalog.datasets[0].id
+    async with mcp_client(platform_pg) as client:
+        sid = await open_session(client)
+        await call(client, "sql_query", {"session_id": sid, "sql": "SELECT 1"})
+        await call(client, "search", {"session_id": sid, "query": table})
+        await call(client, "sql_query", {"session_id": sid, "sql": f"SELECT * FROM {table}"})
+        await call(client, "memory_capture", {"session_id": sid, "content": "pg-backed note"})
+    rows = platform_pg.audit(session_id=sid, event_kind="tool_call")
+    assert [(r["tool_name"], r["error_code"]) for r in rows] == [
+        ("sql_query", "SEARCH_REQUIRED"),
+        ("search", None),
+        ("sql_query", None),
+        ("memory_capture", None),
+    ]
+    with psycopg.connect(postgres_dsn) as conn:
+        n = conn.execute("SELECT COUNT(*) FROM audit_events WHERE session_id = %s", (sid,))
+        assert n.fetchone() == (5,)
+        notes = conn.execute("SELECT content, status FROM insights").fetchall()
+    assert notes == [("pg-backed note", "pending")]
+    assert not (platform_pg.state_dir / "audit.sqlite").exists()
+
+
+def test_graceful_shutdown_keeps_audit(platform_pg: RunningPlatform, postgres_dsn: str) -> None:
+    import psycopg
+
+    before = platform_pg.admin_get("/audit/events", limit=1).json()["total"]
+    assert before > 0
+    assert stop_platform(platform_pg) == 0
+    with psycopg.connect(postgres_dsn) as conn:
+        row = conn.execute("SELECT COUNT(*) FROM audit_events").fetchone()
+    assert row == (before,)
