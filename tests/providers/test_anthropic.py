@@ -265,3 +265,12 @@ async def test_empty_assistant_turns_are_dropped(wire: WireServer) -> None:
     await ask(provider(wire.url), messages)
     sent = wire.requests[0].body["messages"]
     assert [m["role"] for m in sent] == ["user", "user"]
+
+
+@pytest.mark.parametrize("body", [b"<html>bad gateway</html>", b"", {"unexpected": True}])
+async def test_malformed_2xx_body_is_retryable(wire: WireServer, body: object) -> None:
+    wire.enqueue(Reply(body=body))
+    with pytest.raises(ProviderError) as info:
+        await ask(provider(wire.url), [ChatMessage(role="user", content="q")])
+    assert info.value.retryable
+    assert "malformed response" in str(info.value)

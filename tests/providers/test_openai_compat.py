@@ -341,3 +341,19 @@ async def test_empty_assistant_turns_are_dropped(wire: WireServer) -> None:
     await ask(provider("vllm:m", wire.url), messages)
     sent = wire.requests[0].body["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "user"]
+
+
+@pytest.mark.parametrize("body", [b"<html>bad gateway</html>", b""])
+async def test_malformed_2xx_body_is_retryable(wire: WireServer, body: bytes) -> None:
+    wire.enqueue(Reply(body=body))
+    with pytest.raises(ProviderError) as info:
+        await ask(provider("openai:gpt-4.1", wire.url), [ChatMessage(role="user", content="q")])
+    assert info.value.retryable
+    assert "malformed response" in str(info.value)
+
+
+async def test_temperature_can_be_left_out(wire: WireServer) -> None:
+    wire.enqueue(Reply(body=openai_completion("ok")))
+    p = provider("openai:gpt-5", wire.url, send_temperature=False)
+    await ask(p, [ChatMessage(role="user", content="q")])
+    assert "temperature" not in wire.requests[0].body

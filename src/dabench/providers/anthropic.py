@@ -22,7 +22,7 @@ from dabench.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from dabench.providers.http_errors import status_error, transport_error
+from dabench.providers.http_errors import malformed_response, status_error, transport_error
 from dabench.providers.pricing import PriceOverrides, PriceTable, price_table, resolve_cost
 from dabench.providers.usage import anthropic_usage
 
@@ -90,10 +90,14 @@ class AnthropicProvider:
             raise transport_error(self.name, "timeout", str(exc)) from exc
         except anthropic.APIConnectionError as exc:
             raise transport_error(self.name, "connection error", str(exc)) from exc
+        except (anthropic.APIError, ValueError) as exc:  # a body that is not a Messages reply
+            raise malformed_response(self.name, exc) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0
         return self._to_response(message.model_dump(warnings=False), latency_ms)
 
     def _to_response(self, data: dict[str, Any], latency_ms: float) -> ModelResponse:
+        if data.get("type") != "message":
+            raise malformed_response(self.name, f"type is {data.get('type')!r}, not 'message'")
         texts: list[str] = []
         calls: list[ToolCallRequest] = []
         for block in data.get("content") or []:

@@ -62,3 +62,9 @@ def status_error(
 def transport_error(provider: str, kind: str, detail: str) -> ProviderError:
     """A retryable :class:`ProviderError` for a timeout or a failed connection."""
     return ProviderError(f"{provider}: {kind}: {detail}", retryable=True)
+
+
+def malformed_response(provider: str, detail: object) -> ProviderError:
+    """A retryable :class:`ProviderError` for a 2xx body that is not the API's reply shape
+    (not JSON, or JSON of another shape): usually a proxy or gateway glitch."""
+    return ProviderError(f"{provider}: malformed response: {str(detail)[:300]}", retryable=True)

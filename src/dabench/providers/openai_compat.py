@@ -27,7 +27,7 @@ from dabench.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from dabench.providers.http_errors import status_error, transport_error
+from dabench.providers.http_errors import malformed_response, status_error, transport_error
 from dabench.providers.pricing import PriceOverrides, PriceTable, price_table, resolve_cost
 
 TOOL_ERROR_PREFIX = "ERROR: "
@@ -93,6 +93,8 @@ class OpenAICompatProvider:
             raise transport_error(self.name, "timeout", str(exc)) from exc
         except openai.APIConnectionError as exc:
             raise transport_error(self.name, "connection error", str(exc)) from exc
+        except (openai.APIError, ValueError) as exc:  # a body that is not a completion
+            raise malformed_response(self.name, exc) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0
         return self._to_response(completion.model_dump(warnings=False), latency_ms)
 
