@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from tests.grading.builders import make_episode, make_task, sql_call
+from tests.judge.scripted import ScriptedJudgeServer
 from typer.testing import CliRunner
 
 from dabench.cli import app
@@ -119,3 +120,34 @@ def test_cli_grade_bad_world(tmp_path: Path, warehouse: Path) -> None:
     result = CliRunner().invoke(app, ["grade", str(run), "--world", str(tmp_path / "nope")])
     assert isinstance(result.exception, UserInputError)
     assert "no warehouse.duckdb" in str(result.exception)
+
+
+def test_cli_grade_with_judge_uses_cache_on_regrade(
+    tmp_path: Path, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DABENCH_CACHE", str(tmp_path / "cache"))
+    run = _run_dir(tmp_path, warehouse)
+    args = [
+        "grade",
+        str(run),
+        "--judge",
+        "openai-compat:judge-1",
+        "--judge-all",
+        "--world",
+        str(warehouse.parent),
+    ]
+    with ScriptedJudgeServer() as server:
+        args += ["--judge-base-url", f"{server.url}/v1"]
+        first = CliRunner().invoke(app, args)
+        assert first.exit_code == 0, first.output
+        assert len(server.requests) == 2, "two completed, gradable episodes are judged"
+        assert "2 verdicts, 0 from the cache" in first.output
+        second = CliRunner().invoke(app, args)
+        assert second.exit_code == 0, second.output
+        assert len(server.requests) == 2
+        assert "2 verdicts, 2 from the cache" in second.output
+    grades = {g.key: g for g in load_grades(run)}
+    judged = grades["a0/num1/0"]
+    assert judged.rubric_version == "v1" and judged.judge is not None
+    assert judged.judge["model"] == "openai-compat:judge-1"
+    assert judged.score == judged.scores["overall"] and "groundedness" in judged.scores

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.judge.conftest import ScriptedJudgeServer
+from tests.judge.scripted import ScriptedJudgeServer
 from typer.testing import CliRunner
 
 from dabench.cli import app

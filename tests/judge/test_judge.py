@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 from tests.grading.builders import make_episode, make_task
-from tests.judge.conftest import ScriptedJudgeServer, verdict
+from tests.judge.scripted import ScriptedJudgeServer, verdict
 from tests.providers.servers import Reply, openai_completion
 
 from dabench.grading import agrade_episode

@@ -84,4 +84,12 @@ def grade_cmd(
     )
     console = Console()
     console.print(_summary(grades))
+    judged = [g.judge for g in grades if g.judge and "error" not in g.judge]
+    if judged:
+        cached = sum(1 for j in judged if j.get("cached"))
+        cost = sum(float(j.get("cost_usd") or 0.0) for j in judged)
+        console.print(
+            f"judge {judged[0].get('model')}: {len(judged)} verdicts, {cached} from the cache, "
+            f"reported cost ${cost:.4f}"
+        )
     console.print(f"wrote {len(grades)} grades to {run_dir / 'grades.jsonl'}")
