@@ -41,7 +41,9 @@ def main():
             "session_id": "sess-1",
             "model": "claude-sonnet-4-6",
             "tools": ["mcp__dabench__sql_query"],
-            "mcp_servers": [{"name": "dabench", "status": "connected"}],
+            "mcp_servers": [
+                {"name": "dabench", "status": "failed" if mode == "mcp_failed" else "connected"}
+            ],
         }
     )
     sys.stdout.write("not json: a stray warning line\n")

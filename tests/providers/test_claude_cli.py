@@ -55,6 +55,7 @@ async def test_success_run(fake_claude: Path) -> None:
     assert result.num_turns == 2
     assert result.duration_ms == 3456
     assert result.exit_code == 0
+    assert result.mcp_servers == {"dabench": "connected"}
     assert [(c.name, c.arguments, c.result, c.is_error) for c in result.tool_calls] == [
         ("mcp__dabench__sql_query", {"sql": "SELECT 42"}, "42", False)
     ]
@@ -161,3 +162,13 @@ def test_parse_tolerates_missing_result_and_string_tool_content() -> None:
     assert final is None
     assert result.events == 2
     assert result.tool_calls[0].result == "plain" and result.tool_calls[0].is_error
+
+
+async def test_unconnected_mcp_server_is_a_harness_error(
+    fake_claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", "mcp_failed")
+    with pytest.raises(ProviderError) as info:
+        await run()
+    assert info.value.retryable
+    assert '"dabench": "failed"' in str(info.value)

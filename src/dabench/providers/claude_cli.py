@@ -73,6 +73,8 @@ class ClaudeCliResult(BaseModel):
     """The last 2,000 characters of the CLI's stderr."""
     events: int = 0
     """How many stream-json events were parsed."""
+    mcp_servers: dict[str, str] = Field(default_factory=dict)
+    """MCP server name -> status from the ``init`` event (``connected``, ``failed``...)."""
 
 
 def find_claude(executable: str = "claude") -> str | None:
@@ -135,6 +137,9 @@ class _StreamState:
         if kind == "system" and event.get("subtype") == "init":
             self.result.session_id = str(event.get("session_id") or "")
             self.result.model = str(event.get("model") or "")
+            for server in event.get("mcp_servers") or []:
+                if isinstance(server, dict) and server.get("name"):
+                    self.result.mcp_servers[str(server["name"])] = str(server.get("status") or "")
         elif kind == "assistant":
             self._assistant(event.get("message") or {})
         elif kind == "user":
@@ -251,8 +256,10 @@ async def run_claude_cli(
     ``mcp_config`` is the CLI's config object (``{"mcpServers": {name: {...}}}``).
     Returns the result, including a run that stopped at ``max_turns`` (``is_error`` set,
     ``subtype == "error_max_turns"``). Raises :class:`UserInputError` when the CLI is not
-    installed and :class:`ProviderError` for a timeout (retryable), a non-zero exit without
-    a result, or an error result (retryable when it looks transient: 429, 5xx, overloaded).
+    installed and :class:`ProviderError` for a timeout (retryable), an MCP server of
+    ``mcp_config`` that the ``init`` event reports as not connected (retryable), a non-zero
+    exit without a result, or an error result (retryable when it looks transient: 429, 5xx,
+    overloaded).
     """
     path = find_claude(executable)
     if path is None:
@@ -277,6 +284,18 @@ async def run_claude_cli(
     result, final = parse_stream_json(stdout.splitlines(), prices=prices)
     result.exit_code = code
     result.stderr = stderr[-2000:]
+    servers = mcp_config.get("mcpServers") or {}
+    unavailable = {
+        name: status
+        for name, status in result.mcp_servers.items()
+        if name in servers and status != "connected"
+    }
+    if unavailable:
+        # The target was unreachable: whatever the model did next says nothing about it.
+        raise ProviderError(
+            f"claude-cli: MCP server not connected: {json.dumps(unavailable, sort_keys=True)}",
+            retryable=True,
+        )
     if final is None:
         detail = (stderr.strip() or "no result event")[-500:]
         raise ProviderError(
