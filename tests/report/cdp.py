@@ -44,7 +44,9 @@ class Browser:
                 raise RuntimeError("chromium did not start (no DevToolsActivePort)")
             time.sleep(0.05)
         port, path = port_file.read_text().splitlines()[:2]
-        self.ws: ClientConnection = connect(f"ws://127.0.0.1:{port}{path}", max_size=None)
+        self.ws: ClientConnection = connect(
+            f"ws://127.0.0.1:{port}{path}", max_size=None
+        ).__enter__()
         self._id = 0
         self.events: list[dict[str, Any]] = []
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -90,10 +92,11 @@ class Browser:
             self.events.append(json.loads(self.ws.recv(timeout=remaining)))
 
     def goto(self, url: str) -> None:
-        """Navigate and wait for the load event."""
-        self.events = [e for e in self.events if e.get("method") != "Page.loadEventFired"]
-        self.send("Page.navigate", {"url": url}, session=True)
-        self.wait_event("Page.loadEventFired")
+        """Load ``url`` as a fresh document (via about:blank) and wait for its load event."""
+        for target in ("about:blank", url):
+            self.events = []  # errors are collected per loaded document
+            self.send("Page.navigate", {"url": target}, session=True)
+            self.wait_event("Page.loadEventFired")
 
     def evaluate(self, expression: str) -> Any:
         """Evaluate JavaScript in the page and return its value."""

@@ -1,0 +1,118 @@
+"""report.html in a real headless Chromium: no console errors, charts drawn, permalinks open."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.report.cdp import CHROMIUM, Browser
+
+from dabench.report.build import ReportFiles
+from dabench.stats import load_run
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("chromium") is None and not Path(CHROMIUM).exists(),
+    reason="Debian chromium is not installed (bash .ci/run installs it)",
+)
+
+# Non-transparent pixels of every chart canvas (each must have drawn something).
+CANVAS_INK = """
+Array.from(document.querySelectorAll('canvas')).map(function (c) {
+  var d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, n = 0;
+  for (var i = 3; i < d.length; i += 4) { if (d[i] > 0) { n++; } }
+  return [c.id, c.width, c.height, n];
+})
+"""
+
+VISIBLE = """
+(function (id) {
+  var el = document.getElementById(id);
+  if (!el) { return null; }
+  var r = el.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 && r.left < window.innerWidth && r.right > 0
+    && getComputedStyle(el).visibility !== 'hidden';
+})
+"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with Browser() as b:
+        yield b
+
+
+def _load(browser: Browser, url: str) -> None:
+    browser.goto(url)
+    time.sleep(0.3)  # the drawer slides in with a short CSS transition
+
+
+def test_loads_without_errors_and_every_chart_renders(
+    browser: Browser, reported_run: tuple[Path, ReportFiles], tmp_path: Path
+) -> None:
+    _, files = reported_run
+    _load(browser, files.html_path.as_uri())
+    assert browser.errors() == []
+    canvases = browser.evaluate(CANVAS_INK)
+    ids = {c[0] for c in canvases}
+    assert ids == {
+        "chart-overall",
+        "chart-radar",
+        "chart-suite",
+        "chart-difficulty",
+        "chart-category",
+        "chart-scatter",
+        "chart-bubble",
+        "chart-funnel",
+    }
+    for cid, width, height, ink in canvases:
+        assert width > 100 and height > 100, cid
+        assert ink > 2000, f"{cid} looks blank ({ink} drawn pixels)"
+    assert browser.evaluate("window.dabenchCharts.length") == 8
+    shot = tmp_path / "report.png"
+    browser.screenshot(shot, height=2400)
+    assert shot.stat().st_size > 50_000
+
+
+def test_episode_permalink_opens_its_panel(
+    browser: Browser, reported_run: tuple[Path, ReportFiles]
+) -> None:
+    run_dir, files = reported_run
+    run = load_run(run_dir)
+    ep = next(e for e in run.episodes if e.suite == "s3" and e.arm == "a2")
+    _load(browser, f"{files.html_path.as_uri()}#ep-{ep.key}")
+    assert browser.errors() == []
+    assert browser.evaluate(f"{VISIBLE}('ep-{ep.key}')") is True
+    text = browser.evaluate(f"document.getElementById('ep-{ep.key}').textContent")
+    assert ep.task_id in text and "Ground truth" in text and "Transcript" in text
+    # Its task row was expanded too.
+    assert browser.evaluate(
+        f"!document.getElementById('task-{ep.task_id}').nextElementSibling.hidden"
+    )
+    # Closing removes the panel from view; another permalink via hashchange opens another.
+    browser.evaluate("document.getElementById('drawer-close').click()")
+    time.sleep(0.3)
+    assert browser.evaluate(f"{VISIBLE}('ep-{ep.key}')") is False
+    other = next(e for e in run.episodes if e.arm == "a0" and e.status == "timeout")
+    browser.evaluate(f"location.hash = '#ep-{other.key}'")
+    time.sleep(0.3)
+    assert browser.evaluate(f"{VISIBLE}('ep-{other.key}')") is True
+    assert "timeout" in browser.evaluate(f"document.getElementById('ep-{other.key}').textContent")
+    assert browser.errors() == []
+
+
+def test_task_permalink_expands_the_row(
+    browser: Browser, reported_run: tuple[Path, ReportFiles]
+) -> None:
+    run_dir, files = reported_run
+    task_id = load_run(run_dir).episodes[-1].task_id
+    _load(browser, f"{files.html_path.as_uri()}#task-{task_id}")
+    assert browser.evaluate(f"!document.getElementById('task-{task_id}').nextElementSibling.hidden")
+    pills = browser.evaluate(
+        f"document.getElementById('task-{task_id}').nextElementSibling"
+        ".querySelectorAll('.ep-pill').length"
+    )
+    assert pills == 3 * 3  # three arms, k = 3
+    assert browser.errors() == []

@@ -1,0 +1,102 @@
+"""report.md and report.html from a synthetic run: contents, determinism, self-containment."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from dabench.report.build import ReportFiles, write_reports
+from dabench.stats import load_run
+
+
+def test_markdown_has_every_section_with_cis(reported_run: tuple[Path, ReportFiles]) -> None:
+    _, files = reported_run
+    md = files.markdown_path.read_text(encoding="utf-8")
+    for heading in (
+        "## Manifest",
+        "## Ranking",
+        "## Arm × suite",
+        "## Deltas against the baseline arm `a0`",
+        "## Knowledge-trap classes",
+        "## Lifecycle funnel (S5)",
+        "## Efficiency (S4)",
+        "## Failure taxonomy",
+        "## Caveats",
+    ):
+        assert heading in md, heading
+    # Rates with their CI, deltas with signed points and CI.
+    assert re.search(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", md)
+    assert re.search(r"[+-]\d+\.\d pts \[[+-]\d+\.\d, [+-]\d+\.\d\]", md)
+    for trap in ("cents_units", "gross_vs_net", "fiscal_calendar"):
+        assert f"| {trap} |" in md
+    assert "| `a2` | teach |" in md
+    assert "agrees with the human-labelled calibration set on 90%" in md
+
+
+def test_reports_are_byte_identical_when_rebuilt(
+    reported_run: tuple[Path, ReportFiles], tmp_path: Path
+) -> None:
+    run_dir, files = reported_run
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    again = write_reports(copy, resamples=1000)
+    assert again.markdown_path.read_bytes() == files.markdown_path.read_bytes()
+    assert again.html_path.read_bytes() == files.html_path.read_bytes()
+    assert again.stats_path.read_bytes() == files.stats_path.read_bytes()
+
+
+def _embedded(html: str, element_id: str) -> dict[str, object]:
+    match = re.search(rf'<script type="application/json" id="{element_id}">(.*?)</script>', html)
+    assert match, element_id
+    data: dict[str, object] = json.loads(match.group(1))
+    return data
+
+
+def test_html_is_self_contained_and_complete(reported_run: tuple[Path, ReportFiles]) -> None:
+    run_dir, files = reported_run
+    html = files.html_path.read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "url(http" not in html and "@import" not in html
+    assert "Chart.js v4.5.1" in html and "Released under the MIT License" in html
+    run = load_run(run_dir)
+    episodes = _embedded(html, "dabench-episodes")
+    assert set(episodes) == {ep.key for ep in run.episodes}
+    for task_id in {ep.task_id for ep in run.episodes}:
+        assert f'id="task-{task_id}"' in html
+        assert f'href="#task-{task_id}"' in html
+    for ep in run.episodes:
+        assert f'href="#ep-{ep.key}"' in html
+    for arm in ("a0", "a1", "a2"):
+        assert f'id="arm-{arm}"' in html
+    charts = _embedded(html, "dabench-charts")
+    radar = charts["radar"]
+    assert isinstance(radar, dict) and len(radar["labels"]) >= 8
+    detail = episodes[run.episodes[0].key]
+    assert isinstance(detail, dict)
+    assert detail["transcript"] and detail["prompts"] and "truth" in detail
+
+
+def test_transcript_limit_prefers_failed_episodes(
+    reported_run: tuple[Path, ReportFiles], tmp_path: Path
+) -> None:
+    run_dir, _ = reported_run
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    files = write_reports(copy, resamples=0, max_transcripts=10)
+    episodes = _embedded(files.html_path.read_text(encoding="utf-8"), "dabench-episodes")
+    with_transcript = [e for e in episodes.values() if isinstance(e, dict) and e["transcript"]]
+    assert len(with_transcript) == 10
+    assert not any(e["passed"] for e in with_transcript)
+    assert "Transcripts are embedded for 10 of" in files.html_path.read_text(encoding="utf-8")
+
+
+def test_html_escapes_hostile_text(tmp_path: Path) -> None:
+    from tests.stats.builders import episode, grade, write_run
+
+    ep = episode("a", "t1", answer="</script><script>alert(1)</script>")
+    run = write_run(tmp_path, [ep], [grade(ep, False)], k=1)
+    html = write_reports(run, resamples=0).html_path.read_text(encoding="utf-8")
+    assert "<script>alert(1)" not in html
+    assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)" in html
