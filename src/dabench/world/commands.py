@@ -1,7 +1,110 @@
-"""``dabench world ...`` commands."""
+"""``dabench world ...`` commands: build, info, verify."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from dabench.errors import DabenchError, UserInputError
+from dabench.world.build import build_world
+from dabench.world.load import load_world, verify_files
 
 app = typer.Typer(no_args_is_help=True)
+_out = Console()
+_err = Console(stderr=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _one_line_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Report a :class:`DabenchError` as ``error: <message>`` and exit with its code."""
+
+    @wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except DabenchError as exc:
+            _err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _parse_int(flag: str, raw: str) -> int:
+    try:
+        return int(raw.strip(), 10)
+    except ValueError:
+        raise UserInputError(f"{flag} must be an integer, got {raw!r}") from None
+
+
+@app.command()
+@_one_line_errors
+def build(
+    seed: str = typer.Option("930", "--seed", help="Seed (integer >= 0)."),
+    scale: str = typer.Option("1", "--scale", help="Scale factor 1..1000 for the fact tables."),
+    out: Path = typer.Option(..., "--out", help="Output directory (must be empty or absent)."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory."),
+) -> None:
+    """Build the deterministic world into OUT."""
+    seed_value = _parse_int("--seed", seed)
+    scale_value = _parse_int("--scale", scale)
+    started = time.perf_counter()
+    manifest = build_world(seed_value, scale_value, out, force=force, progress=True)
+    elapsed = time.perf_counter() - started
+    rows = sum(manifest.table_rows.values())
+    _out.print(
+        f"built world seed={manifest.seed} scale={manifest.scale} in {elapsed:.1f}s: "
+        f"{len(manifest.table_rows)} datasets, {rows:,} rows, {len(manifest.traps)} traps, "
+        f"hash {manifest.world_hash[:16]} -> {out}",
+        highlight=False,
+    )
+
+
+@app.command()
+@_one_line_errors
+def info(path: Path = typer.Argument(..., help="A built world directory.")) -> None:
+    """Show a world's seed, scale, hash, datasets and traps (correct vs naive)."""
+    world = load_world(path)
+    m = world.manifest
+    _out.print(
+        f"world {path}: generator {m.generator_version}, seed {m.seed}, scale {m.scale}, "
+        f"duckdb {m.duckdb_version}\nhash {m.world_hash}",
+        highlight=False,
+    )
+    datasets = Table(title="datasets")
+    for col in ("id", "kind", "domain", "rows", "last loaded", "note"):
+        datasets.add_column(col)
+    for d in world.catalog.datasets:
+        note = f"deprecated -> {d.replaced_by}" if d.deprecated else ""
+        datasets.add_row(d.id, d.kind, d.domain, f"{d.row_count:,}", str(d.last_loaded), note)
+    _out.print(datasets)
+    traps = Table(title="traps")
+    for col in ("id", "correct", "naive"):
+        traps.add_column(col)
+    for t in m.traps:
+        traps.add_row(t.id, f"{t.correct_answer:,.2f}", f"{t.naive_answer:,.2f}")
+    _out.print(traps)
+
+
+@app.command()
+@_one_line_errors
+def verify(path: Path = typer.Argument(..., help="A built world directory.")) -> None:
+    """Re-hash every file of a world against its world.json; exit 1 on any mismatch."""
+    world = load_world(path)
+    problems = verify_files(world.path, world.manifest)
+    if problems:
+        for problem in problems:
+            _err.print(f"mismatch: {problem}", markup=False, highlight=False)
+        raise typer.Exit(1)
+    _out.print(
+        f"ok: {len(world.manifest.files)} files match world {world.world_hash[:16]}",
+        highlight=False,
+    )

@@ -155,3 +155,5 @@ class WorldManifest(_Record):
     traps: list[Trap]
     table_rows: dict[str, int]
     """Dataset id -> row count."""
+    duckdb_version: str | None = None
+    """DuckDB version that wrote the warehouse; byte identity holds for one DuckDB version."""

@@ -1,0 +1,41 @@
+"""``ensure_world``: build a world once into a cache directory and reuse it."""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+
+from dabench.world.build import MANIFEST_FILE, build_world
+from dabench.world.constants import GENERATOR_VERSION
+from dabench.world.load import load_world
+
+
+def cache_key(seed: int, scale: int) -> str:
+    """Directory name of a cached world: generator version, seed and scale."""
+    return f"world-v{GENERATOR_VERSION}-seed{seed}-scale{scale}"
+
+
+def ensure_world(seed: int, scale: int, cache_dir: Path) -> Path:
+    """Path of the world for (generator version, seed, scale) under ``cache_dir``.
+
+    Builds it on first use; later calls reuse it after a cheap manifest check. A cached
+    world that fails to load is rebuilt. Concurrent callers are serialised by a lock file.
+    """
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    target = cache_dir / cache_key(seed, scale)
+    with (cache_dir / f".{target.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / MANIFEST_FILE).is_file():
+            try:
+                manifest = load_world(target).manifest
+                if (manifest.generator_version, manifest.seed, manifest.scale) == (
+                    GENERATOR_VERSION,
+                    seed,
+                    scale,
+                ):
+                    return target
+            except Exception:
+                pass
+        build_world(seed, scale, target, force=True)
+    return target

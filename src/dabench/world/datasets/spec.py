@@ -1,0 +1,67 @@
+"""How a dataset is declared: the SQL that fills it and the catalog text that describes it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dabench.world.model import DatasetKind
+
+
+@dataclass(frozen=True)
+class Col:
+    """Catalog text of one column (its type comes from the warehouse)."""
+
+    description: str
+    unit: str | None = None
+    tags: tuple[str, ...] = ()
+    glossary: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One warehouse table: ``CREATE TABLE <id> AS <select> ORDER BY <order_by>``."""
+
+    id: str
+    domain: str
+    kind: DatasetKind
+    title: str
+    description: str
+    owner: str
+    columns: dict[str, Col]
+    select: str
+    order_by: str
+    tags: tuple[str, ...] = ()
+    glossary: tuple[str, ...] = ()
+    upstream: tuple[str, ...] = ()
+    transform: str = ""
+    """How the dataset is derived from ``upstream`` (lineage edge text)."""
+    deprecated: bool = False
+    replaced_by: str | None = None
+    freshness_sql: str | None = None
+    """SQL returning the last date with data; None means the world's last day."""
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A temporary table the generator needs but the warehouse does not keep."""
+
+    name: str
+    select: str
+
+
+def values_sql(columns: Sequence[str], rows: Sequence[tuple[object, ...]]) -> str:
+    """A ``SELECT * FROM (VALUES ...)`` over literal rows (str, int, float, None)."""
+    body = ",\n".join("(" + ", ".join(literal(v) for v in row) + ")" for row in rows)
+    return f"SELECT * FROM (VALUES {body}) AS t({', '.join(columns)})"
+
+
+def literal(value: object) -> str:
+    """A SQL literal for a Python scalar."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
