@@ -19,6 +19,7 @@ from dabench.grading.numeric import check_numeric
         ("on 2025-03-31 we had 17", [17.0]),
         ("FY2024 Q3 v1.2 top-5", [5.0]),
         ("1,234,567.89.", [1234567.89]),
+        ("about 2.60037e+06 or 3E-2", [2600370.0, 0.03]),
     ],
 )
 def test_find_numbers(text: str, values: list[float]) -> None:
@@ -80,3 +81,9 @@ def test_naive_value_fails_and_hedge_fails() -> None:
 def test_no_number() -> None:
     check = check_numeric("I could not compute it.", 10.0)
     assert not check.passed and "no number" in check.reason
+
+
+def test_reasons_never_use_exponent_notation() -> None:
+    check = check_numeric("FINAL ANSWER: 2,600,370.36", 435348.810732, naive=2600370.36)
+    assert not check.passed
+    assert "2,600,370.36" in check.reason and "e+" not in check.reason

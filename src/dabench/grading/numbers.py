@@ -3,9 +3,9 @@ negative signs and magnitude words.
 
 Supported: ``1234``, ``1,234,567.89`` (comma thousands separators), ``$1,234.50`` / ``€12``,
 ``-5`` / ``−5`` / ``-$5`` / ``$-5``, ``12.5%`` (kept as 12.5, flagged as a percentage),
-``1.2k`` / ``3 million`` / ``2bn``. Dates (``2024-03-31``), year-months (``2024-03``) and
-numbers glued to letters (``FY2024``, ``Q3``, ``v1.2``) are not numbers. European separators
-(``1.234,50``) are not supported: they read as two numbers.
+``1.2k`` / ``3 million`` / ``2bn``, scientific ``2.6e+06``. Dates (``2024-03-31``),
+year-months (``2024-03``) and numbers glued to letters (``FY2024``, ``Q3``, ``v1.2``) are not
+numbers. European separators (``1.234,50``) are not supported: they read as two numbers.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ _NUMBER_RE = re.compile(
     (?P<cur>[$€£¥])?
     (?P<sign2>[-−])?
     (?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)
+    (?P<exp>[eE][+-]?\d{1,3})?
     (?:
         (?P<pct>\s?%)
       | \s?(?P<word>thousand|million|billion)\b
@@ -65,7 +66,7 @@ def find_numbers(text: str) -> list[NumberMention]:
     cleaned = _DATE_RE.sub(lambda m: " " * len(m.group(0)), text)
     found: list[NumberMention] = []
     for match in _NUMBER_RE.finditer(cleaned):
-        value = float(match.group("num").replace(",", ""))
+        value = float(match.group("num").replace(",", "") + (match.group("exp") or ""))
         word = match.group("word") or match.group("suffix")
         if word:
             value *= _MULTIPLIER[word.lower()]
@@ -90,7 +91,10 @@ def is_single_number(text: str) -> NumberMention | None:
 
 
 def format_number(value: float) -> str:
-    """A number for reasons: integers without decimals, others to 6 significant digits."""
+    """A number for reasons, never in exponent notation: integers with thousands separators,
+    others with up to 4 decimals (6 significant digits below 1)."""
     if value == int(value) and abs(value) < 1e15:
         return f"{int(value):,}"
-    return f"{value:,.6g}"
+    if abs(value) >= 1:
+        return f"{value:,.4f}".rstrip("0").rstrip(".")
+    return f"{value:.6f}".rstrip("0").rstrip(".") if abs(value) >= 1e-6 else f"{value:.6g}"
