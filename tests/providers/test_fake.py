@@ -133,8 +133,10 @@ def test_spec_parsing() -> None:
         parse_latency("200")
     settings = parse_fake_spec("latency=5ms, calls=4, search=off")
     assert (settings.latency, settings.calls, settings.search) == (0.005, 4, False)
+    assert parse_fake_spec("scripted") == parse_fake_spec("")
+    assert parse_fake_spec("smoke,calls=3").calls == 3
     with pytest.raises(UserInputError, match="expected key=value"):
-        parse_fake_spec("calls")
+        parse_fake_spec("calls=1,search")
     with pytest.raises(UserInputError, match="colour"):
         parse_fake_spec("colour=red")
     with pytest.raises(UserInputError, match="calls"):

@@ -6,11 +6,11 @@ behaviour. For each user turn it makes up to ``calls`` tool calls, one per respo
 configured ``sql``), and then answers ``answer``, where ``{last_result}`` is replaced by the
 content of the last tool result. Tools it is not offered are skipped.
 
-Spec: ``fake[:key=value,key=value...]`` with keys ``latency`` (``200ms``, ``1.5s``, ``0``),
-``calls`` (int), ``search`` (``on``/``off``), ``sql``, ``answer``, ``sql_tool``,
-``search_tool`` and ``fail_first`` (the first N calls raise a retryable ``ProviderError``).
-Values cannot contain commas in the spec; pass such values as settings instead
-(``make_provider("fake", sql="SELECT a, b FROM t")``).
+Spec: ``fake[:key=value,...]`` (a leading bare word is a label: ``fake:scripted``) with
+keys ``latency`` (``200ms``, ``1.5s``, ``0``), ``calls`` (int), ``search`` (``on``/``off``),
+``sql``, ``answer``, ``sql_tool``, ``search_tool`` and ``fail_first`` (the first N calls
+raise a retryable ``ProviderError``). Values cannot contain commas in the spec; pass such
+values as settings instead (``make_provider("fake", sql="SELECT a, b FROM t")``).
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ def parse_latency(text: str) -> float:
 def parse_fake_spec(options: str, **settings: Any) -> FakeSettings:
     """``FakeSettings`` from the part of a spec after ``fake:`` plus keyword ``settings``."""
     values: dict[str, Any] = {}
-    for item in filter(None, (part.strip() for part in options.split(","))):
+    items = [part.strip() for part in options.split(",") if part.strip()]
+    if items and "=" not in items[0]:
+        items = items[1:]  # a leading bare word is a label: fake:scripted, fake:smoke,calls=2
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep:
             raise UserInputError(f"fake provider: {item!r}: expected key=value")
