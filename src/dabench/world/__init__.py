@@ -19,7 +19,13 @@ from dabench.world.build import (
 )
 from dabench.world.cache import ensure_world
 from dabench.world.constants import GENERATOR_VERSION
-from dabench.world.load import World, WorldIntegrityError, load_world, verify_files
+from dabench.world.load import (
+    World,
+    WorldIntegrityError,
+    load_world,
+    read_manifest,
+    verify_files,
+)
 from dabench.world.traps import TrapInvariantError
 from dabench.world.warehouse import OFFLINE_CONFIG, connect_warehouse
 
@@ -37,5 +43,6 @@ __all__ = [
     "connect_warehouse",
     "ensure_world",
     "load_world",
+    "read_manifest",
     "verify_files",
 ]

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from dabench.errors import DabenchError, UserInputError
 from dabench.world.build import build_world
-from dabench.world.load import load_world, verify_files
+from dabench.world.load import load_world, read_manifest, verify_files
 
 app = typer.Typer(no_args_is_help=True)
 _out = Console()
@@ -98,13 +98,13 @@ def info(path: Path = typer.Argument(..., help="A built world directory.")) -> N
 @_one_line_errors
 def verify(path: Path = typer.Argument(..., help="A built world directory.")) -> None:
     """Re-hash every file of a world against its world.json; exit 1 on any mismatch."""
-    world = load_world(path)
-    problems = verify_files(world.path, world.manifest)
+    manifest = read_manifest(path)
+    problems = verify_files(path, manifest)
     if problems:
         for problem in problems:
             _err.print(f"mismatch: {problem}", markup=False, highlight=False)
         raise typer.Exit(1)
     _out.print(
-        f"ok: {len(world.manifest.files)} files match world {world.world_hash[:16]}",
+        f"ok: {len(manifest.files)} files match world {manifest.world_hash[:16]}",
         highlight=False,
     )

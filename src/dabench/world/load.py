@@ -76,7 +76,7 @@ def load_world(path: Path, *, verify: bool = False) -> World:
     :class:`WorldIntegrityError` when ``verify`` finds a mismatch.
     """
     path = Path(path)
-    manifest = _read_model(path / MANIFEST_FILE, WorldManifest)
+    manifest = read_manifest(path)
     catalog = _read_model(path / CATALOG_FILE, Catalog)
     pages = []
     for page_file in sorted((path / KNOWLEDGE_DIR).glob("*.md")):
@@ -98,6 +98,11 @@ def load_world(path: Path, *, verify: bool = False) -> World:
         _datasets={d.id: d for d in catalog.datasets},
         _pages={p.id: p for p in pages},
     )
+
+
+def read_manifest(path: Path) -> WorldManifest:
+    """The validated ``world.json`` of the world in ``path``."""
+    return _read_model(Path(path) / MANIFEST_FILE, WorldManifest)
 
 
 def verify_files(path: Path, manifest: WorldManifest) -> list[str]:

@@ -1,0 +1,68 @@
+"""ensure_world reuses its cache; load_world validates and verifies."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dabench.errors import UserInputError
+from dabench.world import WorldIntegrityError, ensure_world, load_world
+from dabench.world.cache import cache_key
+
+
+def test_ensure_world_builds_once(world_dir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    # Seed the cache with a copy of the session world to keep the test fast.
+    first_path = cache / cache_key(930, 1)
+    shutil.copytree(world_dir, first_path)
+    stamp = (first_path / "world.json").stat().st_mtime_ns
+    assert ensure_world(930, 1, cache) == first_path
+    assert (first_path / "world.json").stat().st_mtime_ns == stamp
+
+
+def test_ensure_world_rebuilds_a_broken_entry(world_dir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    path = ensure_world(930, 1, cache)
+    (path / "world.json").write_text("{broken")
+    again = ensure_world(930, 1, cache)
+    assert load_world(again).world_hash == load_world(world_dir).world_hash
+
+
+def test_load_world_lookups(world_dir: Path) -> None:
+    world = load_world(world_dir)
+    assert world.dataset("sales.orders").row_count == 1000
+    assert world.page("fiscal-calendar").title == "Fiscal calendar"
+    with pytest.raises(KeyError, match=r"sales\.nope"):
+        world.dataset("sales.nope")
+    with pytest.raises(KeyError, match="nope"):
+        world.page("nope")
+
+
+def test_load_world_errors(world_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(UserInputError, match="not found"):
+        load_world(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(world_dir, copy)
+    data = json.loads((copy / "world.json").read_text())
+    del data["seed"]
+    (copy / "world.json").write_text(json.dumps(data))
+    with pytest.raises(UserInputError, match="field seed"):
+        load_world(copy)
+
+
+def test_verify_detects_changes(world_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(world_dir, copy)
+    load_world(copy, verify=True)
+    with (copy / "warehouse.duckdb").open("r+b") as fh:
+        fh.seek(5000)
+        fh.write(b"\x00\x01")
+    (copy / "extra.txt").write_text("x")
+    with pytest.raises(
+        WorldIntegrityError, match=r"unexpected file extra\.txt; warehouse\.duckdb: sha256"
+    ):
+        load_world(copy, verify=True)

@@ -1,0 +1,39 @@
+"""Byte-identical worlds for the same seed, scale and generator version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dabench.world import build_world, load_world
+from dabench.world.files import hash_tree
+
+
+def _all_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_second_build_is_byte_identical(world_dir: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    manifest = build_world(930, 1, again)
+    first, second = _all_files(world_dir), _all_files(again)
+    assert sorted(first) == sorted(second)
+    differing = [name for name in first if first[name] != second[name]]
+    assert differing == [], f"files differ between two builds: {differing}"
+    assert manifest.world_hash == load_world(world_dir).world_hash
+
+
+def test_other_seed_gives_other_world(world_dir: Path, tmp_path: Path) -> None:
+    other = build_world(931, 1, tmp_path / "w931")
+    assert other.world_hash != load_world(world_dir).world_hash
+    assert (
+        other.files["knowledge/revenue-policy.md"]
+        == hash_tree(world_dir)["knowledge/revenue-policy.md"]
+    )
+
+
+def test_manifest_hashes_every_file(world_dir: Path) -> None:
+    manifest = load_world(world_dir).manifest
+    assert manifest.files == hash_tree(world_dir)
+    assert {"warehouse.duckdb", "catalog.json"} <= set(manifest.files)
+    assert "world.json" not in manifest.files
+    assert manifest.seed == 930 and manifest.scale == 1

@@ -1,0 +1,93 @@
+"""Every planted trap bites: its naive and correct answers differ, recomputed from the DB."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dabench.world import World
+from dabench.world.constants import TRAP_MARGIN_REL
+
+REQUIRED_CLASSES = {
+    "cents_units",
+    "net_revenue",
+    "fiscal_calendar",
+    "freshness_cutoff",
+    "tier_definition",
+    "deprecated_table",
+}
+
+
+def test_at_least_eight_classes_including_the_reference_six(world: World) -> None:
+    classes = {t.trap_class for t in world.traps}
+    assert classes >= REQUIRED_CLASSES
+    assert len(classes) >= 8
+    assert len(world.traps) >= 25
+    assert len({t.id for t in world.traps}) == len(world.traps)
+
+
+def test_every_trap_recomputes_and_bites(world: World) -> None:
+    con = world.connect()
+    try:
+        for trap in world.traps:
+            correct = con.execute(trap.correct_sql).fetchone()
+            naive = con.execute(trap.naive_sql).fetchone()
+            assert correct is not None and naive is not None, trap.id
+            assert float(correct[0]) == pytest.approx(trap.correct_answer, rel=1e-9), trap.id
+            assert float(naive[0]) == pytest.approx(trap.naive_answer, rel=1e-9), trap.id
+            margin = max(TRAP_MARGIN_REL, trap.tolerance_rel) * abs(trap.correct_answer)
+            assert abs(trap.correct_answer - trap.naive_answer) > margin, trap.id
+    finally:
+        con.close()
+
+
+def test_fact_locations_resolve(world: World) -> None:
+    glossary = {g.id for g in world.catalog.glossary}
+    for trap in world.traps:
+        assert trap.fact_locations, trap.id
+        for loc in trap.fact_locations:
+            kind, _, ref = loc.partition(":")
+            if kind == "knowledge":
+                world.page(ref)
+            elif kind == "glossary":
+                assert ref in glossary, (trap.id, loc)
+            elif kind == "catalog":
+                parts = ref.split(".")
+                dataset = world.dataset(".".join(parts[:2]))
+                if len(parts) == 3:
+                    assert parts[2] in {c.name for c in dataset.columns}, (trap.id, loc)
+            else:
+                pytest.fail(f"{trap.id}: unknown fact location {loc}")
+
+
+def test_deciding_fact_is_written_where_it_says(world: World) -> None:
+    """The knowledge page a trap points to mentions the key term of the fact."""
+    key_terms = {
+        "cents_units": "cents",
+        "net_revenue": "refunds",
+        "fiscal_calendar": "February 1",
+        "freshness_cutoff": "2025-11-14",
+        "tier_definition": "gold or platinum",
+        "deprecated_table": "deprecated",
+        "timezone_change": "UTC",
+        "duplicate_events": "DISTINCT event_id",
+        "test_accounts": "lsq-automation.example",
+        "soft_deleted": "row_state",
+        "currency_conversion": "SEK",
+    }
+    for trap in world.traps:
+        pages = [
+            loc.split(":", 1)[1] for loc in trap.fact_locations if loc.startswith("knowledge:")
+        ]
+        assert pages, trap.id
+        text = " ".join(world.page(p).body for p in pages)
+        assert key_terms[trap.trap_class] in text, trap.id
+
+
+def test_sql_only_reads_catalog_datasets(world: World) -> None:
+    ids = {d.id for d in world.catalog.datasets}
+    for trap in world.traps:
+        for sql in (trap.correct_sql, trap.naive_sql):
+            for ref in re.findall(r"\b(?:FROM|JOIN)\s+([a-z_]+\.[a-z_0-9]+)", sql):
+                assert ref in ids, (trap.id, ref)
