@@ -92,3 +92,13 @@ def everything_server() -> list[str]:
         if proc.returncode != 0 or not binary.exists():
             pytest.skip(f"npm could not install {EVERYTHING_PKG}: {proc.stderr[-500:]}")
     return [str(binary), "stdio"]
+
+
+@pytest.fixture(scope="session")
+def real_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """World 930 at scale 1 (the smoke experiment's world), built once per session."""
+    from dabench.world import build_world
+
+    out = tmp_path_factory.mktemp("world") / "w930"
+    build_world(930, 1, out)
+    return out

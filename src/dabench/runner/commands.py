@@ -66,19 +66,27 @@ def _post_run(run_dir: Path, console: Console, grade: bool) -> None:
     if not grade:
         return
     hooks = [
-        ("grading", "dabench.grading", "grade_run"),
-        ("report", "dabench.report", "write_reports"),
+        ("grading", ("dabench.grading",), "grade_run"),
+        ("report", ("dabench.report", "dabench.report.build"), "write_reports"),
     ]
-    for label, module, name in hooks:
-        try:
-            fn: Callable[[Path], Any] | None = getattr(importlib.import_module(module), name, None)
-        except ImportError:
-            fn = None
+    for label, modules, name in hooks:
+        fn = _entry_point(modules, name)
         if fn is None:
-            console.print(f"[dim]{label}: {module}.{name} is not available; skipped[/dim]")
+            console.print(f"[dim]{label}: {modules[0]}.{name} is not available; skipped[/dim]")
             continue
         fn(run_dir)
         console.print(f"{label}: done")
+
+
+def _entry_point(modules: tuple[str, ...], name: str) -> Callable[[Path], Any] | None:
+    for module in modules:
+        try:
+            fn: Callable[[Path], Any] | None = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            continue
+        if fn is not None:
+            return fn
+    return None
 
 
 def _print_summary(summary: RunSummary, console: Console) -> None:

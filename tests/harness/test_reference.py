@@ -1,0 +1,129 @@
+"""The main job offline: `dabench run --smoke` with the oracle on the reference platform (a0,
+a2), the LLM agent's hidden session handle, and replaying a recorded run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+from typer.testing import CliRunner
+
+from dabench.cli import app
+from dabench.journal.records import Episode
+from dabench.journal.store import Journal, load_grades, read_manifest
+from dabench.runner.experiment import load_experiment
+from dabench.runner.run import ExperimentRun
+
+
+@pytest.fixture(scope="session")
+def smoke_run(real_world: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`dabench run --smoke` once (oracle, arms a0 and a2), with grading and reports."""
+    run_dir = tmp_path_factory.mktemp("smoke") / "run"
+    result = CliRunner().invoke(
+        app, ["run", "--smoke", "--world", str(real_world), "--out", str(run_dir), "--no-progress"]
+    )
+    assert result.exit_code == 0, result.output
+    return run_dir, result.output
+
+
+def test_smoke_runs_oracle_on_a0_and_a2(smoke_run: tuple[Path, str]) -> None:
+    run_dir, output = smoke_run
+    assert "no model used: oracle agent" in output
+    assert "--model anthropic:claude-sonnet-4-5" in output
+    episodes = Journal(run_dir).load()
+    arms = {e.arm for e in episodes}
+    assert arms == {"a0", "a2"}
+    assert len(episodes) == 2 * len({e.task_id for e in episodes})
+    for ep in episodes:
+        assert ep.status == "completed", (ep.key, ep.harness_error)
+        assert ep.agent == "oracle" and ep.target == f"reference:{ep.arm}"
+        assert ep.audit is not None and ep.audit.source == "platform"
+        assert ep.audit.ok and ep.audit.audit_rows == len(ep.tool_calls) > 0, ep.audit.detail
+        assert all(
+            c.session == ep.sessions[0] and c.session.startswith("dps_") for c in ep.tool_calls
+        )
+        assert not any(c.is_error for c in ep.tool_calls), [c.result for c in ep.tool_calls]
+        names = [c.name for c in ep.tool_calls]
+        # a2 has the search-first gate: the oracle searches before it queries.
+        assert (names[0] == "search") == (ep.arm == "a2")
+        assert ep.final_answer is not None and ep.final_answer.startswith("FINAL ANSWER:")
+
+
+def test_smoke_manifest(smoke_run: tuple[Path, str], real_world: Path) -> None:
+    run_dir, _ = smoke_run
+    m = read_manifest(run_dir)
+    assert m.no_model and m.k == 1 and m.world_seed == 930
+    assert m.world_hash == json.loads((real_world / "world.json").read_text())["world_hash"]
+    assert m.finished_at is not None and m.task_set_hash and m.task_ids
+    for arm in m.arms:
+        assert arm["efficiency_source"] == "platform"
+        assert arm["target"]["profile"] == arm["name"]
+        assert arm["target"]["profile_hash"] and arm["target"]["world_hash"] == m.world_hash
+        assert arm["agent"]["kind"] == "oracle"
+
+
+def test_oracle_passes_every_grade(smoke_run: tuple[Path, str]) -> None:
+    run_dir, _ = smoke_run
+    grades = load_grades(run_dir)
+    assert grades, "grading did not run"
+    failed = [(g.key, g.reason) for g in grades if not g.passed]
+    assert not failed
+
+
+def _exp(tmp_path: Path, world: Path, agent: dict[str, object], profile: str = "a2") -> Path:
+    path = tmp_path / "exp.yaml"
+    exp = {
+        "name": "ref",
+        "world": {"dir": str(world)},
+        "tasks": {"smoke": True},
+        "arms": [
+            {"name": profile, "target": {"kind": "reference", "profile": profile}, "agent": agent}
+        ],
+    }
+    path.write_text(yaml.safe_dump(exp))
+    return path
+
+
+async def test_llm_agent_never_sees_the_session_handle(tmp_path: Path, real_world: Path) -> None:
+    exp = load_experiment(
+        _exp(tmp_path, real_world, {"kind": "llm", "model": "fake:calls=2,sql=SELECT 42"})
+    )
+    run = ExperimentRun(
+        exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(quiet=True), progress=False
+    )
+    summary = await run.execute()
+    assert summary.statuses["completed"] == summary.finished > 0
+    assert not summary.audit_gaps
+    target = run.arms[0].target
+    assert target.label == "reference:a2"
+    ep: Episode = Journal(tmp_path / "run").load()[0]
+    assert [c.name for c in ep.tool_calls] == ["search", "sql_query"]
+    for call in ep.tool_calls:
+        assert "session_id" not in call.arguments  # the model's arguments, as it sent them
+    assert ep.audit is not None and ep.audit.audit_rows == 2 and ep.audit.ok
+    assert "42" in (ep.final_answer or "")
+    assert ep.usage.input > 0 and ep.provider == "fake"
+
+
+async def test_replay_of_a_recorded_run(
+    smoke_run: tuple[Path, str], tmp_path: Path, real_world: Path
+) -> None:
+    recorded_dir, _ = smoke_run
+    exp = load_experiment(_exp(tmp_path, real_world, {"kind": "replay", "run": str(recorded_dir)}))
+    run = ExperimentRun(
+        exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(quiet=True), progress=False
+    )
+    summary = await run.execute()
+    assert summary.statuses["completed"] == summary.finished > 0 and not summary.audit_gaps
+    recorded = {e.key: e for e in Journal(recorded_dir).load()}
+    for ep in Journal(tmp_path / "run").load():
+        original = recorded[ep.key]
+        assert ep.agent == "replay" and ep.answers == original.answers
+        assert [(c.name, c.arguments) for c in ep.tool_calls] == [
+            (c.name, c.arguments) for c in original.tool_calls
+        ]
+        assert [c.result for c in ep.tool_calls] == [c.result for c in original.tool_calls]
+        assert ep.sessions != original.sessions
