@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dabench.journal.records import EpisodeStatus, Message, TokenUsage, ToolCall
+from dabench.journal.records import EpisodeStatus, Message, TargetRound, TokenUsage, ToolCall
 from dabench.targets.base import Target, TargetSession
 from dabench.tasks.model import Task
 
@@ -29,6 +29,10 @@ class EpisodeTranscript:
     cost_usd: float | None = None
     cost_source: str = "none"
     sessions: list[str] = field(default_factory=list)
+    ttft_ms: float | None = None
+    """Time to first token of the episode, where the target streams."""
+    rounds: list[TargetRound] = field(default_factory=list)
+    """Target-side rounds, for targets that run their own agent loop."""
 
     def add_usage(self, usage: TokenUsage, cost: float | None, cost_source: str) -> None:
         """Accumulate one model call's tokens and cost."""

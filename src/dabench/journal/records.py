@@ -107,6 +107,29 @@ class StepRecord(_Record):
     """What the admin API showed after the step."""
 
 
+class TargetRound(_Record):
+    """One round of a target that runs its own agent loop (Elastic Agent Builder): what the
+    target reported about it besides the tool calls and the answer."""
+
+    turn: int
+    """Index of the user turn the round answered."""
+    conversation_id: str | None = None
+    round_id: str | None = None
+    status: str | None = None
+    reasoning: list[str] = Field(default_factory=list)
+    """The round's reasoning steps, in order."""
+    model_usage: dict[str, Any] | None = None
+    """The target's usage record as reported (``None`` when the target version lacks it)."""
+    ttft_ms: float | None = None
+    """Time to first token as measured by the harness (streaming), else as reported."""
+    ttlt_ms: float | None = None
+    """Time to last token as reported by the target."""
+    reported_ttft_ms: float | None = None
+    """Time to first token as reported by the target."""
+    wall_ms: float = 0.0
+    """Wall time of the request as measured by the harness."""
+
+
 class Episode(_Record):
     """One attempt of one task by one arm."""
 
@@ -145,6 +168,8 @@ class Episode(_Record):
     """Time to first token, where the target streams."""
     sessions: list[str] = Field(default_factory=list)
     audit: AuditCheck | None = None
+    rounds: list[TargetRound] = Field(default_factory=list)
+    """Target-side rounds (targets that run their own agent loop, e.g. ``kibana``)."""
     started_at: datetime
     finished_at: datetime
 

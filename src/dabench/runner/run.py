@@ -296,8 +296,10 @@ class ExperimentRun:
             cost_usd=transcript.cost_usd,
             cost_source=transcript.cost_source if transcript.cost_usd is not None else "none",
             wall_ms=round(wall_ms, 3),
+            ttft_ms=transcript.ttft_ms,
             sessions=transcript.sessions,
             audit=audit,
+            rounds=transcript.rounds,
             started_at=started,
             finished_at=datetime.now(UTC),
         )
