@@ -18,23 +18,21 @@ from platform_helpers import (
     wait_healthy,
 )
 
-import dabench.world
+from dabench.world import World, build_world, load_world
 
 
 @pytest.fixture(scope="session")
 def world_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """World 930 at scale 1, built once per test session."""
-    if not hasattr(dabench.world, "build_world"):  # until the world package lands
-        pytest.skip("dabench.world.build_world is not available yet")
     out = tmp_path_factory.mktemp("world") / "w930"
-    dabench.world.build_world(930, 1, out)
+    build_world(930, 1, out)
     return out
 
 
 @pytest.fixture(scope="session")
-def world(world_dir: Path) -> Any:
+def world(world_dir: Path) -> World:
     """The loaded world (catalog, pages, manifest)."""
-    return dabench.world.load_world(world_dir)
+    return load_world(world_dir)
 
 
 @pytest.fixture(scope="session")

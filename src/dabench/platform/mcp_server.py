@@ -68,16 +68,19 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
             is_error=outcome.is_error,
         )
 
-    return Server(
+    server: Server = Server(
         SERVER_NAME,
         version=__version__,
         instructions=(
             "A data platform over a warehouse. Call platform_info first and pass its "
             "session_id to every other tool."
         ),
+        get_tool_input_schema=service.tool_input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.middleware = []  # no OpenTelemetry span per message: nothing exports them here
+    return server
 
 
 class McpAuthGate:

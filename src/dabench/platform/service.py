@@ -121,15 +121,24 @@ class PlatformService:
         self.sessions = SessionRegistry()
         self.search_engine = SearchEngine(self.view, list(profile.search.kinds))
         self.memory = MemoryService(self.state, self.view, profile.memory.supersede_threshold)
+        self._specs: dict[str, list[ToolSpec]] = {}
 
     # ------------------------------------------------------------------ listing
 
     def tool_specs(self, identity: Identity) -> list[ToolSpec]:
         """The tools ``identity``'s persona may see under this profile."""
-        return [
-            ToolSpec(name, TOOL_DESCRIPTIONS[name], input_schema(name))
-            for name in self.profile.tools_for(identity.persona)
-        ]
+        specs = self._specs.get(identity.persona)
+        if specs is None:
+            specs = [
+                ToolSpec(name, TOOL_DESCRIPTIONS[name], input_schema(name))
+                for name in self.profile.tools_for(identity.persona)
+            ]
+            self._specs[identity.persona] = specs
+        return specs
+
+    def tool_input_schema(self, tool: str) -> dict[str, Any] | None:
+        """The input schema of a tool of this profile, else ``None``."""
+        return input_schema(tool) if tool in self.profile.tools else None
 
     def info(self) -> dict[str, Any]:
         """Version, profile and world identity (no session)."""

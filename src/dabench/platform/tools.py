@@ -7,6 +7,7 @@ also arrive in the ``X-DPS-Session`` HTTP header).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -144,8 +145,12 @@ SESSION_PROPERTY: dict[str, Any] = {
 }
 
 
+@functools.cache
 def input_schema(tool: str) -> dict[str, Any]:
-    """The JSON schema of a tool's arguments (with ``session_id`` where required)."""
+    """The JSON schema of a tool's arguments (with ``session_id`` where required).
+
+    Cached: callers must not mutate the returned dict.
+    """
     schema = TOOL_ARGS[tool].model_json_schema()
     schema.pop("title", None)
     schema.pop("description", None)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import heapq
+import itertools
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,13 +21,10 @@ from typing import Any
 import duckdb
 
 from dabench.platform.errors import ToolError
+from dabench.world import OFFLINE_CONFIG
 
-READ_ONLY_CONFIG: dict[str, Any] = {
-    "enable_external_access": False,
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-    "lock_configuration": True,
-}
+READ_ONLY_CONFIG: dict[str, Any] = {**OFFLINE_CONFIG, "lock_configuration": True}
+"""The world's offline settings, and no ``SET`` can change them afterwards."""
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,58 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+class Watchdog:
+    """One daemon thread that interrupts cursors whose statement timeout expired.
+
+    Cheaper than a timer thread per query: arming and disarming are a heap push and a
+    dictionary delete under a condition variable.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int]] = []
+        self._armed: dict[int, duckdb.DuckDBPyConnection] = {}
+        self._seq = itertools.count()
+        self._thread = threading.Thread(target=self._loop, name="sql-watchdog", daemon=True)
+        self._thread.start()
+
+    def arm(self, cursor: duckdb.DuckDBPyConnection, timeout_s: float) -> int:
+        """Interrupt ``cursor`` after ``timeout_s`` unless disarmed; returns a ticket."""
+        ticket = next(self._seq)
+        with self._cond:
+            self._armed[ticket] = cursor
+            heapq.heappush(self._heap, (time.monotonic() + timeout_s, ticket))
+            self._cond.notify()
+        return ticket
+
+    def disarm(self, ticket: int) -> None:
+        """Cancel a pending interrupt."""
+        with self._cond:
+            self._armed.pop(ticket, None)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._heap:
+                    self._cond.wait()
+                deadline, ticket = self._heap[0]
+                now = time.monotonic()
+                if deadline > now:
+                    self._cond.wait(deadline - now)
+                    continue
+                heapq.heappop(self._heap)
+                cursor = self._armed.pop(ticket, None)
+            if cursor is not None:
+                cursor.interrupt()
+
+
 class Warehouse:
     """The world's warehouse opened read-only."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._con = duckdb.connect(str(path), read_only=True, config=READ_ONLY_CONFIG)
+        self._watchdog = Watchdog()
 
     def tables(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """Every ``schema.table`` with its ``(column, type)`` list, sorted."""
@@ -84,9 +130,7 @@ class Warehouse:
     def run(self, sql: str, limit: int, timeout_s: float) -> QueryResult:
         """Run one checked SELECT; raise ``QUERY_TIMEOUT`` or ``SQL_ERROR`` on failure."""
         cur = self._con.cursor()
-        timer = threading.Timer(timeout_s, cur.interrupt)
-        timer.daemon = True
-        timer.start()
+        ticket = self._watchdog.arm(cur, timeout_s)
         try:
             cur.execute(sql)
             description = cur.description or []
@@ -103,7 +147,7 @@ class Warehouse:
                 "SQL_ERROR", first, "check table and column names with describe_table"
             ) from exc
         finally:
-            timer.cancel()
+            self._watchdog.disarm(ticket)
             cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
         truncated = len(fetched) > limit

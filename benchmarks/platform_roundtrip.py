@@ -1,0 +1,223 @@
+"""Round-trip latency of the reference platform: MCP over HTTP and stdio vs. DuckDB in-process.
+
+Starts ``dabench platform serve`` (profile a0: no enrichment, no gate, so the figure is
+transport + session + guard + audit) as a real process on loopback, then measures a trivial
+``sql_query`` through the official MCP client, next to the same query on a read-only DuckDB
+connection in this process (the limit) and through ``PlatformService.call`` without any
+transport. Finally the throughput of 16 concurrent MCP sessions. Run from the repo root:
+
+    python3 -m benchmarks.platform_roundtrip [--world DIR] [--calls 300] [--sessions 16]
+
+Without ``--world`` it builds world 930 at scale 1 into a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import duckdb
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from dabench.platform.auth import DEV_AUTH
+from dabench.platform.profile import load_profile
+from dabench.platform.service import PlatformService
+from dabench.platform.warehouse import READ_ONLY_CONFIG
+from dabench.platform.world_content import load_world_content
+
+SQL = "SELECT 42 AS answer"
+KEY = "dev-teacher-key"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _stats(latencies: list[float]) -> tuple[float, float]:
+    ordered = sorted(latencies)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def _time(fn: Callable[[], object], calls: int) -> list[float]:
+    for _ in range(20):
+        fn()
+    out = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
+
+
+async def _atime(fn: Callable[[], Awaitable[object]], calls: int) -> list[float]:
+    for _ in range(20):
+        await fn()
+    out = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        await fn()
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
+
+
+async def _session_calls(client: Client, calls: int) -> list[float]:
+    info = await client.call_tool("platform_info", {})
+    sid = json.loads(info.content[0].text)["session_id"]  # type: ignore[union-attr]
+    args = {"session_id": sid, "sql": SQL}
+
+    async def one() -> None:
+        result = await client.call_tool("sql_query", args)
+        assert not result.is_error, result.content
+
+    return await _atime(one, calls)
+
+
+def _http_client(url: str) -> tuple[httpx2.AsyncClient, Client]:
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {KEY}"}, timeout=httpx2.Timeout(60.0)
+    )
+    return http, Client(streamable_http_client(url, http_client=http))
+
+
+async def _http(url: str, calls: int) -> list[float]:
+    http, client = _http_client(url)
+    async with http, client:
+        return await _session_calls(client, calls)
+
+
+async def _stdio(world: Path, state: Path, calls: int) -> list[float]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m", "dabench.cli", "platform", "serve", "--world", str(world),
+            "--profile", "a0", "--transport", "stdio", "--state-dir", str(state),
+        ],
+        env={**os.environ, "DABENCH_API_KEY": KEY},
+    )  # fmt: skip
+    async with Client(params) as client:
+        return await _session_calls(client, calls)
+
+
+async def _throughput(url: str, sessions: int, calls: int) -> tuple[int, float, list[float]]:
+    async def worker() -> list[float]:
+        http, client = _http_client(url)
+        async with http, client:
+            info = await client.call_tool("platform_info", {})
+            sid = json.loads(info.content[0].text)["session_id"]  # type: ignore[union-attr]
+            await barrier.wait()
+            out = []
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                result = await client.call_tool("sql_query", {"session_id": sid, "sql": SQL})
+                assert not result.is_error
+                out.append((time.perf_counter() - t0) * 1000.0)
+            return out
+
+    barrier = asyncio.Barrier(sessions + 1)
+    tasks = [asyncio.create_task(worker()) for _ in range(sessions)]
+    await barrier.wait()
+    started = time.perf_counter()
+    results = await asyncio.gather(*tasks)
+    wall = time.perf_counter() - started
+    latencies = [x for r in results for x in r]
+    return len(latencies), wall, latencies
+
+
+def main() -> None:
+    """Measure and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--world", type=Path, default=None)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--sessions", type=int, default=16)
+    parser.add_argument("--session-calls", type=int, default=50)
+    opts = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="dabench-bench-"))
+    world = opts.world
+    if world is None:
+        from dabench.world import build_world
+
+        world = tmp / "w930"
+        print("building world 930 (scale 1)...", flush=True)
+        build_world(930, 1, world)
+    content = load_world_content(world)
+
+    con = duckdb.connect(str(content.warehouse_path), read_only=True, config=READ_ONLY_CONFIG)
+
+    def direct() -> None:
+        cur = con.cursor()
+        cur.execute(SQL).fetchmany(1001)
+        cur.close()
+
+    direct_ms = _time(direct, opts.calls)
+    service = PlatformService(content, load_profile("a0"), DEV_AUTH, tmp / "inproc")
+    identity = DEV_AUTH.identities[0]
+    sid = json.loads(service.call(identity, "platform_info", {}).text)["session_id"]
+    args = {"session_id": sid, "sql": SQL}
+    service_ms = _time(lambda: service.call(identity, "sql_query", args), opts.calls)
+    service.close()
+
+    port = _free_port()
+    argv = [
+        sys.executable, "-m", "dabench.cli", "platform", "serve", "--world", str(world),
+        "--profile", "a0", "--port", str(port), "--state-dir", str(tmp / "http"),
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit("platform did not start")
+            time.sleep(0.1)
+        http_ms = asyncio.run(_http(base + "/mcp", opts.calls))
+        url = base + "/mcp"
+        n, wall, conc_ms = asyncio.run(_throughput(url, opts.sessions, opts.session_calls))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    stdio_ms = asyncio.run(_stdio(world, tmp / "stdio", opts.calls))
+
+    d50 = _stats(direct_ms)[0]
+    print(f"\nsql_query {SQL!r}, {opts.calls} sequential calls after 20 warm-up calls (ms)")
+    print(f"{'path':<34}{'p50':>9}{'p95':>9}{'p50 - direct':>15}")
+    for name, lat in (
+        ("duckdb in-process (the limit)", direct_ms),
+        ("PlatformService.call (no MCP)", service_ms),
+        ("MCP streamable HTTP (loopback)", http_ms),
+        ("MCP stdio", stdio_ms),
+    ):
+        p50, p95 = _stats(lat)
+        print(f"{name:<34}{p50:>9.3f}{p95:>9.3f}{p50 - d50:>15.3f}")
+    c50, c95 = _stats(conc_ms)
+    print(
+        f"\nthroughput: {opts.sessions} concurrent HTTP sessions x {opts.session_calls} calls = "
+        f"{n} calls in {wall:.2f} s -> {n / wall:.0f} calls/s (per-call p50 {c50:.2f} ms, "
+        f"p95 {c95:.2f} ms)"
+    )
+    print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
