@@ -14,12 +14,13 @@ import secrets
 from pathlib import Path
 from typing import Any, Literal
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dabench.errors import UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
-from dabench.targets.audit import AuditReaderConfig, read_audit_http
+from dabench.targets.audit import AuditReaderConfig, http_client, read_audit_http
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome, hide_argument
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.registry import register_target
@@ -117,6 +118,7 @@ class McpTarget(Target):
             call_timeout_s=config.call_timeout_s,
         )
         self._started = False
+        self._http: httpx.AsyncClient | None = None
 
     @property
     def label(self) -> str:
@@ -134,6 +136,9 @@ class McpTarget(Target):
         """Disconnect (the SDK stops a stdio server)."""
         await self.conn.close()
         self._started = False
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     def describe(self) -> dict[str, Any]:
         """Kind, endpoint (without headers) and the efficiency source."""
@@ -164,7 +169,9 @@ class McpTarget(Target):
         key = cfg.admin_key
         if cfg.admin_key_env:
             key = os.environ.get(cfg.admin_key_env)
-        return await read_audit_http(cfg, key, sessions, expected_calls)
+        if self._http is None:
+            self._http = http_client()
+        return await read_audit_http(self._http, cfg, key, sessions, expected_calls)
 
 
 def _factory(config: McpTargetConfig, context: TargetContext) -> Target:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
-from dabench.targets.audit import AuditReaderConfig, read_audit_http
+from dabench.targets.audit import AuditReaderConfig, http_client, read_audit_http
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome, hide_argument
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.process import ServerProcess, free_port
@@ -90,6 +90,7 @@ class ReferenceTarget(Target):
         self.health: dict[str, Any] = {}
         self._conns: dict[str, McpConnection] = {}
         self._conn_lock = asyncio.Lock()
+        self._http: httpx.AsyncClient | None = None
 
     @property
     def label(self) -> str:
@@ -170,6 +171,9 @@ class ReferenceTarget(Target):
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
             await conn.close()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
         if self.process is not None:
             await self.process.stop()
 
@@ -215,20 +219,27 @@ class ReferenceTarget(Target):
             ) from exc
         return ReferenceSession(conn, handle, identity)
 
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = http_client()
+        return self._http
+
     async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
         """The platform's audit rows of the episode's sessions vs. our count."""
         cfg = AuditReaderConfig(base_url=self.base_url)
-        return await read_audit_http(cfg, self.admin_key, sessions, expected_calls)
+        return await read_audit_http(self._client(), cfg, self.admin_key, sessions, expected_calls)
 
     async def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Call the admin API (``/api/v1/admin/...``) with the admin key (for protocols)."""
-        async with httpx.AsyncClient(timeout=30.0) as client:
-            resp = await client.request(
+        try:
+            resp = await self._client().request(
                 method,
                 self.base_url + path,
                 json=body,
                 headers={"Authorization": f"Bearer {self.admin_key}"},
             )
+        except httpx.HTTPError as exc:
+            raise HarnessError(f"admin {method} {path} failed: {exc!r}") from exc
         if resp.status_code >= 400:
             raise HarnessError(f"admin {method} {path} -> HTTP {resp.status_code}: {resp.text}")
         return resp.json() if resp.content else None
