@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from dabench.report.context import build_context
-from dabench.report.html import MAX_TRANSCRIPTS, render_html
+from dabench.report.html import MAX_TRANSCRIPTS, write_html
 from dabench.report.markdown import render_markdown
 from dabench.stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    RunData,
     RunStats,
     build_frame,
     compute_stats,
@@ -47,6 +49,24 @@ def write_reports(
     run_dir = Path(run_dir)
     step("loading the run")
     run = load_run(run_dir)
+    # The run's records live until the reports are written: keep the cyclic GC from
+    # rescanning them on every collection (gc.freeze moves them to a permanent generation).
+    gc.freeze()
+    try:
+        return _write(run_dir, run, baseline_arm, seed, resamples, max_transcripts, step)
+    finally:
+        gc.unfreeze()
+
+
+def _write(
+    run_dir: Path,
+    run: RunData,
+    baseline_arm: str | None,
+    seed: int,
+    resamples: int,
+    max_transcripts: int,
+    step: Callable[[str], None],
+) -> ReportFiles:
     frame = build_frame(run)
     step("computing statistics")
     stats = compute_stats(
@@ -59,5 +79,5 @@ def write_reports(
     md_path.write_text(render_markdown(ctx), encoding="utf-8")
     step("writing report.html")
     html_path = run_dir / REPORT_HTML
-    html_path.write_text(render_html(ctx, max_transcripts=max_transcripts), encoding="utf-8")
+    write_html(ctx, html_path, max_transcripts=max_transcripts)
     return ReportFiles(stats, stats_path, md_path, html_path)

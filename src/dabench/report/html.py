@@ -9,6 +9,8 @@ episodes (failed episodes first), every other field for every episode.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,6 +36,11 @@ def _clip(text: str | None, limit: int = TEXT_LIMIT) -> str:
     if not text:
         return ""
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit:,} more chars]"
+
+
+def _clip_values(obj: dict[str, Any]) -> dict[str, Any]:
+    """A shallow copy with long string values clipped (embedded as JSON)."""
+    return {k: _clip(v, ARGS_LIMIT) if isinstance(v, str) else v for k, v in obj.items()}
 
 
 def _json_safe(value: Any) -> Any:
@@ -78,7 +85,7 @@ def _transcript(ep: Episode) -> list[dict[str, Any]]:
     for m in ep.messages[:MAX_MESSAGES]:
         item: dict[str, Any] = {"role": m.role, "content": _clip(m.content)}
         if m.tool_calls:
-            item["tool_calls"] = _clip(json.dumps(m.tool_calls, default=str), ARGS_LIMIT)
+            item["tool_calls"] = [_clip_values(tc) for tc in m.tool_calls]
         out.append(item)
     if len(ep.messages) > MAX_MESSAGES:
         out.append({"role": "note", "content": f"{len(ep.messages) - MAX_MESSAGES} more messages"})
@@ -126,7 +133,7 @@ def episode_detail(ctx: ReportContext, i: int, with_transcript: bool) -> dict[st
         "calls": [
             {
                 "name": c.name,
-                "args": _clip(json.dumps(c.arguments, default=str, sort_keys=True), ARGS_LIMIT),
+                "args": _clip_values(c.arguments),
                 "error": c.error_code or ("error" if c.is_error else None),
                 "ms": round(c.latency_ms, 1),
             }
@@ -279,15 +286,14 @@ def _script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_html(ctx: ReportContext, *, max_transcripts: int = MAX_TRANSCRIPTS) -> str:
-    """Render ``report.html`` from a report context."""
+def _stream(ctx: ReportContext, max_transcripts: int) -> Iterator[str]:
     with_transcript = _transcript_set(ctx, max_transcripts)
     episodes = {
         ctx.frame.episodes[i].key: episode_detail(ctx, i, i in with_transcript)
         for i in range(len(ctx.frame))
     }
     template = environment().get_template("report.html.j2")
-    return template.render(
+    return template.generate(
         ctx=ctx,
         chart_js=static_text("chart.umd.js"),
         report_css=static_text("report.css"),
@@ -296,3 +302,16 @@ def render_html(ctx: ReportContext, *, max_transcripts: int = MAX_TRANSCRIPTS) -
         episodes_json=_script_json(episodes),
         transcripts=len(with_transcript),
     )
+
+
+def render_html(ctx: ReportContext, *, max_transcripts: int = MAX_TRANSCRIPTS) -> str:
+    """Render ``report.html`` from a report context."""
+    return "".join(_stream(ctx, max_transcripts))
+
+
+def write_html(ctx: ReportContext, path: Path, *, max_transcripts: int = MAX_TRANSCRIPTS) -> Path:
+    """Stream ``report.html`` to ``path`` (no second in-memory copy of the page)."""
+    with path.open("w", encoding="utf-8") as fh:
+        for chunk in _stream(ctx, max_transcripts):
+            fh.write(chunk)
+    return path

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,6 @@ from dabench.stats.bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     group_rng,
-    percentile_interval,
     resampled_sums,
 )
 from dabench.stats.caveats import run_caveats
@@ -72,48 +73,64 @@ def dimension_values(frame: EpisodeFrame) -> Iterator[tuple[Dimension, str, Bool
         yield "trap_class", value, frame.traps[value]
 
 
-def _interval(point: float | None, samples: Floats | None, confidence: float) -> Interval:
-    if point is None or not np.isfinite(point):
-        return Interval()
-    if samples is None:
-        return Interval(estimate=point)
-    low, high = percentile_interval(samples, confidence)
-    return Interval(estimate=point, low=low, high=high)
-
-
 def _ratio(num: Floats, den: Floats) -> Floats:
     with np.errstate(invalid="ignore", divide="ignore"):
         out: Floats = num / den
     return out
 
 
-class _Bootstrapper:
-    """Point estimates and CIs of (accuracy, score, pass^k) from per-task columns."""
+class _Ratios:
+    """Ratio statistics sum(num) / sum(den) over tasks, bootstrapped together.
 
-    def __init__(self, seed: int, resamples: int, confidence: float) -> None:
-        self.seed = seed
-        self.resamples = resamples
-        self.confidence = confidence
+    Each statistic is a pair of per-task columns over the union of the tasks of one
+    breakdown value; a single resample of that union serves every arm's statistics and
+    every paired delta (tasks an arm did not run have den = 0).
+    """
 
-    def intervals(
-        self, label: str, acc: Floats, score: Floats, ph: Floats
-    ) -> tuple[Interval, Interval, Interval]:
-        valid = np.isfinite(ph)
-        t = acc.size
-        points = (
-            float(acc.mean()) if t else None,
-            float(score.mean()) if t else None,
-            float(ph[valid].mean()) if valid.any() else None,
-        )
-        if self.resamples <= 0 or t == 0:
-            return tuple(_interval(p, None, self.confidence) for p in points)  # type: ignore[return-value]
-        values = np.column_stack([acc, score, np.where(valid, ph, 0.0), valid.astype(float)])
-        sums = resampled_sums(values, self.resamples, group_rng(self.seed, label))
-        return (
-            _interval(points[0], sums[:, 0] / t, self.confidence),
-            _interval(points[1], sums[:, 1] / t, self.confidence),
-            _interval(points[2], _ratio(sums[:, 2], sums[:, 3]), self.confidence),
-        )
+    def __init__(self, tasks: int) -> None:
+        self.tasks = tasks
+        self.columns: list[Floats] = []
+
+    def spread(self, positions: np.ndarray, values: Floats) -> Floats:
+        """Per-task values placed at their union positions (0 elsewhere)."""
+        out = np.zeros(self.tasks)
+        out[positions] = values
+        return out
+
+    def add(self, num: Floats, den: Floats) -> int:
+        """Register a statistic; returns its handle."""
+        self.columns += [num, den]
+        return len(self.columns) // 2 - 1
+
+    def solve(self, label: str, boot: _Bootstrap) -> list[Interval]:
+        """Point estimates and percentile CIs of every registered statistic."""
+        values = np.column_stack(self.columns)
+        totals = values.sum(axis=0)
+        points = [
+            float(totals[2 * i] / totals[2 * i + 1]) if totals[2 * i + 1] > 0 else None
+            for i in range(len(self.columns) // 2)
+        ]
+        if boot.resamples <= 0:
+            return [Interval(estimate=p) for p in points]
+        sums = resampled_sums(values, boot.resamples, group_rng(boot.seed, label))
+        ratios = _ratio(sums[:, 0::2], sums[:, 1::2])
+        alpha = (1.0 - boot.confidence) / 2.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: no estimate anyway
+            low, high = np.nanquantile(ratios, [alpha, 1.0 - alpha], axis=0)
+        return [
+            Interval(estimate=p, low=float(lo), high=float(hi))
+            if p is not None and np.isfinite(lo)
+            else Interval(estimate=p)
+            for p, lo, hi in zip(points, low, high, strict=True)
+        ]
+
+
+@dataclass(frozen=True)
+class _Bootstrap:
+    seed: int
+    resamples: int
+    confidence: float
 
 
 def _pass_hat(est: _Estimators, table: TaskTable, j: int) -> Floats:
@@ -126,21 +143,19 @@ def _group(
     dimension: Dimension,
     value: str,
     mask: Bools,
+    table: TaskTable,
     est: _Estimators,
-    boot: _Bootstrapper,
-) -> tuple[GroupStats, TaskTable]:
-    table = task_table(frame, mask)
+    intervals: tuple[Interval, Interval, Interval],
+) -> GroupStats:
     ph = _pass_hat(est, table, est.k)
-    acc_i, score_i, ph_i = boot.intervals(
-        f"group|{arm}|{dimension}|{value}", table.accuracy, table.score, ph
-    )
     at = est.at[table.n, table.c]
     curve = {}
     for j in range(1, est.k + 1):
         vals = _pass_hat(est, table, j)
         if np.isfinite(vals).any():
             curve[str(j)] = float(np.nanmean(vals))
-    stats = GroupStats(
+    acc_i, score_i, ph_i = intervals
+    return GroupStats(
         arm=arm,
         dimension=dimension,
         value=value,
@@ -157,36 +172,83 @@ def _group(
         consistency=consistency(frame, mask),
         failures=failure_counts(frame, mask),
     )
-    return stats, table
 
 
-def _delta(
-    arm: str,
-    baseline: str,
+def _breakdown(
+    frame: EpisodeFrame,
     dimension: Dimension,
     value: str,
-    mine: TaskTable,
-    base: TaskTable,
+    dim_mask: Bools,
+    baseline: str,
     est: _Estimators,
-    boot: _Bootstrapper,
-) -> Delta:
-    _, ia, ib = np.intersect1d(mine.task, base.task, assume_unique=True, return_indices=True)
-    d_acc = mine.accuracy[ia] - base.accuracy[ib]
-    d_score = mine.score[ia] - base.score[ib]
-    d_ph = _pass_hat(est, mine, est.k)[ia] - _pass_hat(est, base, est.k)[ib]
-    acc_i, score_i, ph_i = boot.intervals(
-        f"delta|{arm}|{baseline}|{dimension}|{value}", d_acc, d_score, d_ph
-    )
-    return Delta(
-        arm=arm,
-        baseline=baseline,
-        dimension=dimension,
-        value=value,
-        n_shared_tasks=int(ia.size),
-        accuracy=acc_i,
-        pass_hat_k=ph_i,
-        score=score_i,
-    )
+    boot: _Bootstrap,
+) -> tuple[list[GroupStats], list[Delta]]:
+    """Every arm's statistics and every delta for one breakdown value."""
+    masks: dict[str, Bools] = {}
+    tables: dict[str, TaskTable] = {}
+    for code, arm in enumerate(frame.arms):
+        mask = dim_mask & (frame.arm == code)
+        if mask.any():
+            masks[arm], tables[arm] = mask, task_table(frame, mask)
+    if not tables:
+        return [], []
+    union = np.unique(np.concatenate([t.task for t in tables.values()]))
+    ratios = _Ratios(union.size)
+    cols: dict[str, tuple[Floats, Floats, Floats, Floats, Floats]] = {}
+    handles: dict[str, tuple[int, int, int]] = {}
+    for arm, table in tables.items():
+        pos = np.searchsorted(union, table.task)
+        ph = _pass_hat(est, table, est.k)
+        valid = np.isfinite(ph)
+        has = ratios.spread(pos, np.ones(table.task.size))
+        acc = ratios.spread(pos, table.accuracy)
+        score = ratios.spread(pos, table.score)
+        ph_ok = ratios.spread(pos, valid.astype(float))
+        ph0 = ratios.spread(pos, np.where(valid, ph, 0.0))
+        cols[arm] = (has, acc, score, ph_ok, ph0)
+        handles[arm] = (ratios.add(acc, has), ratios.add(score, has), ratios.add(ph0, ph_ok))
+    delta_handles: dict[str, tuple[int, int, int, int]] = {}
+    if baseline in tables:
+        b_has, b_acc, b_score, b_ok, b_ph = cols[baseline]
+        for arm in tables:
+            if arm == baseline:
+                continue
+            has, acc, score, ph_ok, ph0 = cols[arm]
+            shared, both = has * b_has, ph_ok * b_ok
+            delta_handles[arm] = (
+                ratios.add((acc - b_acc) * shared, shared),
+                ratios.add((score - b_score) * shared, shared),
+                ratios.add((ph0 - b_ph) * both, both),
+                int(shared.sum()),
+            )
+    intervals = ratios.solve(f"{dimension}|{value}", boot)
+    groups = [
+        _group(
+            frame,
+            arm,
+            dimension,
+            value,
+            masks[arm],
+            tables[arm],
+            est,
+            (intervals[h[0]], intervals[h[1]], intervals[h[2]]),
+        )
+        for arm, h in handles.items()
+    ]
+    deltas = [
+        Delta(
+            arm=arm,
+            baseline=baseline,
+            dimension=dimension,
+            value=value,
+            n_shared_tasks=d[3],
+            accuracy=intervals[d[0]],
+            pass_hat_k=intervals[d[2]],
+            score=intervals[d[1]],
+        )
+        for arm, d in delta_handles.items()
+    ]
+    return groups, deltas
 
 
 def _summary(run: RunData, frame: EpisodeFrame, arm: str, group: GroupStats) -> ArmSummary:
@@ -259,23 +321,13 @@ def compute_stats(
     attempts = np.bincount(frame.arm * len(frame.task_ids) + frame.task) if len(frame) else None
     max_n = int(attempts.max()) if attempts is not None else 1
     est = _Estimators(k, max_n)
-    boot = _Bootstrapper(seed, resamples, confidence)
+    boot = _Bootstrap(seed, resamples, confidence)
     groups: list[GroupStats] = []
     deltas: list[Delta] = []
     for dimension, value, dim_mask in dimension_values(frame):
-        tables: dict[str, TaskTable] = {}
-        for code, arm in enumerate(arms):
-            mask = dim_mask & (frame.arm == code)
-            if not mask.any():
-                continue
-            stats, tables[arm] = _group(frame, arm, dimension, value, mask, est, boot)
-            groups.append(stats)
-        if baseline in tables:
-            for arm, table in tables.items():
-                if arm != baseline:
-                    deltas.append(
-                        _delta(arm, baseline, dimension, value, table, tables[baseline], est, boot)
-                    )
+        found, paired = _breakdown(frame, dimension, value, dim_mask, baseline, est, boot)
+        groups += found
+        deltas += paired
     overall = {g.arm: g for g in groups if g.dimension == "overall"}
     summaries = [_summary(run, frame, arm, overall[arm]) for arm in arms if arm in overall]
     result = RunStats(

@@ -282,7 +282,7 @@
     panel.appendChild(el("p", {}, "expected: " + (ep.expected_tools.join(", ") || "—") + " · used: " + (ep.used_tools.join(", ") || "—") + (ep.mismatch ? "  ≠" : "")));
     if (ep.calls.length) {
       panel.appendChild(table(["#", "tool", "arguments", "error", "ms"], ep.calls.map(function (c, i) {
-        return [i, c.name, c.args, c.error, c.ms];
+        return [i, c.name, JSON.stringify(c.args), c.error, c.ms];
       })));
     }
     if (ep.steps.length) {
@@ -293,7 +293,7 @@
     if (ep.transcript) {
       ep.transcript.forEach(function (m) {
         details.appendChild(el("div", { class: "msg " + m.role }, el("span", { class: "role", text: m.role }),
-          el("div", { text: m.content || "" }), m.tool_calls ? el("code", { text: m.tool_calls }) : null));
+          el("div", { text: m.content || "" }), m.tool_calls ? el("code", { text: JSON.stringify(m.tool_calls) }) : null));
       });
     } else {
       details.appendChild(el("p", { class: "muted", text: "Transcript not embedded (report size limit); see episodes.jsonl." }));
