@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dabench.grading.tool_equivalents import accepted_tools
 from dabench.journal.records import Episode, GradeCheck
 
 
 def check_tool_overlap(episode: Episode, expected_tools: Sequence[str]) -> GradeCheck:
-    """Pass when at least one expected tool was called (errors included; extra tools are not
-    penalised: overlap, not F1, as in seed 003)."""
+    """Pass when at least one expected tool (or an equivalent of another stack, see
+    :data:`~dabench.grading.tool_equivalents.TOOL_EQUIVALENTS`) was called (errors included;
+    extra tools are not penalised: overlap, not F1, as in seed 003)."""
     used = sorted({call.name for call in episode.tool_calls})
-    hit = sorted(set(used) & set(expected_tools))
+    hit = sorted(set(used) & accepted_tools(expected_tools))
     if hit:
         reason = f"used expected tool(s) {', '.join(hit)}"
     else:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dabench.grading.tool_equivalents import accepted_tools
 from dabench.journal.records import Episode, RunManifest
 from dabench.stats.rundir import RunData, TaskInfo
 from dabench.stats.taxonomy import classify_failure, episode_calls, tool_trace
@@ -168,7 +169,7 @@ def build_frame(run: RunData) -> EpisodeFrame:
         cols["retries"].append(trace.retries)
         cols["tool_expected"].append(bool(info.expected_tools))
         cols["tool_mismatch"].append(
-            bool(info.expected_tools) and not (trace.names & set(info.expected_tools))
+            bool(info.expected_tools) and not (trace.names & accepted_tools(info.expected_tools))
         )
         cols["fast_path_task"].append(bool(info.fast_path))
         cols["fast_path_used"].append(trace.fast_path_used)

@@ -75,7 +75,7 @@ class KindRegistry(Generic[T, C]):
 
 
 def _builtin_targets() -> None:
-    from dabench.targets import mcp, reference  # noqa: F401  (importing registers them)
+    from dabench.targets import kibana, mcp, reference  # noqa: F401  (importing registers them)
 
 
 TARGETS: KindRegistry[Target, TargetContext] = KindRegistry("target", _builtin_targets)

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from dabench.errors import DabenchError, UserInputError
 from dabench.world.build import build_world
+from dabench.world.export_elasticsearch import export_command
 from dabench.world.load import load_world, read_manifest, verify_files
 
 app = typer.Typer(no_args_is_help=True)
@@ -108,3 +109,6 @@ def verify(path: Path = typer.Argument(..., help="A built world directory.")) ->
         f"ok: {len(manifest.files)} files match world {manifest.world_hash[:16]}",
         highlight=False,
     )
+
+
+app.command("export")(_one_line_errors(export_command))

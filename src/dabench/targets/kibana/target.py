@@ -1,0 +1,229 @@
+"""Elastic Agent Builder (Kibana) as a target: the agent loop runs inside Kibana.
+
+The harness only converses: a :class:`KibanaSession` is one conversation, each
+:meth:`KibanaSession.converse` one round (``conversation_id`` carried to later turns). The
+target has no tool interface of its own and no audit API; the ``kibana`` agent records the
+tool call steps Kibana reports, so efficiency comes from the harness trace.
+
+At start the target reads ``GET /api/status`` (the version goes into the manifest) and, when
+configured, registers tools (``esql``/``index_search``) and an agent with instructions, so
+an experiment can define its own agent; re-runs update them in place.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dabench.errors import HarnessError
+from dabench.providers.base import ToolSpec
+from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome
+from dabench.targets.kibana.client import KibanaClient
+from dabench.targets.kibana.wire import ConverseRound
+from dabench.targets.mcp import expand_env
+from dabench.targets.registry import register_target
+
+DEFAULT_AGENT_ID = "elastic-ai-agent"
+
+
+class KibanaToolDefinition(BaseModel):
+    """A tool registered through ``POST /api/agent_builder/tools``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    type: Literal["esql", "index_search"]
+    description: str
+    tags: list[str] = Field(default_factory=list)
+    configuration: dict[str, Any]
+    """``{query, params}`` for ``esql``, ``{pattern}`` for ``index_search``."""
+
+
+class KibanaAgentDefinition(BaseModel):
+    """An agent registered through ``POST /api/agent_builder/agents``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    description: str = ""
+    instructions: str = ""
+    tool_ids: list[str] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+
+
+class KibanaTargetConfig(BaseModel):
+    """``target: {kind: kibana, url: "${KIBANA_URL}", api_key: "${KIBANA_API_KEY}"}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["kibana"] = "kibana"
+    url: str = "${KIBANA_URL}"
+    """Kibana base URL; ``${VAR}`` is expanded from the environment at start."""
+    api_key: str = "${KIBANA_API_KEY}"
+    """An Elasticsearch API key (base64 ``id:key``) sent as ``Authorization: ApiKey ...``."""
+    space: str | None = None
+    """A Kibana space: requests go to ``/s/<space>/api/...``."""
+    agent_id: str | None = None
+    """The agent to converse with (default: ``agent.id`` when an agent is defined, else
+    ``elastic-ai-agent``)."""
+    tools: list[KibanaToolDefinition] = Field(default_factory=list)
+    agent: KibanaAgentDefinition | None = None
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    verify_tls: bool = True
+    check_status: bool = True
+    """Read ``GET /api/status`` at start (a failure means the target did not start)."""
+
+
+class KibanaSession(TargetSession):
+    """One conversation with an Agent Builder agent."""
+
+    def __init__(self, target: KibanaTarget, identity: str) -> None:
+        self.target = target
+        self.identity = identity
+        self.handle = "kbn-" + secrets.token_hex(8)
+        """Harness-minted until the first round returns the ``conversation_id``."""
+        self.conversation_id: str | None = None
+
+    async def tools(self) -> list[ToolSpec]:
+        """No tools: Kibana runs the agent loop and calls its own tools."""
+        return []
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Not supported: tools run inside Kibana (use the ``kibana`` agent)."""
+        raise HarnessError(
+            f"{self.target.label}: the kibana target runs its own agent loop; "
+            f"it cannot call {name!r} for another agent kind (use agent kind 'kibana')"
+        )
+
+    async def converse(
+        self, message: str, *, connector_id: str | None, stream: bool = True
+    ) -> ConverseRound:
+        """Send one user message (a new round); later calls continue the conversation."""
+        payload: dict[str, Any] = {"input": message, "agent_id": self.target.agent_id}
+        if connector_id:
+            payload["connector_id"] = connector_id
+        if self.conversation_id:
+            payload["conversation_id"] = self.conversation_id
+        client = self.target.client
+        rnd = await (client.converse_stream(payload) if stream else client.converse(payload))
+        if rnd.conversation_id:
+            self.conversation_id = rnd.conversation_id
+            self.handle = rnd.conversation_id
+        return rnd
+
+
+class KibanaTarget(Target):
+    """A Kibana with Agent Builder, shared by an arm's episodes."""
+
+    kind = "kibana"
+    efficiency_source = "harness"
+
+    def __init__(self, config: KibanaTargetConfig, context: TargetContext) -> None:
+        self.config = config
+        self.context = context
+        self._client: KibanaClient | None = None
+        self.version: str | None = None
+        self.setup: dict[str, str] = {}
+        self.url = ""
+
+    @property
+    def agent_id(self) -> str:
+        """The agent conversed with."""
+        if self.config.agent_id:
+            return self.config.agent_id
+        return self.config.agent.id if self.config.agent else DEFAULT_AGENT_ID
+
+    @property
+    def label(self) -> str:
+        """``kibana:<agent id>``."""
+        return f"kibana:{self.agent_id}"
+
+    @property
+    def client(self) -> KibanaClient:
+        """The HTTP client (after :meth:`start`)."""
+        if self._client is None:
+            raise HarnessError(f"{self.label}: target not started")
+        return self._client
+
+    async def start(self) -> None:
+        """Resolve URL and key, check ``/api/status``, register tools and the agent."""
+        if self._client is not None:
+            return
+        self.url = expand_env(self.config.url)
+        client = KibanaClient(
+            self.url,
+            expand_env(self.config.api_key),
+            space=self.config.space,
+            timeout_s=self.config.request_timeout_s,
+            connect_timeout_s=self.config.connect_timeout_s,
+            verify_tls=self.config.verify_tls,
+        )
+        try:
+            if self.config.check_status:
+                status = await client.status()
+                version = status.get("version")
+                if isinstance(version, dict):
+                    self.version = str(version.get("number") or "") or None
+            await self._register(client)
+        except BaseException:
+            await client.aclose()
+            raise
+        self._client = client
+
+    async def _register(self, client: KibanaClient) -> None:
+        for tool in self.config.tools:
+            create = tool.model_dump()
+            update = {k: v for k, v in create.items() if k not in ("id", "type")}
+            self.setup[f"tool:{tool.id}"] = await client.put_or_create(
+                "tools", tool.id, create, update
+            )
+        agent = self.config.agent
+        if agent is not None:
+            configuration = {
+                "instructions": agent.instructions,
+                "tools": [{"tool_ids": agent.tool_ids}] if agent.tool_ids else [],
+            }
+            body = {
+                "name": agent.name,
+                "description": agent.description,
+                "labels": agent.labels,
+                "configuration": configuration,
+            }
+            self.setup[f"agent:{agent.id}"] = await client.put_or_create(
+                "agents", agent.id, {"id": agent.id, **body}, body
+            )
+
+    async def stop(self) -> None:
+        """Close the HTTP client (conversations stay in Kibana)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    def describe(self) -> dict[str, Any]:
+        """Kind, URL, space, agent, Kibana version and what the set-up registered."""
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "url": self.url or self.config.url,
+            "space": self.config.space,
+            "agent_id": self.agent_id,
+            "kibana_version": self.version,
+            "setup": dict(self.setup),
+            "tools": [t.id for t in self.config.tools],
+            "efficiency_source": self.efficiency_source,
+        }
+
+    async def open_session(self, identity: str = "default") -> KibanaSession:
+        """A new conversation (created by Kibana on the first round)."""
+        return KibanaSession(self, identity)
+
+
+def _factory(config: KibanaTargetConfig, context: TargetContext) -> Target:
+    return KibanaTarget(config, context)
+
+
+register_target("kibana", KibanaTargetConfig, _factory)
