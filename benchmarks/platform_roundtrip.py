@@ -50,6 +50,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _stats(latencies: list[float]) -> tuple[float, float]:
     ordered = sorted(latencies)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
@@ -191,7 +197,11 @@ def main() -> None:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise SystemExit("platform did not start")
             time.sleep(0.1)
+        server_cpu0 = _process_cpu_s(proc.pid)
+        client_cpu0 = time.process_time()
         http_ms = asyncio.run(_http(base + "/mcp", opts.calls))
+        client_cpu = (time.process_time() - client_cpu0) * 1000.0 / (opts.calls + 21)
+        server_cpu = (_process_cpu_s(proc.pid) - server_cpu0) * 1000.0 / (opts.calls + 21)
         url = base + "/mcp"
         n, wall, conc_ms = asyncio.run(_throughput(url, opts.sessions, opts.session_calls))
     finally:
@@ -210,6 +220,10 @@ def main() -> None:
     ):
         p50, p95 = _stats(lat)
         print(f"{name:<34}{p50:>9.3f}{p95:>9.3f}{p50 - d50:>15.3f}")
+    print(
+        f"CPU per HTTP call: client (MCP SDK + httpx2) {client_cpu:.2f} ms, "
+        f"server process {server_cpu:.2f} ms"
+    )
     c50, c95 = _stats(conc_ms)
     print(
         f"\nthroughput: {opts.sessions} concurrent HTTP sessions x {opts.session_calls} calls = "
