@@ -46,7 +46,7 @@ def protocol_runner() -> ProtocolRunner | None:
     """The registered protocol runner, if any."""
     if not _RUNNER:
         try:  # the S5 module registers itself on import, when it exists
-            __import__("dabench.suites.protocols")
+            __import__("dabench.runner.protocol")
         except ImportError:
             return None
     return _RUNNER[0] if _RUNNER else None

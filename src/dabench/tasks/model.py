@@ -121,6 +121,9 @@ class Task(_Spec):
 
 
 ProtocolStepKind = Literal["episode", "review", "verify"]
+LifecycleMetric = Literal[
+    "capture", "recall", "surfacing", "promotion", "transfer", "update", "duplicate", "abstention"
+]
 
 
 class ProtocolStep(_Spec):
@@ -137,6 +140,26 @@ class ProtocolStep(_Spec):
     """For ``review``: the scripted apply_knowledge call (sink, target)."""
     expect: dict[str, object] = Field(default_factory=dict)
     """For ``verify``: the state the admin API must show."""
+    fact: str | None = None
+    """The fact this step teaches (a teach or correction episode) or needs (recall, transfer);
+    for an abstain step the fact that was never taught. Default: the protocol's ``fact``."""
+    supersedes: bool = False
+    """An ungraded ``episode`` step that corrects the fact taught earlier: the old insight must
+    end ``superseded``, not duplicated."""
+    metric: LifecycleMetric | None = None
+    """The lifecycle metric this step's verdict counts toward (docs/suites.md)."""
+    budget: int = Field(default=30, ge=1, le=200)
+    """Tool-call budget of an ``episode`` step."""
+
+    @model_validator(mode="after")
+    def _check_kind_fields(self) -> ProtocolStep:
+        if self.kind == "episode" and not self.prompt:
+            raise ValueError(f"episode step {self.name!r} needs a prompt")
+        if self.kind == "review" and not (self.action.get("sink") and self.action.get("target")):
+            raise ValueError(f"review step {self.name!r} needs action.sink and action.target")
+        if self.kind == "verify" and not self.expect:
+            raise ValueError(f"verify step {self.name!r} needs expect")
+        return self
 
 
 class Protocol(_Spec):
@@ -148,6 +171,8 @@ class Protocol(_Spec):
     difficulty: Difficulty = "hard"
     fact: str
     """The fact taught, in words."""
+    related_ids: list[str] = Field(default_factory=list)
+    """Dataset or column ids the fact is about (passed to memory_capture)."""
     steps: list[ProtocolStep]
     arms: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
