@@ -182,7 +182,7 @@ def test_ves_fast_path_latency_and_enrichment(tmp_path: Path) -> None:
 def test_missing_tasks_json_is_a_caveat_not_a_crash(two_arms: Path) -> None:
     stats = compute_stats(load_run(two_arms), resamples=0)
     assert not [g for g in stats.groups if g.dimension == "trap_class"]
-    assert any("no tasks.json" in c for c in stats.caveats)
+    assert any("no task snapshot" in c for c in stats.caveats)
     assert any("k = 3" in c for c in stats.caveats) is False  # k >= 3: no small-k caveat
 
 

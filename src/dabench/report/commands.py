@@ -75,7 +75,18 @@ def _pts(value: float | None) -> str:
 
 def _print_gate(result: GateResult) -> None:
     table = Table(title=f"{result.run_id} vs baseline {result.baseline_run_id}")
-    columns = ("arm", "suite", "accuracy", "drop", "Δ 95% CI", "pass^k", "drop", "calls ×", "")
+    columns = (
+        "arm",
+        "suite",
+        "accuracy",
+        "drop",
+        "Δ 95% CI",
+        "pass^k",
+        "drop",
+        "calls ×",
+        "enrich ×",
+        "",
+    )
     for col in columns:
         table.add_column(col, justify="left" if col in ("arm", "suite", "") else "right")
     for r in result.rows:
@@ -93,6 +104,7 @@ def _print_gate(result: GateResult) -> None:
             f"{_pts(r.baseline_pass_hat_k)} → {_pts(r.pass_hat_k)}",
             _pts(r.pass_hat_k_drop),
             DASH if r.tool_call_ratio is None else f"{r.tool_call_ratio:.2f}",
+            DASH if r.enrichment_ratio is None else f"{r.enrichment_ratio:.2f}",
             "[bold red]REGRESSION[/]" if r.regressions else "[green]ok[/]",
         )
     console.print(table)

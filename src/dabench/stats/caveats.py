@@ -75,11 +75,14 @@ def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]
         out.append(f"{ungraded} episode(s) have no grade (run `dabench grade`); they are excluded.")
     if run.tasks is None:
         out.append(
-            "The run has no tasks.json: trap classes, expected tools and fast paths are unknown, "
-            "so the trap breakdown, tool mismatches and fast-path rate are missing."
+            "The run has no task snapshot (tasks.json or tasks.yaml): trap classes, expected "
+            "tools and fast paths are unknown, so the trap breakdown, tool mismatches and "
+            "fast-path rate are missing."
         )
     no_cost = int(np.isnan(frame.cost).sum())
-    if no_cost and len(frame):
+    if no_cost and no_cost == len(frame):
+        out.append("No episode has a cost: cost and quality per dollar are not reported.")
+    elif no_cost:
         out.append(
             f"{no_cost} of {len(frame)} episode(s) have no cost: cost and quality per dollar "
             "cover only the rest."

@@ -1,8 +1,9 @@
 """The regression gate: compare a run against a baseline run, suite by suite, per arm.
 
 A row regresses when the candidate's accuracy or pass^k drops by more than the suite's
-threshold (percentage points) or its mean tool calls per episode grow by more than the
-allowed ratio. Runs of different arms, task sets or worlds are refused unless forced.
+threshold (percentage points), its mean tool calls per episode grow by more than the
+allowed ratio, or the enrichment it was delivered shrinks below the allowed ratio.
+Runs of different arms, task sets or worlds are refused unless forced.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ class SuiteThresholds(_Strict):
     """Largest allowed pass^k drop, in percentage points."""
     max_tool_call_ratio: float | None = Field(default=None, gt=0)
     """Largest allowed candidate / baseline ratio of mean tool calls per episode."""
+    min_enrichment_ratio: float | None = Field(default=None, ge=0)
+    """Smallest allowed candidate / baseline ratio of enrichment tokens delivered per episode
+    (checked only where the baseline delivered enrichment): catches a knowledge layer that
+    silently stopped enriching."""
     require_significant: bool | None = None
     """Count a drop only when the paired 95% CI of the accuracy delta excludes 0."""
 
@@ -106,6 +111,10 @@ class GateRow(_Strict):
     baseline_tool_calls: float | None
     tool_calls: float | None
     tool_call_ratio: float | None
+    baseline_enrichment: float | None = None
+    enrichment: float | None = None
+    """Mean enrichment tokens delivered per episode."""
+    enrichment_ratio: float | None = None
     thresholds: SuiteThresholds
     regressions: list[str] = Field(default_factory=list)
 
@@ -206,6 +215,10 @@ def _row(
     acc_drop = None if acc is None or base_acc is None else base_acc - acc
     ph_drop = None if ph is None or base_ph is None else base_ph - ph
     ratio = calls / base_calls if calls is not None and base_calls else None
+    enrich, base_enrich = (
+        g.efficiency.enrichment_tokens_mean if g else None for g in (mine, theirs)
+    )
+    enrich_ratio = enrich / base_enrich if enrich is not None and base_enrich else None
     regressions: list[str] = []
     significant = not limits.require_significant or (ci[1] is not None and ci[1] < 0)
     acc_limit, ph_limit, ratio_limit = (
@@ -219,6 +232,9 @@ def _row(
         regressions.append(f"pass^k dropped {ph_drop:.1f} pts (limit {ph_limit:g})")
     if ratio is not None and ratio_limit is not None and ratio > ratio_limit:
         regressions.append(f"tool calls x{ratio:.2f} of baseline (limit x{ratio_limit:g})")
+    floor = limits.min_enrichment_ratio
+    if enrich_ratio is not None and floor is not None and enrich_ratio < floor:
+        regressions.append(f"enrichment tokens x{enrich_ratio:.2f} of baseline (floor x{floor:g})")
     if mine is None:
         regressions.append("no graded episodes in the run for this suite")
     return GateRow(
@@ -235,6 +251,9 @@ def _row(
         baseline_tool_calls=base_calls,
         tool_calls=calls,
         tool_call_ratio=ratio,
+        baseline_enrichment=base_enrich,
+        enrichment=enrich,
+        enrichment_ratio=enrich_ratio,
         thresholds=limits,
         regressions=regressions,
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from dabench.errors import UserInputError
@@ -21,7 +22,8 @@ from dabench.journal.records import Episode, Grade, RunManifest
 from dabench.journal.store import Journal, load_grades, read_manifest
 from dabench.tasks.model import TruthLock
 
-TASKS_FILE = "tasks.json"
+TASKS_FILES = ("tasks.json", "tasks.yaml")
+"""The task snapshot of a run (the runner writes ``tasks.yaml``)."""
 TRUTHS_FILE = "tasks.lock.json"
 
 
@@ -98,15 +100,23 @@ def _task_info(raw: Any, path: Path, index: int) -> TaskInfo:
 
 
 def load_tasks(path: Path) -> dict[str, TaskInfo]:
-    """Read a ``tasks.json`` snapshot (a list of Task or Protocol objects)."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserInputError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
-    if isinstance(raw, dict) and isinstance(raw.get("tasks"), list):
-        raw = raw["tasks"]
+    """Read a task snapshot: ``tasks.json`` (a list of Task or Protocol objects) or the
+    runner's ``tasks.yaml`` (``{tasks: [...], protocols: [...]}``)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            raw: Any = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise UserInputError(f"{path}: invalid YAML: {exc}") from exc
+    else:
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UserInputError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
+    if isinstance(raw, dict):
+        raw = list(raw.get("tasks") or []) + list(raw.get("protocols") or [])
     if not isinstance(raw, list):
-        raise UserInputError(f"{path}: expected a JSON list of tasks")
+        raise UserInputError(f"{path}: expected a list of tasks")
     infos = [_task_info(item, path, i) for i, item in enumerate(raw)]
     return {t.id: t for t in infos}
 
@@ -143,8 +153,8 @@ def _load_run(run_dir: Path) -> RunData:
             "skipped"
         )
     grades = {g.key: g for g in load_grades(run_dir)}
-    tasks_path = run_dir / TASKS_FILE
-    tasks = load_tasks(tasks_path) if tasks_path.exists() else None
+    tasks_path = next((run_dir / n for n in TASKS_FILES if (run_dir / n).exists()), None)
+    tasks = load_tasks(tasks_path) if tasks_path is not None else None
     truths: TruthLock | None = None
     truths_path = run_dir / TRUTHS_FILE
     if truths_path.exists():
