@@ -8,6 +8,7 @@ import pytest
 from tests.grading.builders import make_episode, make_task, sql_call
 
 from dabench.grading import grade_episode, grade_protocol_episode
+from dabench.grading.tools import check_tool_overlap
 from dabench.journal.records import StepRecord, ToolCall
 from dabench.tasks.model import Truth
 
@@ -127,3 +128,11 @@ def test_protocol_episode() -> None:
     assert not grade.passed and "recall" in grade.reason
     ok = grade_protocol_episode(make_episode("", steps=steps[:1]))
     assert ok.passed and ok.kind == "protocol"
+
+
+def test_tool_overlap_accepts_other_stacks_equivalents() -> None:
+    esql = ToolCall(index=0, name="platform.core.execute_esql")
+    check = check_tool_overlap(make_episode("x", tool_calls=[esql]), ["sql_query"])
+    assert check.passed and "platform.core.execute_esql" in check.reason
+    other = ToolCall(index=0, name="platform.core.get_index_mapping")
+    assert not check_tool_overlap(make_episode("x", tool_calls=[other]), ["sql_query"]).passed

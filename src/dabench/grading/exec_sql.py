@@ -41,6 +41,7 @@ from sqlglot import exp
 from dabench.grading.answer import graded_answer
 from dabench.journal.records import Episode, GradeCheck
 from dabench.tasks.model import ExecSqlMode
+from dabench.world.warehouse import connect_warehouse
 
 SQL_TOOL_NAMES: frozenset[str] = frozenset({"sql_query"})
 """Tool names whose ``sql`` argument is a predicted query."""
@@ -114,12 +115,7 @@ def run_query(
 ) -> tuple[list[str], list[Row]]:
     """Run one read-only query on the warehouse with a timeout and a row cap."""
     _check_read_only(sql)
-    config: dict[str, str | bool | int | float | list[str]] = {
-        "enable_external_access": False,
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": False,
-    }
-    con = duckdb.connect(str(warehouse), read_only=True, config=config)
+    con = connect_warehouse(warehouse, read_only=True)
     timer = threading.Timer(timeout_s, con.interrupt)
     try:
         timer.start()
