@@ -15,14 +15,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
+import statistics
 import tempfile
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from dabench.journal.store import Journal
 from dabench.runner.experiment import Experiment
 from dabench.runner.run import ExperimentRun, load_task_set, resolve_world
+from dabench.targets.reference import ReferenceTarget
 
 LEVELS = ((1, 8), (8, 64), (32, 128))
 """(concurrency, episodes) pairs: enough episodes for several waves at each level."""
@@ -73,7 +77,11 @@ async def measure(
             progress=False,
         )
         summary = await run.execute()
+        latencies = [c.latency_ms for e in Journal(Path(tmp) / "run").load() for c in e.tool_calls]
     assert summary.statuses.get("completed", 0) == n, summary.statuses
+    target = run.arms[0].target
+    assert isinstance(target, ReferenceTarget)
+    platform_cpu = (target.cpu_at_stop or 0.0) - (target.cpu_at_ready or 0.0)
     ideal = math.ceil(n / concurrency) * (calls + 1) * latency_ms / 1000
     return {
         "episodes": n,
@@ -82,6 +90,9 @@ async def measure(
         "efficiency": ideal / summary.episodes_wall_s,
         "cpu_ms_per_call": 1000 * summary.episodes_cpu_s / max(1, summary.tool_calls),
         "tool_calls": summary.tool_calls,
+        "platform_cpu_ms_per_call": 1000 * platform_cpu / max(1, summary.tool_calls),
+        "tool_latency_ms": statistics.mean(latencies),
+        "cpu_load": (summary.episodes_cpu_s + platform_cpu) / summary.episodes_wall_s,
     }
 
 
@@ -107,6 +118,9 @@ def main() -> None:
         "measured s",
         "efficiency",
         "harness CPU ms / tool call",
+        "platform CPU ms / tool call",
+        "tool-call latency ms",
+        "CPU busy (cores)",
     )
     for concurrency, episodes in LEVELS:
         r = asyncio.run(measure(world, concurrency, episodes, args.latency_ms, args.calls))
@@ -118,8 +132,11 @@ def main() -> None:
             f"{r['wall_s']:.2f}",
             f"{r['efficiency']:.3f}",
             f"{r['cpu_ms_per_call']:.2f}",
+            f"{r['platform_cpu_ms_per_call']:.2f}",
+            f"{r['tool_latency_ms']:.1f}",
+            f"{r['cpu_load']:.2f} / {os.cpu_count()}",
         )
-    console = Console()
+    console = Console(width=140)
     console.print(
         f"fake provider latency {args.latency_ms} ms, {args.calls} tool calls + 1 answer "
         "per episode, reference platform a0"

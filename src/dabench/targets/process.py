@@ -68,6 +68,17 @@ class ServerProcess:
         """Whether the child is alive."""
         return self.proc is not None and self.proc.poll() is None
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the child so far (Linux ``/proc``), else ``None``."""
+        if self.proc is None:
+            return None
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+
     def log_tail(self, chars: int = 2000) -> str:
         """The end of the child's output (for error messages)."""
         try:

@@ -91,6 +91,10 @@ class ReferenceTarget(Target):
         self._conns: dict[str, McpConnection] = {}
         self._conn_lock = asyncio.Lock()
         self._http: httpx.AsyncClient | None = None
+        self.cpu_at_ready: float | None = None
+        """Platform CPU seconds when it became healthy (start-up cost)."""
+        self.cpu_at_stop: float | None = None
+        """Platform CPU seconds just before it was stopped."""
 
     @property
     def label(self) -> str:
@@ -157,6 +161,7 @@ class ReferenceTarget(Target):
                     resp = await client.get(self.base_url + "/healthz")
                     if resp.status_code == 200:
                         self.health = resp.json()
+                        self.cpu_at_ready = self.process.cpu_seconds()
                         return
                 except httpx.HTTPError:
                     pass
@@ -175,6 +180,8 @@ class ReferenceTarget(Target):
             await self._http.aclose()
             self._http = None
         if self.process is not None:
+            if self.process.running():
+                self.cpu_at_stop = self.process.cpu_seconds()
             await self.process.stop()
 
     def describe(self) -> dict[str, Any]:
