@@ -158,6 +158,7 @@ def _build_warehouse(
     config: dict[str, str | bool | int | float | list[str]] = {**OFFLINE_CONFIG, "threads": 1}
     con = duckdb.connect(str(path), config=config)
     try:
+        con.execute("SET enable_progress_bar = false")
         specs: list[DatasetSpec] = []
         schemas: set[str] = set()
         for step in steps:
@@ -169,19 +170,23 @@ def _build_warehouse(
             if schema not in schemas:
                 con.execute(f"CREATE SCHEMA {schema}")
                 schemas.add(schema)
+            columns = ", ".join(step.columns)
             con.execute(
-                f"CREATE TABLE {step.id} AS SELECT * FROM ({step.select}) ORDER BY {step.order_by}"
+                f"CREATE TABLE {step.id} AS SELECT {columns} FROM ({step.select}) "
+                f"ORDER BY {step.order_by}"
             )
             specs.append(step)
             tick(step.id)
         for step in steps:
             if isinstance(step, Helper):
                 con.execute(f"DROP TABLE {step.name}")
+        con.execute("CHECKPOINT")
+        # The file is final: reads below may use every core without changing a byte.
+        con.execute(f"SET threads = {os.cpu_count() or 1}")
         datasets = [dataset_meta(con, spec) for spec in specs]
         catalog = build_catalog(datasets, specs)
         traps = evaluate_traps(con)
         tick("traps")
-        con.execute("CHECKPOINT")
     finally:
         con.close()
     return catalog, traps

@@ -28,7 +28,7 @@ DAILY_SALES_CUTOFF = date(2025, 11, 14)
 
 CORE_ORDERS_CUTOFF = date(2025, 3, 31)
 """The deprecated ``core.orders`` table was last loaded on this day."""
-CORE_CUSTOMERS_SNAPSHOT = date(2024, 12, 31)
+CORE_CUSTOMERS_SNAPSHOT = date(2024, 6, 30)
 """The deprecated ``core.customers`` table is a snapshot as of this day."""
 
 COLLECTOR_SWITCH = date(2024, 7, 1)

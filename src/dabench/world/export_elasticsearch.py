@@ -18,11 +18,12 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -160,17 +161,15 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def table_rows(world: World, ds: DatasetMeta, batch: int = 2000) -> Iterator[dict[str, Any]]:
+def table_rows(
+    con: duckdb.DuckDBPyConnection, ds: DatasetMeta, batch: int = 2000
+) -> Iterator[dict[str, Any]]:
     """The rows of a dataset in a deterministic order (``ORDER BY ALL``), as JSON values."""
-    con = world.connect()
-    try:
-        cur = con.execute(f"SELECT * FROM {ds.id} ORDER BY ALL")
-        names = [d[0] for d in cur.description or []]
-        while rows := cur.fetchmany(batch):
-            for row in rows:
-                yield {n: _json_value(v) for n, v in zip(names, row, strict=True)}
-    finally:
-        con.close()
+    cur = con.execute(f"SELECT * FROM {ds.id} ORDER BY ALL")
+    names = [d[0] for d in cur.description or []]
+    while rows := cur.fetchmany(batch):
+        for row in rows:
+            yield {n: _json_value(v) for n, v in zip(names, row, strict=True)}
 
 
 @dataclass
@@ -213,7 +212,12 @@ class ElasticsearchExporter:
         recreate: bool = False,
         chunk_size: int = 500,
         progress: ProgressHook | None = None,
+        datasets: Sequence[str] | None = None,
     ) -> None:
+        known = {d.id for d in world.catalog.datasets}
+        unknown = sorted(set(datasets or ()) - known)
+        if unknown:
+            raise UserInputError(f"--dataset {unknown[0]!r}: no such dataset in {world.path}")
         if prefix != prefix.lower() or any(c in prefix for c in ' "*\\/<>|,#?:'):
             raise UserInputError(f"--prefix {prefix!r}: index names must be lower case "
                                  "without spaces or any of \" * \\ / < > | , # ? :")  # fmt: skip
@@ -223,6 +227,9 @@ class ElasticsearchExporter:
         self.recreate = recreate
         self.chunk_size = chunk_size
         self.progress = progress or (lambda _i, _d, _t: None)
+        self.datasets = [
+            d for d in world.catalog.datasets if datasets is None or d.id in set(datasets)
+        ]
 
     def _prepare(self, index: str, mapping: dict[str, Any]) -> str:
         """Create the index, or reuse it when it holds this world; ``created``/``reused``/
@@ -276,12 +283,17 @@ class ElasticsearchExporter:
         """Index every table and the knowledge index."""
         t0 = time.perf_counter()
         summary = ExportSummary(world_hash=self.world.world_hash)
-        for ds in self.world.catalog.datasets:
-            index = index_name(self.prefix, ds.id)
-            action = self._prepare(index, table_mapping(ds, self.world))
-            rows = ((str(i), row) for i, row in enumerate(table_rows(self.world, ds)))
-            written = self._bulk(index, rows, ds.row_count)
-            summary.indices.append(IndexResult(index, written, action))
+        con = self.world.connect()
+        try:
+            con.execute("SET enable_progress_bar = false")
+            for ds in self.datasets:
+                index = index_name(self.prefix, ds.id)
+                action = self._prepare(index, table_mapping(ds, self.world))
+                rows = ((str(i), row) for i, row in enumerate(table_rows(con, ds)))
+                written = self._bulk(index, rows, ds.row_count)
+                summary.indices.append(IndexResult(index, written, action))
+        finally:
+            con.close()
         index = index_name(self.prefix, KNOWLEDGE_INDEX)
         action = self._prepare(index, knowledge_mapping(self.world))
         docs = knowledge_docs(self.world)
@@ -314,11 +326,14 @@ def export_world(
     recreate: bool = False,
     chunk_size: int = 500,
     progress: ProgressHook | None = None,
+    datasets: Sequence[str] | None = None,
 ) -> ExportSummary:
-    """Export ``world`` into the cluster behind ``client`` (see the module docstring)."""
+    """Export ``world`` (every dataset, or only ``datasets``, plus the knowledge index) into
+    the cluster behind ``client`` (see the module docstring)."""
     exporter = ElasticsearchExporter(
-        client, world, prefix=prefix, recreate=recreate, chunk_size=chunk_size, progress=progress
-    )
+        client, world, prefix=prefix, recreate=recreate, chunk_size=chunk_size,
+        progress=progress, datasets=datasets,
+    )  # fmt: skip
     return exporter.export()
 
 
@@ -333,6 +348,9 @@ def export_command(
         False, "--recreate", help="Replace indices that hold another world."
     ),
     chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Documents per bulk request."),
+    datasets: list[str] | None = typer.Option(
+        None, "--dataset", help="Export only this dataset (repeatable); default: all."
+    ),
     verify_certs: bool = typer.Option(True, "--verify-certs/--no-verify-certs"),
 ) -> None:
     """Index the world's tables (explicit mappings, catalog in _meta) and its knowledge pages
@@ -343,7 +361,8 @@ def export_command(
     world = load_world(world_dir)
     client = connect_elasticsearch(url, api_key, verify_certs=verify_certs)
     console = Console(stderr=True)
-    total = sum(d.row_count for d in world.catalog.datasets) + len(knowledge_docs(world))
+    chosen = [d for d in world.catalog.datasets if not datasets or d.id in datasets]
+    total = sum(d.row_count for d in chosen) + len(knowledge_docs(world))
     bars = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=console,
@@ -359,7 +378,7 @@ def export_command(
 
             summary = export_world(
                 world, client, prefix=prefix, recreate=recreate, chunk_size=chunk_size,
-                progress=hook,
+                progress=hook, datasets=datasets or None,
             )  # fmt: skip
     except (ApiError, TransportError) as exc:
         raise ExportError(f"elasticsearch {url}: {exc}") from exc

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import duckdb
 
 from dabench.world import constants
+from dabench.world.constants import CORE_CUSTOMERS_SNAPSHOT, CORE_ORDERS_CUTOFF, DAILY_SALES_CUTOFF
 from dabench.world.metrics import (
     ACTIVE,
     INVOICE_FX_JOIN,
@@ -22,7 +23,6 @@ from dabench.world.metrics import (
     KEY_ACCOUNT,
     LOCAL_EVENT_TS,
     NOT_TEST,
-    UNIQUE_EVENTS,
     revenue_orders,
 )
 from dabench.world.model import Trap
@@ -69,16 +69,20 @@ def _customers(extra: str = "", *, active: bool = True, real: bool = True) -> st
 
 
 def _events(where_local: str, *, dedupe: bool = True, local: bool = True) -> str:
-    source = UNIQUE_EVENTS if dedupe else "marketing.web_events"
+    counted = "count(DISTINCT event_id)" if dedupe else "count(*)"
     ts = LOCAL_EVENT_TS if local else "e.event_ts"
-    return f"SELECT count(*) FROM (SELECT e.*, {ts} AS ts FROM {source} e) x WHERE {where_local}"
+    return (
+        f"SELECT {counted} FROM (SELECT e.*, {ts} AS ts FROM marketing.web_events e) x "
+        f"WHERE {where_local}"
+    )
 
 
 def _peak_hour(year: int, *, local: bool) -> str:
     ts = LOCAL_EVENT_TS if local else "e.event_ts"
     return (
-        f"SELECT h FROM (SELECT hour({ts}) AS h, count(*) AS n FROM {UNIQUE_EVENTS} e "
-        f"WHERE year({ts}) = {year} GROUP BY 1) ORDER BY n DESC, h LIMIT 1"
+        f"SELECT h FROM (SELECT hour({ts}) AS h, count(DISTINCT event_id) AS n "
+        f"FROM marketing.web_events e WHERE year({ts}) = {year} GROUP BY 1) "
+        "ORDER BY n DESC, h LIMIT 1"
     )
 
 
@@ -90,9 +94,11 @@ def _invoices(cond: str, agg: str = "sum", *, convert: bool = True) -> str:
 _CENTS = "Money columns in the sales, product and payment tables are integer US cents."
 _NET = "Revenue is net of discounts and refunds and counts completed orders only (revenue policy)."
 _FISCAL = "The fiscal year starts on February 1; FY2024 = 2024-02-01..2025-01-31."
-_FRESH = "analytics.daily_sales stopped refreshing after 2025-11-14."
+_FRESH = f"analytics.daily_sales stopped refreshing after {DAILY_SALES_CUTOFF}."
 _KEY = "A key account is a customer in tier gold or platinum."
-_DEPRECATED = "The core schema is deprecated; core.orders stopped loading after 2025-03-31."
+_DEPRECATED = (
+    f"The core schema is deprecated; core.orders stopped loading after {CORE_ORDERS_CUTOFF}."
+)
 _TZ = "web_events.event_ts is UTC before 2024-07-01 and company local time (UTC-8) after."
 _DUP = "web_events is delivered at least once; count distinct event_id."
 _TEST = "Customers with e-mail domain lsq-automation.example are internal test accounts."
@@ -243,7 +249,8 @@ TRAP_SPECS: list[TrapSpec] = [
     TrapSpec(
         "deprecated_table.customers", "deprecated_table",
         "How many customers does Larkspur have?",
-        "core.customers is deprecated and frozen as of 2024-12-31; use customers.customers.",
+        f"core.customers is deprecated and frozen as of {CORE_CUSTOMERS_SNAPSHOT}; "
+        "use customers.customers.",
         ("catalog:core.customers", "knowledge:warehouse-guide"),
         _customers(),
         f"SELECT count(*) FROM core.customers c WHERE {NOT_TEST} AND c.full_name IS NOT NULL",

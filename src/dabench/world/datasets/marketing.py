@@ -73,12 +73,12 @@ SELECT (q.i + 1)::BIGINT AS send_id,
        {r.u("snd_open", "q.i")} < 0.31 AS opened,
        {r.u("snd_open", "q.i")} < 0.31 AND {r.u("snd_click", "q.i")} < 0.18 AS clicked
 FROM q"""
-    events_base = f"""
+    events_select = f"""
 WITH q AS ({quantile_days("_event_days", str(n_events), "k")}),
 u AS (
   SELECT k,
-    lower(hex({r.h("ev_id", "k")})) AS event_id,
-    's' || lpad(lower(hex({r.h("ev_sess", "k // 4")} % 4294967296)), 8, '0') AS session_id,
+    ({r.h("ev_id", "k")} >> 1)::BIGINT AS event_id,
+    ({r.h("ev_sess", "k // 4")} >> 1)::BIGINT AS session_id,
     CASE WHEN {r.u("ev_known", "k // 4")} < 0.45
          THEN {r.int("ev_cust", "k // 4", 1, n_customers)} END AS customer_id,
     {r.weighted("ev_type", "k", EVENT_TYPES)} AS event_type,
@@ -88,26 +88,25 @@ u AS (
          THEN {r.int("ev_cmp_id", "k // 4", 1, N_CAMPAIGNS)}::INTEGER END AS campaign_id,
     {r.u("ev_dup", "k")} < 0.13 AS redelivered
   FROM q
+),
+v AS (
+  SELECT u.*, unnest(CASE WHEN redelivered THEN [0, 1] ELSE [0] END) AS copy,
+    CASE WHEN local_ts < TIMESTAMP '{COLLECTOR_SWITCH} 00:00:00'
+         THEN local_ts + INTERVAL {-LOCAL_UTC_OFFSET_HOURS} HOUR ELSE local_ts END AS event_ts,
+    CASE event_type
+      WHEN 'product_view' THEN '/p/' || {r.int("ev_page", "k", 1, 120)}
+      WHEN 'add_to_cart' THEN '/cart'
+      WHEN 'checkout' THEN '/checkout'
+      WHEN 'search' THEN '/search'
+      ELSE {r.pick("ev_landing", "k", ["/", "/camp", "/hike", "/apparel", "/climb", "/sale"])}
+    END AS page
+  FROM u
 )
-SELECT u.*,
-  CASE WHEN local_ts < TIMESTAMP '{COLLECTOR_SWITCH} 00:00:00'
-       THEN local_ts + INTERVAL {-LOCAL_UTC_OFFSET_HOURS} HOUR ELSE local_ts END AS event_ts,
-  CASE event_type
-    WHEN 'product_view' THEN '/p/' || {r.int("ev_page", "k", 1, 120)}
-    WHEN 'add_to_cart' THEN '/cart'
-    WHEN 'checkout' THEN '/checkout'
-    WHEN 'search' THEN '/search'
-    ELSE {r.pick("ev_landing", "k", ["/", "/camp", "/hike", "/apparel", "/climb", "/sale"])}
-  END AS page
-FROM u"""
-    events_select = f"""
 SELECT event_id, session_id, customer_id, event_type, page, campaign_id, event_ts,
-       event_ts + to_seconds({r.int("ev_lag", "k", 1, 90)}) AS received_at
-FROM _web_events
-UNION ALL
-SELECT event_id, session_id, customer_id, event_type, page, campaign_id, event_ts,
-       event_ts + to_seconds({r.int("ev_relag", "k", 300, 7200)}) AS received_at
-FROM _web_events WHERE redelivered"""
+       event_ts + to_seconds(CASE WHEN copy = 0 THEN {r.int("ev_lag", "k", 1, 90)}
+                                  ELSE {r.int("ev_relag", "k", 300, 7200)} END) AS received_at,
+       k, copy
+FROM v"""
     return [
         DatasetSpec(
             id="marketing.campaigns",
@@ -155,7 +154,6 @@ FROM _web_events WHERE redelivered"""
             transform="daily ad platform invoices",
         ),
         days_helper("_event_days", r, skip_gap=True),
-        Helper("_web_events", events_base),
         DatasetSpec(
             id="marketing.email_sends",
             domain="marketing",
@@ -206,7 +204,7 @@ FROM _web_events WHERE redelivered"""
                 "received_at": Col("When the collector stored this copy of the event."),
             },
             select=events_select,
-            order_by="event_ts, event_id, received_at",
+            order_by="k, copy",
             tags=("clickstream", "web"),
             glossary=("unique-event", "company-local-time"),
             transform="streamed from the event collector",

@@ -20,7 +20,8 @@ class Col:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One warehouse table: ``CREATE TABLE <id> AS <select> ORDER BY <order_by>``."""
+    """One warehouse table: ``CREATE TABLE <id> AS SELECT <columns> FROM (<select>) ORDER BY
+    <order_by>``; the select may carry extra columns used only for ordering."""
 
     id: str
     domain: str

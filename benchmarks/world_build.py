@@ -1,0 +1,114 @@
+"""Measure ``dabench world build`` against DuckDB's own row-generation speed.
+
+For each scale, prints the build time, rows per second, and the time DuckDB takes to write
+the same number of rows with ``INSERT INTO t SELECT ... FROM range(n)`` into a fresh database
+file (the practical limit), with one thread (as the deterministic build uses for writing)
+and with all cores. Usage::
+
+    python3 benchmarks/world_build.py [--scales 1,10,100] [--seed 930]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+from rich.console import Console
+from rich.table import Table
+
+from dabench.world import build_world
+from dabench.world.warehouse import OFFLINE_CONFIG
+
+LIMIT_SQL = """
+INSERT INTO t
+SELECT i,
+       (hash(i, 'a') % 1000000)::BIGINT,
+       (hash(i, 'b') % 1000000)::DOUBLE / 100,
+       ['web', 'store', 'partner'][1 + (hash(i, 'c') % 3)::BIGINT],
+       DATE '2023-01-01' + (hash(i, 'd') % 1096)::INTEGER,
+       TIMESTAMP '2023-01-01' + to_seconds((hash(i, 'e') % 94694400)::BIGINT)
+FROM range({n}) r(i)
+"""
+
+
+def duckdb_limit(rows: int, threads: int, workdir: Path) -> float:
+    """Seconds DuckDB takes to generate and persist ``rows`` six-column rows."""
+    path = workdir / f"limit-{threads}.duckdb"
+    path.unlink(missing_ok=True)
+    con = duckdb.connect(str(path), config={**OFFLINE_CONFIG, "threads": threads})
+    try:
+        con.execute("SET enable_progress_bar = false")
+        con.execute(
+            "CREATE TABLE t (id BIGINT, a BIGINT, b DOUBLE, c VARCHAR, d DATE, e TIMESTAMP)"
+        )
+        started = time.perf_counter()
+        con.execute(LIMIT_SQL.format(n=rows))
+        con.execute("CHECKPOINT")
+        return time.perf_counter() - started
+    finally:
+        con.close()
+        path.unlink(missing_ok=True)
+
+
+def main() -> None:
+    """Run the measurements and print one table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scales", default="1,10,100")
+    parser.add_argument("--seed", type=int, default=930)
+    args = parser.parse_args()
+    scales = [int(s) for s in args.scales.split(",")]
+    console = Console()
+    cores = os.cpu_count() or 1
+    console.print(
+        f"duckdb {duckdb.__version__}, {cores} cores, load average before: "
+        f"{os.getloadavg()[0]:.2f}",
+        highlight=False,
+    )
+    table = Table(title="world build vs DuckDB INSERT ... SELECT FROM range(n)")
+    for col in (
+        "scale",
+        "rows",
+        "orders",
+        "build s",
+        "rows/s",
+        "limit 1 thread s",
+        f"limit {cores} threads s",
+        "build / limit(1)",
+        f"build / limit({cores})",
+    ):
+        table.add_column(col, justify="right")
+    workdir = Path(tempfile.mkdtemp(prefix="dabench-bench-"))
+    try:
+        for scale in scales:
+            out = workdir / f"w{scale}"
+            started = time.perf_counter()
+            manifest = build_world(args.seed, scale, out)
+            build_s = time.perf_counter() - started
+            shutil.rmtree(out)
+            rows = sum(manifest.table_rows.values())
+            limit_1 = duckdb_limit(rows, 1, workdir)
+            limit_n = duckdb_limit(rows, cores, workdir)
+            table.add_row(
+                str(scale),
+                f"{rows:,}",
+                f"{manifest.table_rows['sales.orders']:,}",
+                f"{build_s:.2f}",
+                f"{rows / build_s:,.0f}",
+                f"{limit_1:.2f}",
+                f"{limit_n:.2f}",
+                f"{build_s / limit_1:.1f}x",
+                f"{build_s / limit_n:.1f}x",
+            )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    console.print(table)
+    console.print(f"load average after: {os.getloadavg()[0]:.2f}", highlight=False)
+
+
+if __name__ == "__main__":
+    main()
