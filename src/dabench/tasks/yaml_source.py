@@ -12,6 +12,9 @@ from pydantic import ValidationError
 
 from dabench.errors import UserInputError
 
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's loader when available (ten times faster), with the same node marks."""
+
 
 def compose_file(path: Path) -> yaml.Node | None:
     """The YAML node tree of a file (``None`` when empty); duplicate keys are refused."""
@@ -20,7 +23,7 @@ def compose_file(path: Path) -> yaml.Node | None:
     except OSError as exc:
         raise UserInputError(f"{path}: cannot read: {exc.strerror}") from exc
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}" if mark is not None else ""
@@ -31,8 +34,12 @@ def compose_file(path: Path) -> yaml.Node | None:
 
 
 def node_data(node: yaml.Node) -> Any:
-    """The Python value of a node."""
-    return yaml.load(yaml.serialize(node), Loader=yaml.SafeLoader)
+    """The Python value of a node (safe constructors only)."""
+    constructor = yaml.SafeLoader("")
+    try:
+        return constructor.construct_document(node)
+    finally:
+        constructor.dispose()
 
 
 def line_of(node: yaml.Node) -> int:
