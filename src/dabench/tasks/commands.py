@@ -77,3 +77,29 @@ def lock_cmd(
         f"locked {len(lock.truths)} truths for {len(ts.items)} items on world "
         f"{lock.world_hash[:12]} -> {path}"
     )
+
+
+@app.command("validate")
+def validate_cmd(
+    world: Path | None = typer.Option(
+        None, "--world", help="A built world directory (default: seed 930 from the world cache)."
+    ),
+    tasks: list[Path] | None = TASK_PATHS,
+    arms: str = typer.Option("a0,a1,a2,a3", "--arms", help="Reference-platform profiles."),
+    suite: list[str] = typer.Option([], "--suite", help="Only these suites (s1..s5)."),
+    smoke: bool = typer.Option(False, "--smoke", help="Only the smoke subset."),
+    run_dir: Path | None = typer.Option(None, "--run-dir", help="Keep the oracle's run here."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1),
+) -> None:
+    """Run the oracle over every task on every arm it applies to; check gold, graders, traps'
+    naive answers, entity ids and duplicates. Exits 1 on any failure."""
+    from dabench.tasks.validate import default_world, render_report, validate
+
+    ts = select_tasks(_load(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
+    arm_list = [a.strip() for a in arms.split(",") if a.strip()]
+    report = validate(
+        world or default_world(), ts, arms=arm_list, run_dir=run_dir, concurrency=concurrency
+    )
+    render_report(report, ts, Console())
+    if not report.ok:
+        raise typer.Exit(1)

@@ -36,7 +36,8 @@ def read_world_manifest(world_dir: Path) -> WorldManifest:
         raise UserInputError(f"{path}: invalid world manifest: {exc.errors()[0]['msg']}") from exc
 
 
-def _catalog_ids(world_dir: Path) -> set[str]:
+def catalog_ids(world_dir: Path) -> set[str]:
+    """Every id a task may name: datasets, columns, glossary terms, curated queries, pages."""
     path = world_dir / "catalog.json"
     ids: set[str] = set()
     if path.exists():
@@ -110,7 +111,7 @@ def _gradings(item: SuiteItem) -> list[tuple[str, Grading]]:
 def compute_lock(task_set: TaskSet, world_dir: Path) -> TruthLock:
     """Evaluate every task's truth against the world (read-only) and bind it to the world."""
     manifest = read_world_manifest(world_dir)
-    ids = _catalog_ids(world_dir)
+    ids = catalog_ids(world_dir)
     warehouse = world_dir / "warehouse.duckdb"
     if not warehouse.exists():
         raise UserInputError(f"{world_dir}: no warehouse.duckdb")

@@ -1,0 +1,359 @@
+"""``dabench tasks validate``: prove every task's gold, grader and (for traps) naive answer.
+
+Two kinds of checks:
+
+- **Static** (:func:`static_checks`, no server): every truth SQL runs on the world and every
+  entity id exists (the truth lock); every other catalog id a task names exists (known-wrong
+  aliases, fast paths, protocol related ids and review targets); trap tasks carry a
+  ``naive_sql`` and one ``caveat.<trap class>`` rubric item per class, and every rubric id is in
+  the judge rubric; no two tasks are duplicates (same truth SQL and near-identical prompt).
+- **Dynamic** (:func:`validate`): the oracle agent runs every task on every arm it applies to
+  (real reference-platform processes, the real runner), the run is graded with
+  :mod:`dabench.grading`, and each grade must pass; for trap tasks the oracle's episode with
+  its answer replaced by the naive number must be rejected by the grader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import re
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from dabench.agents.oracle import format_number
+from dabench.errors import UserInputError
+from dabench.grading import grade_episode, grade_protocol_episode
+from dabench.journal.records import Episode
+from dabench.journal.store import Journal
+from dabench.judge.rubric import load_rubric
+from dabench.runner.experiment import Experiment
+from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
+from dabench.tasks.lock import LOCK_FILE, catalog_ids, compute_lock, write_lock
+from dabench.tasks.model import Protocol, Task, Truth, TruthLock
+from dabench.tasks.selection import applies_to_arm
+
+DUPLICATE_PROMPT_RATIO = 0.9
+"""Prompts at least this similar (difflib ratio on normalised text) with the same truth SQL
+are duplicates."""
+DEFAULT_ARMS: tuple[str, ...] = ("a0", "a1", "a2", "a3")
+
+
+@dataclass
+class ValidationIssue:
+    """One failed check."""
+
+    item: str
+    check: str
+    detail: str
+    arm: str = ""
+
+
+@dataclass
+class ArmResult:
+    """The oracle's verdict for one (item, arm)."""
+
+    item: str
+    arm: str
+    passed: bool
+    reason: str
+    naive_rejected: bool | None = None
+    """For trap tasks: whether the grader rejected the naive answer."""
+
+
+@dataclass
+class ValidationReport:
+    """Everything ``dabench tasks validate`` found."""
+
+    items: int = 0
+    arms: list[str] = field(default_factory=list)
+    results: list[ArmResult] = field(default_factory=list)
+    issues: list[ValidationIssue] = field(default_factory=list)
+    episodes: int = 0
+    seconds: float = 0.0
+    run_dir: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No check failed."""
+        return not self.issues
+
+
+# -- static checks -------------------------------------------------------------------------------
+
+
+def _normalise_sql(sql: str) -> str:
+    return " ".join(sql.lower().replace(";", " ").split())
+
+
+def _normalise_prompt(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _prompt(item: SuiteItem) -> str:
+    if isinstance(item, Task):
+        return " ".join(item.messages)
+    return " ".join(s.prompt or "" for s in item.steps)
+
+
+def _truth_sqls(item: SuiteItem) -> list[str]:
+    if isinstance(item, Task):
+        return [item.grading.truth_sql] if item.grading.truth_sql else []
+    return [s.grading.truth_sql for s in item.steps if s.grading and s.grading.truth_sql]
+
+
+def duplicate_issues(items: Iterable[SuiteItem]) -> list[ValidationIssue]:
+    """Pairs of tasks with the same truth SQL and near-identical prompts."""
+    by_sql: dict[str, list[SuiteItem]] = {}
+    for item in items:
+        for sql in _truth_sqls(item):
+            by_sql.setdefault(_normalise_sql(sql), []).append(item)
+    issues: list[ValidationIssue] = []
+    for group in by_sql.values():
+        for i, a in enumerate(group):
+            for b in group[i + 1 :]:
+                if a.id == b.id:
+                    continue
+                ratio = difflib.SequenceMatcher(
+                    None, _normalise_prompt(_prompt(a)), _normalise_prompt(_prompt(b))
+                ).ratio()
+                if ratio >= DUPLICATE_PROMPT_RATIO:
+                    issues.append(
+                        ValidationIssue(
+                            a.id,
+                            "duplicate",
+                            f"same truth SQL as {b.id!r} and a near-identical prompt "
+                            f"(similarity {ratio:.2f})",
+                        )
+                    )
+    return issues
+
+
+def _referenced_ids(item: SuiteItem) -> list[tuple[str, str]]:
+    """(what, id) pairs of catalog ids the item names besides its graded entities."""
+    refs: list[tuple[str, str]] = []
+    if isinstance(item, Task):
+        refs += [("fast_path", i) for i in item.fast_path]
+        refs += [
+            ("wrong_aliases", a) for a in item.grading.wrong_aliases if re.fullmatch(r"[\w.-]+", a)
+        ]
+        return refs
+    refs += [("related_ids", i) for i in item.related_ids]
+    for step in item.steps:
+        if step.kind == "review" and step.action.get("sink") == "description":
+            refs.append((f"steps[{step.name}].action.target", str(step.action.get("target"))))
+        if step.grading is not None:
+            refs += [(f"steps[{step.name}].grading.entities", e) for e in step.grading.entities]
+    return refs
+
+
+def _trap_issues(item: SuiteItem, rubric_ids: set[str]) -> list[ValidationIssue]:
+    issues: list[ValidationIssue] = []
+    if not isinstance(item, Task):
+        return issues
+    unknown = [r for r in item.rubric if r not in rubric_ids]
+    if unknown:
+        issues.append(
+            ValidationIssue(item.id, "rubric", f"unknown rubric item(s): {', '.join(unknown)}")
+        )
+    if item.trap_classes:
+        if not item.grading.naive_sql:
+            issues.append(ValidationIssue(item.id, "trap", "a trap task needs grading.naive_sql"))
+        missing = [c for c in item.trap_classes if f"caveat.{c}" not in item.rubric]
+        if missing:
+            issues.append(
+                ValidationIssue(
+                    item.id,
+                    "trap",
+                    "missing caveat rubric item(s): " + ", ".join(f"caveat.{c}" for c in missing),
+                )
+            )
+    return issues
+
+
+def static_checks(
+    task_set: TaskSet, world_dir: Path
+) -> tuple[TruthLock | None, list[ValidationIssue]]:
+    """The truth lock (``None`` when a truth fails) and every static issue."""
+    issues: list[ValidationIssue] = []
+    lock: TruthLock | None = None
+    try:
+        lock = compute_lock(task_set, world_dir)
+    except UserInputError as exc:
+        issues.append(ValidationIssue("*", "truth", str(exc)))
+    ids = catalog_ids(world_dir)
+    rubric_ids = {i.id for i in load_rubric().items}
+    for item in task_set.items:
+        for what, ref in _referenced_ids(item):
+            if ref not in ids:
+                issues.append(
+                    ValidationIssue(item.id, "entity", f"{what}: {ref!r} is not in the catalog")
+                )
+        issues += _trap_issues(item, rubric_ids)
+    issues += duplicate_issues(task_set.items)
+    return lock, issues
+
+
+# -- dynamic checks ------------------------------------------------------------------------------
+
+
+def naive_rejected(episode: Episode, task: Task, truth: Truth, warehouse: Path) -> bool:
+    """Whether the grader rejects the oracle's episode with its answer replaced by the naive
+    number (the plausible wrong answer of a trap)."""
+    assert truth.naive_value is not None
+    naive = f"FINAL ANSWER: {format_number(truth.naive_value)}"
+    answers = [*episode.answers[:-1], naive] if episode.answers else [naive]
+    fake = episode.model_copy(update={"answers": answers, "final_answer": naive})
+    return not grade_episode(fake, task, truth, warehouse=warehouse).passed
+
+
+def _experiment(
+    world_dir: Path, arms: list[str], tasks_file: Path, lock_file: Path, concurrency: int
+) -> Experiment:
+    return Experiment.model_validate(
+        {
+            "name": "tasks-validate",
+            "world": {"dir": str(world_dir.resolve())},
+            "tasks": {"builtin": False, "files": [str(tasks_file)]},
+            "lock": str(lock_file),
+            "k": 1,
+            "concurrency": concurrency,
+            "episode_timeout_s": 300,
+            "arms": [
+                {
+                    "name": arm,
+                    "target": {"kind": "reference", "profile": arm},
+                    "agent": {"kind": "oracle"},
+                }
+                for arm in arms
+            ],
+        }
+    )
+
+
+def _judge_dynamic(
+    report: ValidationReport,
+    task_set: TaskSet,
+    lock: TruthLock,
+    episodes: list[Episode],
+    world_dir: Path,
+) -> None:
+    warehouse = world_dir / "warehouse.duckdb"
+    items = {i.id: i for i in task_set.items}
+    for ep in episodes:
+        item = items[ep.task_id]
+        if isinstance(item, Protocol):
+            grade = grade_protocol_episode(ep, item)
+            result = ArmResult(item.id, ep.arm, grade.passed and not grade.excluded, grade.reason)
+        else:
+            truth = lock.truths.get(item.id)
+            grade = grade_episode(ep, item, truth, warehouse=warehouse)
+            result = ArmResult(item.id, ep.arm, grade.passed and not grade.excluded, grade.reason)
+            if item.trap_classes and truth is not None and truth.naive_value is not None:
+                result.naive_rejected = naive_rejected(ep, item, truth, warehouse)
+                if not result.naive_rejected:
+                    report.issues.append(
+                        ValidationIssue(
+                            item.id, "naive", "the grader accepts the naive answer", ep.arm
+                        )
+                    )
+        if ep.status != "completed":
+            result.passed = False
+            result.reason = f"{ep.status}: {ep.harness_error or ''}".strip(": ")
+        if ep.audit is not None and not ep.audit.ok:
+            report.issues.append(ValidationIssue(item.id, "audit", ep.audit.detail, ep.arm))
+        if not result.passed:
+            report.issues.append(ValidationIssue(item.id, "oracle", result.reason, ep.arm))
+        report.results.append(result)
+
+
+def validate(
+    world_dir: Path,
+    task_set: TaskSet,
+    *,
+    arms: list[str] | None = None,
+    run_dir: Path | None = None,
+    concurrency: int = 4,
+    progress: bool = True,
+) -> ValidationReport:
+    """Run every static check, then the oracle over ``task_set`` on ``arms`` (default a0..a3)
+    and judge its episodes. ``run_dir`` keeps the oracle's run (default: a temporary one)."""
+    from dabench.runner.run import ExperimentRun  # heavy (MCP SDK): imported when validating
+
+    t0 = time.perf_counter()
+    chosen = list(arms or DEFAULT_ARMS)
+    report = ValidationReport(items=len(task_set.items), arms=chosen, run_dir=run_dir)
+    lock, report.issues = static_checks(task_set, world_dir)
+    if lock is None:
+        report.seconds = time.perf_counter() - t0
+        return report
+    with tempfile.TemporaryDirectory(prefix="dabench-validate-") as tmp:
+        tasks_file = dump_tasks(task_set, Path(tmp) / "tasks.yaml")
+        lock_file = write_lock(
+            lock.model_copy(update={"task_set_hash": task_set.hash()}), Path(tmp) / LOCK_FILE
+        )
+        exp = _experiment(world_dir, chosen, tasks_file, lock_file, concurrency)
+        out = run_dir or Path(tmp) / "run"
+        execution = ExperimentRun(exp, out, experiment_dir=Path(tmp), progress=progress)
+        asyncio.run(execution.execute())
+        episodes = Journal(out).load()
+    report.episodes = len(episodes)
+    _judge_dynamic(report, task_set, lock, episodes, world_dir)
+    done = {(r.item, r.arm) for r in report.results}
+    for item in task_set.items:
+        for arm in chosen:
+            if applies_to_arm(item, arm) and (item.id, arm) not in done:
+                report.issues.append(ValidationIssue(item.id, "oracle", "no episode was run", arm))
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+# -- presentation --------------------------------------------------------------------------------
+
+
+def render_report(report: ValidationReport, task_set: TaskSet, console: Console) -> None:
+    """A table with one row per item (a column per arm) and the list of issues."""
+    table = Table("item", "suite", "grading", *report.arms, "naive rejected", title="validation")
+    by_key = {(r.item, r.arm): r for r in report.results}
+    for item in task_set.items:
+        kind = "protocol" if isinstance(item, Protocol) else item.grading.kind
+        cells: list[str] = []
+        naive: set[bool] = set()
+        for arm in report.arms:
+            res = by_key.get((item.id, arm))
+            cells.append(
+                "" if res is None else ("[green]ok[/green]" if res.passed else "[red]FAIL[/red]")
+            )
+            if res is not None and res.naive_rejected is not None:
+                naive.add(res.naive_rejected)
+        naive_cell = (
+            "" if not naive else ("[green]yes[/green]" if naive == {True} else "[red]NO[/red]")
+        )
+        table.add_row(item.id, item.suite, kind, *cells, naive_cell)
+    console.print(table)
+    for issue in report.issues:
+        where = f"{issue.item}" + (f" @{issue.arm}" if issue.arm else "")
+        console.print(f"[red]{issue.check}[/red] {where}: {issue.detail}")
+    verdict = (
+        "[green]all checks passed[/green]"
+        if report.ok
+        else f"[red]{len(report.issues)} issue(s)[/red]"
+    )
+    console.print(
+        f"{report.items} items, {report.episodes} oracle episodes on {', '.join(report.arms)} "
+        f"in {report.seconds:.1f}s: {verdict}"
+    )
+
+
+def default_world() -> Path:
+    """The seed-930, scale-1 world from the world cache (built on first use)."""
+    from dabench.runner.run import world_cache_dir
+    from dabench.world import ensure_world
+
+    return Path(ensure_world(930, 1, world_cache_dir()))
