@@ -2,30 +2,45 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from dabench.judge.rubric import calibration_summary
 from dabench.stats.frame import EpisodeFrame
 from dabench.stats.model import RunStats
 from dabench.stats.rundir import RunData
 
+AGREEMENT_KEYS = ("agreement", "calibration_agreement", "judge_agreement")
+"""Where the manifest's judge record (or the rubric's calibration report) holds agreement."""
 SMALL_SAMPLE_TASKS = 10
 """Groups with fewer tasks than this get a wide-CI caveat."""
 
 
 def _judge_caveat(run: RunData) -> str | None:
-    judge = run.manifest.judge
-    if not judge:
+    judge = run.manifest.judge or {}
+    judged = [g for g in run.grades.values() if g.judge]
+    if not judge and not judged:
         return None
-    for key in ("agreement", "calibration_agreement", "judge_agreement"):
-        value = judge.get(key)
+    model = str(judge.get("model", "?"))
+    rubric = judge.get("rubric_version") or next(
+        (g.rubric_version for g in judged if g.rubric_version), None
+    )
+    found: dict[str, Any] = dict(judge)
+    if not any(isinstance(judge.get(k), int | float) for k in AGREEMENT_KEYS) and rubric:
+        found.update(calibration_summary(str(rubric), model) or {})
+    for key in AGREEMENT_KEYS:
+        value = found.get(key)
         if isinstance(value, int | float):
             return (
-                f"Judge {judge.get('model', '?')} (rubric {judge.get('rubric_version', '?')}) "
-                f"agrees with the human-labelled calibration set on {100 * value:.0f}% of items."
+                f"Judge {model} (rubric {rubric or '?'}) agrees with the human-labelled "
+                f"calibration set on {100 * value:.0f}% of items; {len(judged)} episode(s) "
+                "carry judged scores."
             )
     return (
-        f"Judge {judge.get('model', '?')} is used but its agreement with the calibration set "
-        "is not recorded in the manifest: judged scores are unvalidated."
+        f"Judge {model} (rubric {rubric or '?'}) scored {len(judged)} episode(s) but its "
+        "agreement with the human-labelled calibration set is not recorded (run `dabench "
+        "judge calibrate`): judged scores are unvalidated."
     )
 
 
