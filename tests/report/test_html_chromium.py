@@ -116,3 +116,20 @@ def test_task_permalink_expands_the_row(
     )
     assert pills == 3 * 3  # three arms, k = 3
     assert browser.errors() == []
+
+
+def test_panel_of_an_episode_without_embedded_transcript(
+    browser: Browser, reported_run: tuple[Path, ReportFiles], tmp_path: Path
+) -> None:
+    from dabench.report.build import write_reports
+
+    run_dir, _ = reported_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    files = write_reports(copy, resamples=0, max_transcripts=5)
+    ep = next(e for e in load_run(copy).episodes if e.status == "completed")
+    _load(browser, f"{files.html_path.as_uri()}#ep-{ep.key}")
+    assert browser.evaluate(f"{VISIBLE}('ep-{ep.key}')") is True
+    text = browser.evaluate(f"document.getElementById('ep-{ep.key}').textContent")
+    assert "not embedded (report size limit)" in text and "used:" in text
+    assert browser.errors() == []

@@ -138,7 +138,9 @@ def episode_detail(ctx: ReportContext, i: int, with_transcript: bool) -> dict[st
                 "ms": round(c.latency_ms, 1),
             }
             for c in calls[:MAX_CALLS]
-        ],
+        ]
+        if with_transcript
+        else None,
         "steps": [
             {"name": s.name, "passed": s.passed, "detail": _clip(s.detail, 500)} for s in ep.steps
         ],

@@ -280,7 +280,7 @@
     }
     panel.appendChild(section("Tools"));
     panel.appendChild(el("p", {}, "expected: " + (ep.expected_tools.join(", ") || "—") + " · used: " + (ep.used_tools.join(", ") || "—") + (ep.mismatch ? "  ≠" : "")));
-    if (ep.calls.length) {
+    if (ep.calls && ep.calls.length) {
       panel.appendChild(table(["#", "tool", "arguments", "error", "ms"], ep.calls.map(function (c, i) {
         return [i, c.name, JSON.stringify(c.args), c.error, c.ms];
       })));
@@ -296,7 +296,7 @@
           el("div", { text: m.content || "" }), m.tool_calls ? el("code", { text: JSON.stringify(m.tool_calls) }) : null));
       });
     } else {
-      details.appendChild(el("p", { class: "muted", text: "Transcript not embedded (report size limit); see episodes.jsonl." }));
+      details.appendChild(el("p", { class: "muted", text: "Transcript and tool-call arguments not embedded (report size limit); see episodes.jsonl." }));
     }
     panel.appendChild(details);
     return panel;
