@@ -1,0 +1,19 @@
+"""docs/world.md names every dataset and every trap of the world."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dabench.world import World
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "world.md"
+
+
+def test_doc_lists_every_dataset_trap_and_page(world: World) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    missing = [d.id for d in world.catalog.datasets if f"`{d.id}`" not in text]
+    missing += [t.id for t in world.traps if f"`{t.id}`" not in text]
+    missing += [p.id for p in world.pages if f"`{p.id}`" not in text]
+    missing += [g.id for g in world.catalog.glossary if f"`{g.id}`" not in text]
+    missing += [q.id for q in world.catalog.curated_queries if f"`{q.id}`" not in text]
+    assert missing == [], f"docs/world.md does not mention: {missing}"
