@@ -159,14 +159,15 @@ def run(
     except (KeyboardInterrupt, asyncio.CancelledError):
         console.print(
             f"[yellow]interrupted: finished episodes are in the journal; continue with "
-            f"`dabench run --resume {run_dir}`[/yellow]"
+            f"`dabench run --resume {run_dir}`[/yellow]",
+            soft_wrap=True,
         )
         raise typer.Exit(130) from None
     _print_summary(summary, console)
     if summary.finished or summary.already_done:
         _post_run(run_dir, console, grade)
     if summary.no_model:
-        console.print(f"[bold]{NO_MODEL_NOTE}[/bold]")
+        console.print(f"[bold]{NO_MODEL_NOTE}[/bold]", soft_wrap=True)
     if summary.audit_gaps and not exp.allow_audit_gaps:
         console.print(
             f"[red]{len(summary.audit_gaps)} episode(s) with audit gaps; failing the run "
