@@ -133,19 +133,26 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(v)
 
 
-def tool_text(result: str) -> str:
-    """All the words a tool result shows (JSON string values flattened), normalised."""
+def tool_text(result: str, echoed: Iterable[str] = ()) -> str:
+    """All the words a tool result shows (JSON string values flattened), normalised; strings
+    equal to one of ``echoed`` (the call's own arguments, e.g. a search query) are left out."""
+    skip = set(echoed)
     try:
         body = json.loads(result)
     except (json.JSONDecodeError, TypeError):
         return _normalise(result)
-    return _normalise(" ".join(_strings(body)))
+    return _normalise(" ".join(v for v in _strings(body) if v not in skip))
 
 
 def fact_found(fact: str, calls: Iterable[ToolCallRecord]) -> bool:
-    """Whether any successful tool result shows the whole fact (case and spacing ignored)."""
+    """Whether any successful tool result shows the whole fact (case and spacing ignored);
+    a result that merely echoes the call's arguments does not count."""
     wanted = _normalise(fact)
-    return any(wanted in tool_text(c.result) for c in calls if not c.is_error)
+    return any(
+        wanted in tool_text(c.result, [v for v in c.arguments.values() if isinstance(v, str)])
+        for c in calls
+        if not c.is_error
+    )
 
 
 def grade_step_answer(

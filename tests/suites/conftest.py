@@ -1,0 +1,40 @@
+"""Shared fixtures for the suite tests: one built world and one validation run per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dabench.tasks.loader import TaskSet, load_builtin_tasks
+from dabench.tasks.validate import ValidationReport, validate
+
+
+@pytest.fixture(scope="session")
+def suites_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """World 930 at scale 1 (the world the suites are validated on), built once."""
+    from dabench.world import build_world
+
+    out = tmp_path_factory.mktemp("suites-world") / "w930"
+    build_world(930, 1, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def builtin() -> TaskSet:
+    """The shipped suites."""
+    return load_builtin_tasks()
+
+
+@pytest.fixture(scope="session")
+def validation(
+    suites_world: Path, builtin: TaskSet, tmp_path_factory: pytest.TempPathFactory
+) -> ValidationReport:
+    """`dabench tasks validate` over every shipped item: tasks on a0 and a2, protocols on a3
+    (one oracle run with three reference-platform processes)."""
+    tasks = [t.model_copy(update={"arms": ["a0", "a2"]}) for t in builtin.tasks]
+    narrowed = TaskSet(tasks=tasks, protocols=builtin.protocols, sources=builtin.sources)
+    run_dir = tmp_path_factory.mktemp("validate") / "run"
+    return validate(
+        suites_world, narrowed, arms=["a0", "a2", "a3"], run_dir=run_dir, progress=False
+    )

@@ -1,0 +1,45 @@
+"""`dabench tasks validate` over every shipped item (oracle, real platform processes)."""
+
+from __future__ import annotations
+
+from dabench.journal.store import Journal
+from dabench.runner.protocol import lifecycle_metrics
+from dabench.tasks.loader import TaskSet
+from dabench.tasks.validate import ValidationReport
+
+
+def test_every_task_and_protocol_validates(validation: ValidationReport) -> None:
+    assert validation.ok, [(i.item, i.arm, i.check, i.detail) for i in validation.issues[:20]]
+
+
+def test_each_task_ran_on_a0_and_a2_and_each_protocol_on_a3(
+    validation: ValidationReport, builtin: TaskSet
+) -> None:
+    ran = {(r.item, r.arm) for r in validation.results if r.passed}
+    for t in builtin.tasks:
+        assert {(t.id, "a0"), (t.id, "a2")} <= ran, t.id
+    for p in builtin.protocols:
+        assert (p.id, "a3") in ran and (p.id, "a0") not in ran, p.id
+    assert validation.episodes == 2 * len(builtin.tasks) + len(builtin.protocols)
+
+
+def test_naive_answer_rejected_for_every_trap(
+    validation: ValidationReport, builtin: TaskSet
+) -> None:
+    traps = {t.id for t in builtin.tasks if t.trap_classes}
+    checked = {r.item for r in validation.results if r.naive_rejected}
+    assert traps <= checked
+
+
+def test_oracle_lifecycle_metrics_are_perfect(
+    validation: ValidationReport, builtin: TaskSet
+) -> None:
+    assert validation.run_dir is not None
+    episodes = [e for e in Journal(validation.run_dir).load() if e.suite == "s5"]
+    metrics = lifecycle_metrics(episodes, {p.id: p for p in builtin.protocols})
+    assert metrics["duplicate"]["rate"] == 0.0
+    for name in ("capture", "recall", "promotion", "transfer", "update", "abstention"):
+        assert metrics[name]["rate"] == 1.0, (name, metrics[name])
+    for ep in episodes:
+        assert ep.audit is not None and ep.audit.ok, ep.audit
+        assert len(set(ep.sessions)) >= 3
