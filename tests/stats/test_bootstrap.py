@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dabench.stats.bootstrap import group_rng, percentile_interval, resampled_sums
+from dabench.stats.bootstrap import (
+    column_quantiles,
+    group_rng,
+    percentile_interval,
+    resampled_sums,
+)
 
 
 def test_same_seed_and_label_are_identical_and_labels_differ() -> None:
@@ -48,3 +53,16 @@ def test_empty_input_is_nan() -> None:
     sums = resampled_sums(np.zeros((0, 2)), 10, group_rng(0, "e"))
     assert np.isnan(sums).all()
     assert percentile_interval(sums[:, 0], 0.95) == (None, None)
+
+
+def test_column_quantiles_match_numpy_nanquantile() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random((999, 6))
+    x[rng.random(x.shape) < 0.2] = np.nan
+    x[:, 2] = np.nan  # a statistic no resample could estimate
+    x[:, 4] = 0.25
+    got = column_quantiles(x, (0.025, 0.5, 0.975))
+    with pytest.warns(RuntimeWarning):  # numpy warns on the all-NaN column
+        want = np.nanquantile(x, [0.025, 0.5, 0.975], axis=0)
+    assert np.allclose(got, want, equal_nan=True)
+    assert np.isnan(got[:, 2]).all() and (got[:, 4] == 0.25).all()

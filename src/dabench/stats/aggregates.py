@@ -58,6 +58,14 @@ def _quantile(values: npt.NDArray[np.float64] | Ints, q: float) -> float | None:
     return float(np.quantile(values, q)) if values.size else None
 
 
+def _quantiles(values: npt.NDArray[np.float64] | Ints) -> tuple[float | None, float | None]:
+    """Median and 90th percentile (linear interpolation), ``None`` when empty."""
+    if not values.size:
+        return None, None
+    median, p90 = np.quantile(values, [0.5, 0.9])
+    return float(median), float(p90)
+
+
 def _mean(values: npt.NDArray[np.float64] | Ints) -> float | None:
     return float(np.mean(values)) if values.size else None
 
@@ -83,14 +91,16 @@ def efficiency(frame: EpisodeFrame, mask: Bools, table: TaskTable) -> Efficiency
     qpd = None
     if cost_mean and has_cost.any():
         qpd = float(np.mean(score[has_cost])) / cost_mean
+    calls_q = _quantiles(calls)
+    wall_q = _quantiles(wall)
     return Efficiency(
-        tool_calls_median=_quantile(calls, 0.5),
-        tool_calls_p90=_quantile(calls, 0.9),
+        tool_calls_median=calls_q[0],
+        tool_calls_p90=calls_q[1],
         tool_calls_mean=_mean(calls),
         errors_before_success_mean=_mean(errors[passed]),
         errors_before_success_median=_quantile(errors[passed], 0.5),
-        wall_s_median=_quantile(wall, 0.5),
-        wall_s_p90=_quantile(wall, 0.9),
+        wall_s_median=wall_q[0],
+        wall_s_p90=wall_q[1],
         latency_ok_s=_mean(wall[ok]),
         latency_all_s=_mean(frame.wall_capped_s[sel]),
         tokens_mean=_mean(tokens),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from dabench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    column_quantiles,
     group_rng,
     resampled_sums,
 )
@@ -115,9 +115,7 @@ class _Ratios:
         sums = resampled_sums(values, boot.resamples, group_rng(boot.seed, label))
         ratios = _ratio(sums[:, 0::2], sums[:, 1::2])
         alpha = (1.0 - boot.confidence) / 2.0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN: no estimate anyway
-            low, high = np.nanquantile(ratios, [alpha, 1.0 - alpha], axis=0)
+        low, high = column_quantiles(ratios, (alpha, 1.0 - alpha))
         return [
             Interval(estimate=p, low=float(lo), high=float(hi))
             if p is not None and np.isfinite(lo)
