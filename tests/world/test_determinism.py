@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dabench.world import build_world, load_world
 from dabench.world.files import hash_tree
 
@@ -37,3 +39,29 @@ def test_manifest_hashes_every_file(world_dir: Path) -> None:
     assert {"warehouse.duckdb", "catalog.json"} <= set(manifest.files)
     assert "world.json" not in manifest.files
     assert manifest.seed == 930 and manifest.scale == 1
+
+
+def test_pin_refuses_an_unknown_header(tmp_path: Path) -> None:
+    from dabench.world.warehouse import pin_database_identifier
+
+    bogus = tmp_path / "x.duckdb"
+    bogus.write_bytes(b"\x00" * 4096)
+    with pytest.raises(RuntimeError, match="expected header layout"):
+        pin_database_identifier(bogus, "id")
+
+
+def test_pin_is_idempotent_and_keeps_the_database_readable(world_dir: Path, tmp_path: Path) -> None:
+    from dabench.world import GENERATOR_VERSION, connect_warehouse
+    from dabench.world.files import sha256_file
+    from dabench.world.warehouse import pin_database_identifier
+
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes((world_dir / "warehouse.duckdb").read_bytes())
+    before = sha256_file(copy)
+    pin_database_identifier(copy, f"dabench-world/{GENERATOR_VERSION}/930/1")
+    assert sha256_file(copy) == before
+    con = connect_warehouse(copy)
+    try:
+        assert con.execute("SELECT count(*) FROM sales.orders").fetchone() == (1000,)
+    finally:
+        con.close()

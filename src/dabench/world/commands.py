@@ -66,6 +66,7 @@ def build(
         f"{len(manifest.table_rows)} datasets, {rows:,} rows, {len(manifest.traps)} traps, "
         f"hash {manifest.world_hash[:16]} -> {out}",
         highlight=False,
+        soft_wrap=True,
     )
 
 
@@ -79,17 +80,20 @@ def info(path: Path = typer.Argument(..., help="A built world directory.")) -> N
         f"world {path}: generator {m.generator_version}, seed {m.seed}, scale {m.scale}, "
         f"duckdb {m.duckdb_version}\nhash {m.world_hash}",
         highlight=False,
+        soft_wrap=True,
     )
     datasets = Table(title="datasets")
-    for col in ("id", "kind", "domain", "rows", "last loaded", "note"):
+    datasets.add_column("id", no_wrap=True)
+    for col in ("kind", "domain", "rows", "last loaded", "note"):
         datasets.add_column(col)
     for d in world.catalog.datasets:
         note = f"deprecated -> {d.replaced_by}" if d.deprecated else ""
         datasets.add_row(d.id, d.kind, d.domain, f"{d.row_count:,}", str(d.last_loaded), note)
     _out.print(datasets)
     traps = Table(title="traps")
-    for col in ("id", "correct", "naive"):
-        traps.add_column(col)
+    traps.add_column("id", no_wrap=True)
+    traps.add_column("correct", justify="right")
+    traps.add_column("naive", justify="right")
     for t in m.traps:
         traps.add_row(t.id, f"{t.correct_answer:,.2f}", f"{t.naive_answer:,.2f}")
     _out.print(traps)

@@ -62,6 +62,9 @@ def pin_database_identifier(path: Path, identity: str) -> None:
         stored = struct.unpack_from("<Q", header, 0)[0]
         if stored != header_checksum(bytes(header[8:])):
             raise RuntimeError(f"{path}: unexpected DuckDB header checksum layout")
+        current = bytes(header[_IDENTIFIER_OFFSET : _IDENTIFIER_OFFSET + _IDENTIFIER_SIZE])
+        if current == bytes(_IDENTIFIER_SIZE):
+            raise RuntimeError(f"{path}: no database identifier where DuckDB >= 1.4 writes it")
         ident = hashlib.sha256(identity.encode()).digest()[:_IDENTIFIER_SIZE]
         header[_IDENTIFIER_OFFSET : _IDENTIFIER_OFFSET + _IDENTIFIER_SIZE] = ident
         struct.pack_into("<Q", header, 0, header_checksum(bytes(header[8:])))
