@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from dabench.journal.store import Journal, read_manifest
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
 from dabench.targets.base import TargetContext
+from dabench.targets.process import ServerProcess, free_port
 from dabench.targets.registry import make_target
 from dabench.tasks.loader import load_tasks
 
@@ -124,3 +128,34 @@ async def test_runner_over_mcp_target(
     )
     summary = await again.execute()
     assert summary.planned == 0 and summary.already_done == 3
+
+
+async def test_streamable_http_target(tmp_path: Path, everything_server: list[str]) -> None:
+    port = free_port()
+    server = ServerProcess(
+        [everything_server[0], "streamableHttp"], tmp_path / "server.log", env={"PORT": str(port)}
+    )
+    server.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        target = make_target(
+            {"kind": "mcp", "name": "everything-http", "url": f"http://127.0.0.1:{port}/mcp"},
+            TargetContext(None, tmp_path),
+        )
+        await target.start()
+        try:
+            assert target.describe()["endpoint"] == f"http://127.0.0.1:{port}/mcp"
+            session = await target.open_session()
+            assert "echo" in {t.name for t in await session.tools()}
+            out = await session.call("echo", {"message": "over http"})
+            assert out.text == "Echo: over http" and not out.is_error
+        finally:
+            await target.stop()
+    finally:
+        server.kill_now()
