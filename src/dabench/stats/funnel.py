@@ -20,15 +20,16 @@ def lifecycle_funnel(frame: EpisodeFrame) -> dict[str, list[FunnelStep]]:
         ]
         if not protocol:
             continue
-        names = [s for s in STEP_ORDER if any(st.name == s for ep in protocol for st in ep.steps)]
-        for ep in protocol:
-            for st in ep.steps:
-                if st.name not in names:
-                    names.append(st.name)
+        # Steps without a verdict (an ungraded teach, checked by a later verify) are not stages.
+        judged = [(ep, st) for ep in protocol for st in ep.steps if st.passed is not None]
+        names = [s for s in STEP_ORDER if any(st.name == s for _, st in judged)]
+        for _, st in judged:
+            if st.name not in names:
+                names.append(st.name)
         steps: list[FunnelStep] = []
         alive = {ep.key for ep in protocol}
         for name in names:
-            ran = [(ep, st) for ep in protocol for st in ep.steps if st.name == name]
+            ran = [(ep, st) for ep, st in judged if st.name == name]
             passed = {ep.key for ep, st in ran if st.passed}
             ran_keys = {ep.key for ep, _ in ran}
             # Protocols without this step do not lose survivors here.
