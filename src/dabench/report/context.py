@@ -21,6 +21,9 @@ class TaskCell:
     arm: str
     episodes: list[int]
     """Indices into the frame's episodes."""
+    pills: list[tuple[str, str, int, str]] = field(default_factory=list)
+    """Per episode: key, arm, attempt and state (``ok`` passed, ``ko`` failed, ``ex``
+    excluded), precomputed so templates do no array indexing."""
     n: int = 0
     c: int = 0
     excluded: int = 0
@@ -81,6 +84,7 @@ def _task_rows(run: RunData, frame: EpisodeFrame) -> list[TaskRow]:
     for i, (t, a) in enumerate(zip(frame.task.tolist(), frame.arm.tolist(), strict=True)):
         by_task[t][a].append(i)
     tasks = run.tasks or {}
+    passed, graded = frame.passed.tolist(), frame.graded.tolist()
     rows: list[TaskRow] = []
     for code, task_id in enumerate(frame.task_ids):
         first = frame.episodes[next(iter(by_task[code].values()))[0]]
@@ -93,15 +97,24 @@ def _task_rows(run: RunData, frame: EpisodeFrame) -> list[TaskRow]:
         )
         for a, arm in enumerate(frame.arms):
             idx = by_task[code].get(a, [])
-            graded = [i for i in idx if frame.graded[i]]
+            ok = [i for i in idx if graded[i]]
             row.cells.append(
                 TaskCell(
                     arm=arm,
                     episodes=idx,
-                    n=len(graded),
-                    c=int(frame.passed[graded].sum()) if graded else 0,
-                    excluded=len(idx) - len(graded),
-                    score=float(np.mean(frame.score[graded])) if graded else None,
+                    pills=[
+                        (
+                            frame.episodes[i].key,
+                            arm,
+                            frame.episodes[i].attempt,
+                            "ok" if passed[i] else ("ko" if graded[i] else "ex"),
+                        )
+                        for i in idx
+                    ],
+                    n=len(ok),
+                    c=sum(passed[i] for i in ok),
+                    excluded=len(idx) - len(ok),
+                    score=float(np.mean(frame.score[ok])) if ok else None,
                 )
             )
         rows.append(row)

@@ -303,6 +303,7 @@ def _stream(ctx: ReportContext, max_transcripts: int) -> Iterator[str]:
         charts_json=_script_json(chart_data(ctx)),
         episodes_json=_script_json(episodes),
         transcripts=len(with_transcript),
+        marks={"ok": "✓", "ko": "✕", "ex": "⚙"},
     )
 
 
