@@ -34,6 +34,7 @@ from dabench.journal.records import Episode
 from dabench.journal.store import Journal
 from dabench.judge.rubric import load_rubric
 from dabench.runner.experiment import Experiment
+from dabench.runner.protocol import lifecycle_metrics
 from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
 from dabench.tasks.lock import LOCK_FILE, catalog_ids, compute_lock, write_lock
 from dabench.tasks.model import Protocol, Task, Truth, TruthLock
@@ -78,6 +79,8 @@ class ValidationReport:
     episodes: int = 0
     seconds: float = 0.0
     run_dir: Path | None = None
+    lifecycle: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    """The oracle's S5 lifecycle metrics (``dabench.runner.protocol.lifecycle_metrics``)."""
 
     @property
     def ok(self) -> bool:
@@ -305,6 +308,7 @@ def validate(
         episodes = Journal(out).load()
     report.episodes = len(episodes)
     _judge_dynamic(report, task_set, lock, episodes, world_dir)
+    report.lifecycle = lifecycle_metrics(episodes, {p.id: p for p in task_set.protocols})
     done = {(r.item, r.arm) for r in report.results}
     for item in task_set.items:
         for arm in chosen:
@@ -340,6 +344,14 @@ def render_report(report: ValidationReport, task_set: TaskSet, console: Console)
     for issue in report.issues:
         where = f"{issue.item}" + (f" @{issue.arm}" if issue.arm else "")
         console.print(f"[red]{issue.check}[/red] {where}: {issue.detail}")
+    if report.lifecycle:
+        console.print(
+            "lifecycle (oracle): "
+            + ", ".join(
+                f"{'duplicates found' if name == 'duplicate' else name} {m['passed']}/{m['total']}"
+                for name, m in report.lifecycle.items()
+            )
+        )
     verdict = (
         "[green]all checks passed[/green]"
         if report.ok
