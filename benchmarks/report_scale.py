@@ -90,7 +90,8 @@ def main() -> None:
     )
     for n in args.episodes:
         run_dir = root / f"run{n}"
-        gen = generate(run_dir, n)
+        reuse = (run_dir / "episodes.jsonl").exists() and (run_dir / "grades.jsonl").exists()
+        gen = 0.0 if reuse else generate(run_dir, n)  # --keep DIR from an earlier run: reused
         child = subprocess.run(
             [sys.executable, __file__, "--child", str(run_dir)],
             check=True,
