@@ -55,7 +55,7 @@ from dabench.tasks.lock import (
     read_world_manifest,
     write_lock,
 )
-from dabench.tasks.model import Protocol, Task
+from dabench.tasks.model import Protocol, Task, TruthLock
 from dabench.tasks.selection import applies_to_arm, select_tasks
 
 TASKS_FILE = "tasks.yaml"
@@ -194,19 +194,21 @@ class ExperimentRun:
             )
         return set()
 
-    def _lock(self, tasks: TaskSet, world_dir: Path, world_hash: str) -> None:
+    def _lock(self, tasks: TaskSet, world_dir: Path, world_hash: str) -> TruthLock:
+        """The run's truth lock: its own on resume, the experiment's, or computed; a stale
+        lock is refused."""
         run_lock = self.run_dir / LOCK_FILE
         if self.resume and run_lock.exists():
-            check_lock(read_lock(run_lock), tasks, world_hash, run_lock)
-            return
+            lock = read_lock(run_lock)
+            check_lock(lock, tasks, world_hash, run_lock)
+            return lock
         if self.exp.lock:
             given = Path(self.exp.lock)
             given = given if given.is_absolute() else self.experiment_dir / given
             lock = read_lock(given)
             check_lock(lock, tasks, world_hash, given)
-        else:
-            lock = compute_lock(tasks, world_dir)
-        write_lock(lock, run_lock)
+            return lock
+        return compute_lock(tasks, world_dir)
 
     def _plan(self, tasks: TaskSet, done: set[str]) -> list[PlannedEpisode]:
         plan: list[PlannedEpisode] = []
@@ -358,8 +360,8 @@ class ExperimentRun:
         ]
 
     async def execute(self) -> RunSummary:
-        """Prepare, start the targets, run every missing episode, stop the targets."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        """Prepare, start the targets, run every missing episode, stop the targets. Nothing
+        is written to the run directory before the experiment has been fully validated."""
         done = self._prepare_journal()
         world_dir = resolve_world(self.exp, self.experiment_dir)
         world_hash = read_world_manifest(world_dir).world_hash
@@ -376,10 +378,12 @@ class ExperimentRun:
                     f"{self.run_dir}: the tasks changed since the run started "
                     f"(task-set hash {previous.task_set_hash[:12]} -> {tasks.hash()[:12]})"
                 )
-        self._lock(tasks, world_dir, world_hash)
+        self._build_arms(world_dir)
+        lock = self._lock(tasks, world_dir, world_hash)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        write_lock(lock, self.run_dir / LOCK_FILE)
         if not self.resume:
             dump_tasks(tasks, self.run_dir / TASKS_FILE)
-        self._build_arms(world_dir)
         manifest = previous or new_manifest(
             run_id=self.run_id,
             experiment=self._resolved(world_dir),
