@@ -142,3 +142,38 @@ def test_step_answers_use_the_deterministic_graders() -> None:
     assert grade_step_answer("It opened in 2015.", abstain, None)[0] is False
     entity = Grading(kind="entity", entities=["customers.tier_history"])
     assert grade_step_answer("customers.tier_history", entity, None)[0] is True
+
+
+def test_validation_reports_broken_tasks(suites_world: Path) -> None:
+    """A gold the grader rejects, and a trap whose naive answer equals the truth, both fail."""
+    from dabench.tasks.validate import validate
+
+    good = _task("good", "How many stores are there?", "SELECT count(*) FROM sales.stores")
+    self_wrong = Task.model_validate(
+        {
+            "id": "self-wrong",
+            "suite": "s1",
+            "category": "discovery",
+            "difficulty": "easy",
+            "prompt": "Where are orders?",
+            "grading": {
+                "kind": "entity",
+                "entities": ["sales.orders"],
+                "wrong_aliases": ["sales.orders"],
+            },
+        }
+    )
+    weak_trap = _task(
+        "weak-trap",
+        "How many channels are there?",
+        "SELECT count(*) FROM sales.channels",
+        naive_sql="SELECT 3",
+    ).model_copy(update={"trap_classes": ["cents_units"], "rubric": ["caveat.cents_units"]})
+    ts = TaskSet(tasks=[good, self_wrong, weak_trap])
+    report = validate(suites_world, ts, arms=["a0"], progress=False)
+    assert not report.ok
+    found = sorted((i.item, i.check, i.arm) for i in report.issues)
+    assert found == [("self-wrong", "oracle", "a0"), ("weak-trap", "naive", "a0")]
+    assert {r.item: r.passed for r in report.results} == {
+        "good": True, "self-wrong": False, "weak-trap": True
+    }  # fmt: skip
