@@ -45,7 +45,7 @@ async def run(exp: Experiment, run_dir: Path) -> Any:
     ).execute()
 
 
-async def test_provider_outage_is_a_harness_error(
+def test_provider_outage_is_a_harness_error(
     tmp_path: Path, mini_world: Path, everything_server: list[str]
 ) -> None:
     exp = with_agent(
@@ -53,9 +53,16 @@ async def test_provider_outage_is_a_harness_error(
         model="fake:fail_first=100,sql_tool=echo",
         retries={"max_attempts": 3, "base_delay": 0.0},
     )
-    summary = await run(exp, tmp_path / "run")
-    assert summary.statuses == {"harness_error": 3}
-    for ep in Journal(tmp_path / "run").load():
+    del exp  # validated above; run through the CLI for its exit code
+    result = CliRunner().invoke(
+        app,
+        ["run", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "run"), "--no-progress"],
+    )
+    assert result.exit_code == 3, result.output
+    assert "3 episode(s) ended in a harness error" in result.output
+    episodes = Journal(tmp_path / "run").load()
+    assert len(episodes) == 3
+    for ep in episodes:
         assert ep.status == "harness_error"
         assert ep.harness_error is not None and "retries exhausted" in ep.harness_error
         assert re.search(r"injected failure \d+/100", ep.harness_error)

@@ -159,3 +159,22 @@ async def test_streamable_http_target(tmp_path: Path, everything_server: list[st
             await target.stop()
     finally:
         server.kill_now()
+
+
+async def test_cancelled_call_leaves_the_shared_connection_usable(
+    tmp_path: Path, everything_server: list[str]
+) -> None:
+    target = make_target(
+        {"kind": "mcp", "command": everything_server}, TargetContext(None, tmp_path)
+    )
+    await target.start()
+    try:
+        session = await target.open_session()
+        slow = {"duration": 5, "steps": 5}
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await session.call("trigger-long-running-operation", slow)
+        out = await asyncio.wait_for(session.call("echo", {"message": "still here"}), 5)
+        assert out.text == "Echo: still here"
+    finally:
+        await target.stop()

@@ -174,6 +174,12 @@ def run(
             "(use --allow-audit-gaps to accept)[/red]"
         )
         raise typer.Exit(1)
+    if summary.harness_errors:
+        console.print(
+            f"[yellow]{len(summary.harness_errors)} episode(s) ended in a harness error "
+            "(excluded from grading); exit code 3[/yellow]"
+        )
+        raise typer.Exit(3)
 
 
 async def _main(execution: ExperimentRun) -> RunSummary:
