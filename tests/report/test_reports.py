@@ -100,3 +100,15 @@ def test_html_escapes_hostile_text(tmp_path: Path) -> None:
     html = write_reports(run, resamples=0).html_path.read_text(encoding="utf-8")
     assert "<script>alert(1)" not in html
     assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)" in html
+
+
+def test_single_arm_and_empty_runs_still_report(tmp_path: Path) -> None:
+    from tests.stats.builders import outcome_run, write_run
+
+    one = outcome_run(tmp_path / "one", {"a": {"t1": [True, False], "t2": [True, True]}}, k=2)
+    md = write_reports(one, resamples=100).markdown_path.read_text(encoding="utf-8")
+    assert "only one arm: no deltas" in md
+    empty = write_run(tmp_path / "empty", [], [], k=2, arms=["a", "b"])
+    files = write_reports(empty, resamples=100)
+    assert "The journal holds no episodes" in files.markdown_path.read_text(encoding="utf-8")
+    assert files.stats.groups == [] and files.html_path.exists()

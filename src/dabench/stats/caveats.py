@@ -47,6 +47,8 @@ def _judge_caveat(run: RunData) -> str | None:
 def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]:
     """Caveats for ``report.md`` / ``report.html``, most important first."""
     out: list[str] = list(run.notes)
+    if not run.episodes:
+        out.append("The journal holds no episodes: there is nothing to compare yet.")
     if run.manifest.finished_at is None:
         out.append("The run has no finish time in its manifest: it may be incomplete.")
     if run.manifest.no_model:
