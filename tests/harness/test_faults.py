@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -216,3 +217,17 @@ def test_audit_gap_fails_the_run_unless_allowed(
         ],
     )
     assert allowed.exit_code == 0, allowed.output
+
+
+async def test_provider_concurrency_bounds_episodes(
+    tmp_path: Path, mini_world: Path, everything_server: list[str]
+) -> None:
+    exp = with_agent(
+        mcp_experiment(tmp_path, mini_world, everything_server, k=2),
+        model="fake:latency=50ms,calls=1,sql_tool=echo",
+    )
+    exp = exp.model_copy(update={"concurrency": 4, "provider_concurrency": {"fake": 1}})
+    summary = await run(exp, tmp_path / "run")
+    assert summary.statuses == {"completed": 6}
+    spans = sorted((e.started_at, e.finished_at) for e in Journal(tmp_path / "run").load())
+    assert all(prev[1] <= nxt[0] for prev, nxt in itertools.pairwise(spans))
