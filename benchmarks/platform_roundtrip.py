@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import httpx
@@ -41,6 +42,7 @@ from dabench.platform.warehouse import READ_ONLY_CONFIG
 from dabench.platform.world_content import load_world_content
 
 SQL = "SELECT 42 AS answer"
+PROTOCOL = "2026-07-28"
 KEY = "dev-teacher-key"
 
 
@@ -106,6 +108,41 @@ async def _http(url: str, calls: int) -> list[float]:
     http, client = _http_client(url)
     async with http, client:
         return await _session_calls(client, calls)
+
+
+def _raw_jsonrpc(url: str, calls: int) -> list[float]:
+    """The same tools/call as the SDK sends it, posted by a bare keep-alive HTTP client.
+
+    Separates the server's share of the overhead from the MCP client SDK's.
+    """
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = {
+        "Authorization": f"Bearer {KEY}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": PROTOCOL,
+        "MCP-Method": "tools/call",
+    }
+    with httpx.Client(headers=headers, timeout=60) as http:
+
+        def post(name: str, arguments: dict[str, str]) -> dict[str, Any]:
+            body = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments, "_meta": meta},
+            }
+            resp = http.post(url, json=body, headers={"MCP-Name": name})
+            resp.raise_for_status()
+            result: dict[str, Any] = resp.json()["result"]
+            assert not result["isError"], result
+            return result
+
+        sid = json.loads(post("platform_info", {})["content"][0]["text"])["session_id"]
+        return _time(lambda: post("sql_query", {"session_id": sid, "sql": SQL}), calls)
 
 
 async def _stdio(world: Path, state: Path, calls: int) -> list[float]:
@@ -197,6 +234,7 @@ def main() -> None:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise SystemExit("platform did not start")
             time.sleep(0.1)
+        raw_ms = _raw_jsonrpc(base + "/mcp", opts.calls)
         server_cpu0 = _process_cpu_s(proc.pid)
         client_cpu0 = time.process_time()
         http_ms = asyncio.run(_http(base + "/mcp", opts.calls))
@@ -215,6 +253,7 @@ def main() -> None:
     for name, lat in (
         ("duckdb in-process (the limit)", direct_ms),
         ("PlatformService.call (no MCP)", service_ms),
+        ("JSON-RPC POST, no client SDK", raw_ms),
         ("MCP streamable HTTP (loopback)", http_ms),
         ("MCP stdio", stdio_ms),
     ):

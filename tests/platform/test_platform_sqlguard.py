@@ -39,6 +39,7 @@ REFUSED: list[tuple[str, str]] = [
     ("SELEC 1 FROM", "SQL_PARSE_ERROR"),
     ("SELECT 1\x00", "SQL_PARSE_ERROR"),
     ("SELECT '" + "x" * 3000 + "'", "SQL_TOO_LONG"),
+    ("SELECT " + "(" * 600 + "1" + ")" * 600, "SQL_PARSE_ERROR"),
 ]
 
 
@@ -71,3 +72,11 @@ def test_accepted(sql: str, tables: tuple[str, ...]) -> None:
     checked = check_sql(sql, max_chars=2000)
     assert checked.tables == tables
     assert not checked.sql.endswith(";")
+
+
+def test_verdicts_are_cached_but_fresh_errors_are_raised() -> None:
+    for _ in range(2):
+        with pytest.raises(ToolError) as info:
+            check_sql("DROP TABLE t", max_chars=2000)
+        assert info.value.code == "SQL_NOT_READ_ONLY"
+    assert check_sql("SELECT 1", 2000) is check_sql("SELECT 1", 2000)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,6 +52,8 @@ from dabench.platform.tools import (
 )
 from dabench.platform.warehouse import Warehouse
 from dabench.world.model import Catalog, KnowledgePage
+
+logger = logging.getLogger(__name__)
 
 SERVER_NAME = "dabench-platform"
 MAX_REQUEST_CHARS = 256_000
@@ -233,6 +236,12 @@ class PlatformService:
             payload = exc.payload()
             is_error = True
             error_code = exc.code
+        except Exception as exc:  # a bug must still produce a result and an audit row
+            logger.exception("tool %s failed", tool)
+            err = ToolError("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}"[:300], "retry")
+            payload = err.payload()
+            is_error = True
+            error_code = err.code
         text = json.dumps(payload, ensure_ascii=False, default=str)
         self.audit.record(
             timestamp=timestamp,

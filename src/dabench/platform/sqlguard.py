@@ -100,18 +100,27 @@ def check_sql(sql: str, max_chars: int) -> CheckedSql:
             f"the SQL is {len(sql)} characters; the limit is {max_chars}",
             "shorten the query",
         )
-    verdict = _cached_check(sql)
+    verdict = _cached_check(sql) if len(sql) <= _CACHE_MAX_CHARS else _guarded_check(sql)
     if isinstance(verdict, ToolError):
         raise ToolError(verdict.code, verdict.body.message, verdict.body.hint)
     return verdict
 
 
-@functools.lru_cache(maxsize=4096)
-def _cached_check(sql: str) -> CheckedSql | ToolError:
+_CACHE_MAX_CHARS = 4000
+
+
+def _guarded_check(sql: str) -> CheckedSql | ToolError:
     try:
         return _check(sql)
     except ToolError as exc:
         return exc
+    except RecursionError:
+        return _refuse(
+            "SQL_PARSE_ERROR", "the SQL is nested too deeply to parse", "flatten the query"
+        )
+
+
+_cached_check = functools.lru_cache(maxsize=1024)(_guarded_check)
 
 
 def _check(sql: str) -> CheckedSql:
