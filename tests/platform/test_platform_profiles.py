@@ -104,3 +104,33 @@ def test_cli_profiles_lists_tools() -> None:
     assert "apply_knowledge" in result.output
     for name in ("a0", "a1", "a2", "a3"):
         assert name in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "auth_text", "needle"),
+    [
+        (["--profile", "a9"], None, "not a shipped profile"),
+        (["--transport", "smoke"], None, "--transport must be http or stdio"),
+        (["--audit-dsn", "mysql://x"], None, "postgresql://"),
+        ([], "identities: [{key: abcdefgh1, user: a, persona: intern}]\n", "persona"),
+        ([], "identities: [{key: short, user: a}]\n", "identities.0.key"),
+        ([], "identities: []\nadmins: [x]\n", "admins"),
+    ],
+)
+def test_serve_rejects_bad_input(
+    world_dir: Path, tmp_path: Path, args: list[str], auth_text: str | None, needle: str
+) -> None:
+    argv = ["platform", "serve", "--world", str(world_dir), "--state-dir", str(tmp_path), *args]
+    if auth_text is not None:
+        auth = tmp_path / "auth.yaml"
+        auth.write_text(auth_text)
+        argv += ["--auth", str(auth)]
+    result = CliRunner().invoke(app, argv)
+    assert isinstance(result.exception, UserInputError), result.output
+    assert needle in str(result.exception)
+
+
+def test_serve_rejects_missing_world(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["platform", "serve", "--world", str(tmp_path / "none")])
+    assert isinstance(result.exception, UserInputError)
+    assert "not a directory" in str(result.exception)

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from dabench import __version__
+from dabench.errors import UserInputError
 from dabench.platform.audit import AuditStore
 from dabench.platform.auth import AuthConfig, Identity
 from dabench.platform.enrichment import (
@@ -107,6 +108,12 @@ class PlatformService:
         state_dir: Path,
         audit_dsn: str | None = None,
     ) -> None:
+        missing = sorted({i.persona for i in auth.identities} - set(profile.personas))
+        if missing:
+            raise UserInputError(
+                f"auth identities use persona(s) {missing} that profile {profile.name!r} does "
+                f"not define (it has {sorted(profile.personas)})"
+            )
         self.world = world
         self.profile = profile
         self.auth = auth
