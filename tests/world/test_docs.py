@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dabench.world import World
+from dabench.world.markdown import datasets_table, traps_table
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "world.md"
 
@@ -17,3 +18,10 @@ def test_doc_lists_every_dataset_trap_and_page(world: World) -> None:
     missing += [g.id for g in world.catalog.glossary if f"`{g.id}`" not in text]
     missing += [q.id for q in world.catalog.curated_queries if f"`{q.id}`" not in text]
     assert missing == [], f"docs/world.md does not mention: {missing}"
+
+
+def test_doc_tables_are_current(world: World) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    hint = "regenerate with: dabench world info DIR --markdown (seed 930, scale 1)"
+    assert datasets_table(world) in text, hint
+    assert traps_table(world) in text, hint

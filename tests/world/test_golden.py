@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("1.0.0", "2.0.1"): "4b689acb8ae4474bf47bba21313ea5fffe195a2cad1383a92ecb48be07ae1a97",
+    ("1.1.0", "2.0.1"): "915487ab4e5f4257aaf929a66b2fe0ae610ee8a20cbae11eea1756de0f2ca84d",
 }
 
 

@@ -16,6 +16,7 @@ from dabench.errors import DabenchError, UserInputError
 from dabench.world.build import build_world
 from dabench.world.export_elasticsearch import export_command
 from dabench.world.load import load_world, read_manifest, verify_files
+from dabench.world.markdown import datasets_table, traps_table
 
 app = typer.Typer(no_args_is_help=True)
 _out = Console()
@@ -72,9 +73,15 @@ def build(
 
 @app.command()
 @_one_line_errors
-def info(path: Path = typer.Argument(..., help="A built world directory.")) -> None:
+def info(
+    path: Path = typer.Argument(..., help="A built world directory."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print markdown tables instead."),
+) -> None:
     """Show a world's seed, scale, hash, datasets and traps (correct vs naive)."""
     world = load_world(path)
+    if markdown:
+        typer.echo(datasets_table(world) + "\n" + traps_table(world), nl=False)
+        return
     m = world.manifest
     _out.print(
         f"world {path}: generator {m.generator_version}, seed {m.seed}, scale {m.scale}, "

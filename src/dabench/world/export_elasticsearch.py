@@ -337,6 +337,20 @@ def export_world(
     return exporter.export()
 
 
+def describe_api_error(exc: Any) -> str:
+    """``HTTP <status> <error type>: <reason>`` of an ``elasticsearch.ApiError``."""
+    status = getattr(exc, "status", None) or getattr(getattr(exc, "meta", None), "status", "?")
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        return f"HTTP {status} {error.get('type', 'error')}: {error.get('reason', '')}"
+    if status == 401:
+        return "HTTP 401: authentication failed (check --api-key / ES_API_KEY)"
+    if status == 403:
+        return "HTTP 403: the API key may not create indices or write documents"
+    return f"HTTP {status}: {error or body or exc}"
+
+
 def export_command(
     world_dir: Path = typer.Option(..., "--world", help="A built world directory."),
     url: str = typer.Option(..., "--elasticsearch", help="Elasticsearch URL."),
@@ -380,7 +394,9 @@ def export_command(
                 world, client, prefix=prefix, recreate=recreate, chunk_size=chunk_size,
                 progress=hook, datasets=datasets or None,
             )  # fmt: skip
-    except (ApiError, TransportError) as exc:
+    except ApiError as exc:
+        raise ExportError(f"elasticsearch {url}: {describe_api_error(exc)}") from exc
+    except TransportError as exc:
         raise ExportError(f"elasticsearch {url}: {exc}") from exc
     finally:
         client.close()
@@ -391,4 +407,5 @@ def export_command(
         f"({', '.join(f'{n} {a}' for a, n in actions.items() if n)}), {summary.docs:,} documents "
         f"in {summary.elapsed_s:.1f}s",
         highlight=False,
+        soft_wrap=True,
     )

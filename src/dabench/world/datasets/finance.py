@@ -41,16 +41,17 @@ FROM range({N_PARTNERS}) t(i)"""
 WITH m AS (SELECT m, DATE '{START_DATE}' + to_months(m::INTEGER) AS month
            FROM range({n_months}) t(m)), c AS ({rates})
 SELECT m.month, c.currency,
-       round(c.mean + c.amp * sin(m.m / 3.0 + length(c.currency))
+       round(c.mean + c.amp * (abs((m.m + 4 * length(c.currency)) % 12 - 6) / 3.0 - 1)
              + c.amp * 0.3 * ({r.u("fx", "m.m * 10 + length(c.currency)")} - 0.5), 6)
          ::DECIMAL(12, 6) AS rate
 FROM m CROSS JOIN c"""
+    inv_u = r.u("inv_amt", "q.i")
     invoices_select = f"""
 WITH q AS ({quantile_days("_invoice_days", str(n_invoices))})
 SELECT printf('INV-%06d', q.i + 1) AS invoice_id, p.partner_id, p.billing_entity,
        q.day AS issued_on, q.day + 30 AS due_on,
        (CASE WHEN p.billing_entity = '{NORDIC_ENTITY}' THEN 10.6 ELSE 1.0 END
-        * round(800 + 14000 * pow({r.u("inv_amt", "q.i")}, 2), 2))::DECIMAL(14, 2) AS amount,
+        * round(800 + 14000 * {inv_u} * {inv_u}, 2))::DECIMAL(14, 2) AS amount,
        CASE WHEN q.day + 45 > DATE '{END_DATE}' AND {r.u("inv_open", "q.i")} < 0.6 THEN NULL
             WHEN {r.u("inv_late", "q.i")} < 0.04 THEN NULL
             ELSE least(q.day + {r.int("inv_pay", "q.i", 10, 55)}::INTEGER, DATE '{END_DATE}')

@@ -107,7 +107,7 @@ SELECT o.i + 1 AS order_id, o.day AS order_date, c.customer_id, o.channel,
 FROM o CROSS JOIN cnt
 JOIN _customer_base c
   ON c.is_test = o.test_pick
- AND c.grp_rank = floor(pow({r.u("o_cust", "o.i")}, 1.7)
+ AND c.grp_rank = floor({r.u("o_cust", "o.i")} * sqrt({r.u("o_cust", "o.i")})
                         * CASE WHEN o.test_pick THEN cnt.n_test ELSE cnt.n_real END)::BIGINT"""
     lines_select = f"""
 WITH j AS (SELECT order_id, unnest(range(n_lines)) AS j FROM _orders),
