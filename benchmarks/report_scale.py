@@ -94,10 +94,11 @@ def main() -> None:
         gen = 0.0 if reuse else generate(run_dir, n)  # --keep DIR from an earlier run: reused
         child = subprocess.run(
             [sys.executable, __file__, "--child", str(run_dir)],
-            check=True,
             capture_output=True,
             text=True,
         )
+        if child.returncode != 0:
+            sys.exit(f"measuring {run_dir} failed:\n{child.stderr[-3000:]}")
         r = json.loads(child.stdout.strip().splitlines()[-1])
         print(
             f"{n:>9,} {gen:>7.1f} {r['load_s']:>7.2f} {r['stats_s']:>8.2f} "
