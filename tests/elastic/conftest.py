@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.elastic.fake_elasticsearch import FakeElasticsearch
 
 

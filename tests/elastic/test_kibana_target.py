@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.elastic.fake_kibana import FakeKibana, Scripted, tabular, tool_step
 
 from dabench.errors import HarnessError
 from dabench.targets.base import TargetContext
@@ -16,7 +17,6 @@ from dabench.targets.kibana.client import iter_sse
 from dabench.targets.kibana.wire import StreamAccumulator, parse_sync_response, render_result
 from dabench.targets.process import free_port
 from dabench.targets.registry import make_target
-from tests.elastic.fake_kibana import FakeKibana, Scripted, tabular, tool_step
 
 ESQL = "FROM dabench-sales.stores | STATS n = COUNT(*)"
 STEPS = [
@@ -189,10 +189,10 @@ def test_sync_body_without_model_usage_and_malformed_bodies() -> None:
             "round_id": "r",
             "steps": [{"type": "future_step"}],
             "response": {"message": "ok"},
-        }  # fmt: skip
+        }
     )
     assert rnd.model_usage is None and rnd.reported_ttft_ms is None and rnd.message == "ok"
-    with pytest.raises(HarnessError, match="no response.message"):
+    with pytest.raises(HarnessError, match=r"no response\.message"):
         parse_sync_response({"conversation_id": "c"})
     with pytest.raises(HarnessError, match="non-object"):
         parse_sync_response(["x"])
@@ -233,5 +233,5 @@ def test_config_is_validated() -> None:
             {
                 "kind": "kibana",
                 "tools": [{"id": "t", "type": "workflow", "description": "d", "configuration": {}}],
-            }  # fmt: skip
+            }
         )

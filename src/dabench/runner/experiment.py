@@ -95,7 +95,11 @@ class Experiment(_Spec):
 
     def uses_model(self) -> bool:
         """Whether any arm's agent calls a model."""
-        return any(a.agent.get("kind") == "llm" for a in self.arms)
+        return any(a.agent.get("kind") in MODEL_AGENT_KINDS for a in self.arms)
+
+
+MODEL_AGENT_KINDS = frozenset({"llm", "kibana"})
+"""Agent kinds that call a model (the ``kibana`` agent's model runs inside Kibana)."""
 
 
 def validate_arms(exp: Experiment, where: str) -> None:
