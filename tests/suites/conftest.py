@@ -36,5 +36,9 @@ def validation(
     narrowed = TaskSet(tasks=tasks, protocols=builtin.protocols, sources=builtin.sources)
     run_dir = tmp_path_factory.mktemp("validate") / "run"
     return validate(
-        suites_world, narrowed, arms=["a0", "a2", "a3"], run_dir=run_dir, progress=False
+        suites_world,
+        narrowed,
+        arms=["a0", "a2", "a3"],
+        run_dir=run_dir,
+        progress=False,
     )

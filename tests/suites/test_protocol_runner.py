@@ -34,7 +34,7 @@ def protocol_run(
                 {"name": "a2", "target": {"kind": "reference", "profile": "a2"},
                  "agent": {"kind": "oracle"}},
                 {"name": "llm-a3", "target": {"kind": "reference", "profile": "a3"},
-                 "agent": {"kind": "llm", "model": "fake:calls=2,sql=SELECT 42"}},
+                 "agent": {"kind": "llm", "model": "fake:calls=2,latency=0,sql=SELECT 42"}},
             ],
         }
     )  # fmt: skip
