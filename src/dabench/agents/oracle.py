@@ -163,9 +163,11 @@ class OracleAgent(Agent):
             return render_answer(columns, rows, g.format, sql)
         if g.entities:
             entity = g.entities[0]
-            is_table = entity.count(".") == 1
-            if is_table and self.config.search_tool not in names and DESCRIBE_TOOL in names:
-                await recorder.call(session, DESCRIBE_TOOL, {"table": entity}, turn)
+            # Without search, a dataset or column id is confirmed by describing its table;
+            # pages, glossary terms and queries are answered directly.
+            table = ".".join(entity.split(".")[:2]) if entity.count(".") in (1, 2) else None
+            if table and self.config.search_tool not in names and DESCRIBE_TOOL in names:
+                await recorder.call(session, DESCRIBE_TOOL, {"table": table}, turn)
             return entity
         raise HarnessError(f"oracle: task {task.id!r} has no gold SQL or entity to answer from")
 
