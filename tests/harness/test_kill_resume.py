@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 from rich.console import Console
 
@@ -76,6 +77,7 @@ def interrupt_after(
     return children
 
 
+@pytest.mark.slow
 def test_sigterm_then_sigkill_then_resume(tmp_path: Path, real_world: Path) -> None:
     exp = {
         "name": "kill",
