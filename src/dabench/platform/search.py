@@ -1,7 +1,7 @@
 """Lexical search over the effective knowledge: datasets, columns, glossary, knowledge pages,
 curated queries and (when memory is on) the memories the caller may see.
 
-Ranking is BM25 (``rank_bm25.BM25Okapi``) over a light tokenisation (lower-case
+Ranking is BM25 (``rank_bm25.BM25Okapi``, titles weighted x3) over a light tokenisation (lower-case
 alphanumeric words, identifiers split on ``.`` and ``_``, a trailing plural ``s`` dropped).
 Ties break on the result id, so equal inputs give equal rankings. The index is rebuilt when
 the state version changes (a promotion or a memory) and is per user (memories differ).
@@ -20,12 +20,60 @@ from dabench.platform.knowledge import KnowledgeView
 from dabench.platform.state import Insight
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+TITLE_WEIGHT = 3
+"""A document's title (name, id) counts this many times in its BM25 term frequencies."""
+
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "many",
+        "much",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+    ]
+)
+"""Question words and function words: they match everything and rank nothing."""
 
 
 def tokenize(text: str) -> list[str]:
     """BM25 tokens of ``text``."""
     out = []
     for tok in _TOKEN.findall(text.lower()):
+        if tok in STOP_WORDS:
+            continue
         if len(tok) > 3 and tok.endswith("s") and not tok.endswith("ss"):
             tok = tok[:-1]
         out.append(tok)
@@ -96,7 +144,7 @@ def _snippet(text: str, limit: int = 240) -> str:
 class _Index:
     def __init__(self, docs: list[SearchDoc]) -> None:
         self.docs = docs
-        corpus = [tokenize(d.text) or ["_"] for d in docs]
+        corpus = [tokenize(d.title) * TITLE_WEIGHT + tokenize(d.text) or ["_"] for d in docs]
         self.token_sets = [frozenset(toks) for toks in corpus]
         self.bm25 = BM25Okapi(corpus) if docs else None
 
