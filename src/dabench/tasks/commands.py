@@ -48,7 +48,10 @@ def list_cmd(
 ) -> None:
     """List tasks with suite, category and difficulty, and the task-set hash."""
     ts = select_tasks(_load(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
-    table = Table("id", "suite", "category", "difficulty", "smoke", "source")
+    table = Table()
+    table.add_column("id", no_wrap=True)
+    for name in ("suite", "category", "difficulty", "smoke", "file"):
+        table.add_column(name)
     for item in ts.items:
         table.add_row(
             item.id,
@@ -56,11 +59,11 @@ def list_cmd(
             item.category,
             item.difficulty,
             "yes" if item.smoke else "",
-            ts.sources.get(item.id, ""),
+            Path(ts.sources.get(item.id, "")).name,
         )
     console = Console()
     console.print(table)
-    console.print(f"{len(ts.items)} items, task-set hash {ts.hash()}")
+    console.print(f"{len(ts.items)} items, task-set hash {ts.hash()}", soft_wrap=True)
 
 
 @app.command("lock")
