@@ -212,3 +212,28 @@ def test_shipped_example_experiment_is_valid() -> None:
     assert len(set(connectors)) == len(connectors) >= 3
     targets = {json.dumps(arm.target, sort_keys=True) for arm in exp.arms}
     assert len(targets) == 1, "arms differ only by connector"
+
+
+async def test_a_round_without_usage_makes_the_cost_unknown(tmp_path: Path) -> None:
+    task = next(t for t in load_tasks([DATA / "tasks.yaml"]).tasks if len(t.messages) == 2)
+
+    def respond(body: dict[str, Any]) -> Scripted:
+        later = "conversation_id" in body
+        return Scripted(message="FINAL ANSWER: 3", model_usage=None if later else DEFAULT_USAGE)
+
+    with FakeKibana(respond) as server:
+        raw = {"kind": "kibana", "url": server.url, "api_key": "test-key"}
+        target = make_target(raw, TargetContext(world_dir=None, work_dir=tmp_path))
+        await target.start()
+        config = KibanaAgentConfig(connector_id="c", price_model="openai:gpt-4.1")
+        transcript = EpisodeTranscript()
+        try:
+            status = await KibanaAgent(config).run(
+                EpisodeRequest("r", "a", task, 0, target, budget=5), transcript
+            )
+        finally:
+            await target.stop()
+    assert status == "completed" and transcript.usage.output == 80
+    assert transcript.cost_usd is None and transcript.cost_source == "none"
+    assert [r.model_usage is None for r in transcript.rounds] == [False, True]
+    assert transcript.sessions == ["conv-1"] and transcript.ttft_ms is not None

@@ -155,7 +155,11 @@ class KibanaAgent(Agent):
         transcript.messages.append(Message(role="assistant", content=rnd.message))
         transcript.answers.append(rnd.message)
         usage = usage_of(rnd.model_usage)
-        transcript.add_usage(usage, self._cost(usage, rnd.model_usage), "price_table")
+        unpriced = rnd.model_usage is None or any(r.model_usage is None for r in transcript.rounds)
+        cost = None if unpriced else self._cost(usage, rnd.model_usage)
+        transcript.add_usage(usage, cost, "price_table")
+        if unpriced:  # one round without usage makes the episode's cost unknown, not lower
+            transcript.cost_usd, transcript.cost_source = None, "none"
         ttft = rnd.measured_ttft_ms if rnd.measured_ttft_ms is not None else rnd.reported_ttft_ms
         if transcript.ttft_ms is None and ttft is not None:
             transcript.ttft_ms = round(ttft, 3)

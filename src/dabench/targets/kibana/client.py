@@ -37,7 +37,8 @@ def _error_text(resp: httpx.Response) -> str:
 async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
     """``(event, data)`` frames of a server-sent event stream (comments ignored; the event
     defaults to ``message``; multiple ``data`` lines are joined with newlines)."""
-    event, data = "message", list[str]()
+    event = "message"
+    data: list[str] = []
     async for raw in lines:
         line = raw.rstrip("\r")
         if not line:
