@@ -14,6 +14,7 @@ from rich.console import Console
 
 from dabench.agents.base import EpisodeRequest, EpisodeTranscript
 from dabench.agents.llm import LlmAgent, LlmAgentConfig
+from dabench.errors import HarnessError
 from dabench.journal.store import Journal, read_manifest
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
@@ -130,20 +131,27 @@ async def test_runner_over_mcp_target(
     assert summary.planned == 0 and summary.already_done == 3
 
 
-async def test_streamable_http_target(tmp_path: Path, everything_server: list[str]) -> None:
+async def start_http_everything(tmp_path: Path, command: list[str]) -> tuple[ServerProcess, int]:
+    """server-everything in streamable-HTTP mode on a free port, once it accepts connections."""
     port = free_port()
     server = ServerProcess(
-        [everything_server[0], "streamableHttp"], tmp_path / "server.log", env={"PORT": str(port)}
+        [command[0], "streamableHttp"], tmp_path / "server.log", env={"PORT": str(port)}
     )
     server.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return server, port
+        except OSError:
+            await asyncio.sleep(0.1)
+    server.kill_now()
+    raise AssertionError(f"server-everything did not listen: {server.log_tail()}")
+
+
+async def test_streamable_http_target(tmp_path: Path, everything_server: list[str]) -> None:
+    server, port = await start_http_everything(tmp_path, everything_server)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
         target = make_target(
             {"kind": "mcp", "name": "everything-http", "url": f"http://127.0.0.1:{port}/mcp"},
             TargetContext(None, tmp_path),
@@ -177,4 +185,24 @@ async def test_cancelled_call_leaves_the_shared_connection_usable(
         out = await asyncio.wait_for(session.call("echo", {"message": "still here"}), 5)
         assert out.text == "Echo: still here"
     finally:
+        await target.stop()
+
+
+async def test_a_target_that_died_is_a_harness_error(
+    tmp_path: Path, everything_server: list[str]
+) -> None:
+    server, port = await start_http_everything(tmp_path, everything_server)
+    target = make_target(
+        {"kind": "mcp", "url": f"http://127.0.0.1:{port}/mcp", "call_timeout_s": 5},
+        TargetContext(None, tmp_path),
+    )
+    try:
+        await target.start()
+        session = await target.open_session()
+        await session.call("echo", {"message": "alive"})
+        server.kill_now()
+        with pytest.raises(HarnessError, match="tool call echo failed"):
+            await asyncio.wait_for(session.call("echo", {"message": "dead"}), 20)
+    finally:
+        server.kill_now()
         await target.stop()
