@@ -14,7 +14,8 @@ its steps in order:
 
 Everything the protocol did lands in ONE episode: the tool calls of all its sessions, one
 :class:`~dabench.journal.records.StepRecord` per step, and the audit check over all sessions.
-Protocol attempts on one target run one at a time (they share the platform state).
+Protocol attempts on one target run one at a time (``protocol_slot``: the runner takes it
+before the concurrency slots and the episode time limit).
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ LIFECYCLE_METRICS: tuple[str, ...] = (
 """The S5 metrics; each is the pass rate of the protocol steps tagged with it (``duplicate``
 is reported as a duplicate *rate*: the share of duplicate checks that failed)."""
 _EVIDENCE_FETCHES = 3
-_TARGET_LOCKS: dict[int, asyncio.Lock] = {}
 
 
 class AdminTarget(TypingProtocol):
@@ -576,10 +576,9 @@ class ProtocolPlay:
 async def run_protocol(
     request: ProtocolRequest, transcript: EpisodeTranscript
 ) -> tuple[EpisodeStatus, list[StepRecord]]:
-    """The registered protocol runner: one attempt, serialised per target."""
-    lock = _TARGET_LOCKS.setdefault(id(request.target), asyncio.Lock())
-    async with lock:
-        return await ProtocolPlay(request, transcript).run()
+    """The registered protocol runner: one attempt (the runner serialises protocol attempts
+    per target with :func:`dabench.runner.protocols.protocol_slot`)."""
+    return await ProtocolPlay(request, transcript).run()
 
 
 # -- metrics -------------------------------------------------------------------------------------

@@ -7,7 +7,11 @@ protocols in a selection are skipped and the run says so.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import weakref
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from dabench.agents.base import Agent, EpisodeTranscript
@@ -35,6 +39,16 @@ ProtocolRunner = Callable[
 and the step records (raise :class:`~dabench.errors.HarnessError` for infrastructure faults)."""
 
 _RUNNER: list[ProtocolRunner] = []
+_SLOTS: weakref.WeakKeyDictionary[Target, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def protocol_slot(item: object, target: Target) -> AbstractAsyncContextManager[object]:
+    """Protocol attempts on one target run one at a time (they reset and share the platform
+    state); tasks pass freely. The runner takes it before the concurrency slots and the episode
+    time limit, so waiting for it costs neither."""
+    if not isinstance(item, Protocol):
+        return contextlib.nullcontext()
+    return _SLOTS.setdefault(target, asyncio.Lock())
 
 
 def register_protocol_runner(runner: ProtocolRunner) -> None:

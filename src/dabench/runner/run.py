@@ -37,7 +37,7 @@ from dabench.journal.records import AuditCheck, Episode, EpisodeStatus, StepReco
 from dabench.journal.store import Journal, read_manifest, write_manifest
 from dabench.runner.experiment import ArmConfig, Experiment
 from dabench.runner.manifest import new_manifest
-from dabench.runner.protocols import ProtocolRequest, protocol_runner
+from dabench.runner.protocols import ProtocolRequest, protocol_runner, protocol_slot
 from dabench.targets.base import Target, TargetContext
 from dabench.targets.registry import make_target
 from dabench.tasks.loader import (
@@ -461,7 +461,8 @@ class ExperimentRun:
         )
 
         async def one(p: PlannedEpisode, bar: TaskID) -> None:
-            async with overall, per_provider[p.arm.agent.provider or "none"]:
+            slot = protocol_slot(p.item, p.arm.target)  # before the slots and the time limit
+            async with slot, overall, per_provider[p.arm.agent.provider or "none"]:
                 ep = await self.run_episode(p)
             await asyncio.to_thread(self.journal.append, ep)
             self._record(ep)
