@@ -37,10 +37,21 @@ def measure(run_dir: Path) -> dict[str, float]:
 
     out: dict[str, float] = {"rss_after_imports_mb": _rss_mb()}
     marks: list[tuple[str, float]] = []
+    cpu_marks: list[tuple[str, float]] = []
+
+    def mark(msg: str) -> None:
+        marks.append((msg, time.perf_counter()))
+        cpu_marks.append((msg, time.process_time()))
+
     t0, c0 = time.perf_counter(), time.process_time()
-    write_reports(run_dir, progress=lambda msg: marks.append((msg, time.perf_counter())))
+    write_reports(run_dir, progress=mark)
     end, c1 = time.perf_counter(), time.process_time()
-    starts = dict(marks)
+    starts, cpu = dict(marks), dict(cpu_marks)
+    out.update(
+        load_cpu_s=cpu["computing statistics"] - c0,
+        stats_cpu_s=cpu["writing report.md"] - cpu["computing statistics"],
+        html_cpu_s=c1 - cpu["writing report.html"],
+    )
     out.update(
         load_s=starts["computing statistics"] - t0,
         stats_s=starts["writing report.md"] - starts["computing statistics"],
@@ -105,6 +116,11 @@ def main() -> None:
             f"{r['markdown_s']:>6.2f} {r['html_s']:>7.2f} {r['total_s']:>8.2f} {r['cpu_s']:>6.2f} "
             f"{r['peak_rss_mb']:>8.0f} {r['rss_after_imports_mb']:>10.0f} "
             f"{r['journal_mb']:>10.1f} {r['html_mb']:>8.1f}",
+            flush=True,
+        )
+        print(
+            f"{'':>9} cpu: load {r['load_cpu_s']:.2f} s, stats {r['stats_cpu_s']:.2f} s, "
+            f"html {r['html_cpu_s']:.2f} s",
             flush=True,
         )
 
