@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -261,3 +262,25 @@ def test_openapi_served(platform_a0: RunningPlatform) -> None:
         "enrichment_applied", "enrichment_tokens_full", "enrichment_tokens_delivered",
         "event_kind",
     }  # fmt: skip
+
+
+async def test_concurrent_sessions_audit_exactly(platform_a1: RunningPlatform, world: Any) -> None:
+    table = _first_dataset(world)
+
+    async def episode(user: str, calls: int) -> str:
+        async with mcp_client(platform_a1, user) as client:
+            sid = await open_session(client)
+            for i in range(calls):
+                sql = f"SELECT COUNT(*) + {i} FROM {table}"
+                is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": sql})
+                assert not is_error, body
+                assert body["rows"][0][0] == world.manifest.table_rows[table] + i
+            return sid
+
+    users = ["teacher", "learner", "reviewer"] * 4
+    sessions = await asyncio.gather(*(episode(u, 2 + n % 3) for n, u in enumerate(users)))
+    assert len(set(sessions)) == len(users)
+    for n, (user, sid) in enumerate(zip(users, sessions, strict=True)):
+        rows = platform_a1.audit(session_id=sid, event_kind="tool_call")
+        assert len(rows) == 2 + n % 3
+        assert {r["user_id"] for r in rows} == {user}
