@@ -28,15 +28,16 @@ from rich.console import Console
 from rich.table import Table
 
 from dabench.agents.oracle import format_number
-from dabench.errors import UserInputError
+from dabench.errors import HarnessError, UserInputError
 from dabench.grading import grade_episode, grade_protocol_episode
 from dabench.journal.records import Episode
 from dabench.journal.store import Journal
 from dabench.judge.rubric import load_rubric
+from dabench.platform.profile import load_profile
 from dabench.runner.experiment import Experiment
 from dabench.runner.protocol import lifecycle_metrics
 from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
-from dabench.tasks.lock import LOCK_FILE, catalog_ids, compute_lock, write_lock
+from dabench.tasks.lock import LOCK_FILE, catalog_ids, compute_lock, read_world_manifest, write_lock
 from dabench.tasks.model import Protocol, Task, Truth, TruthLock
 from dabench.tasks.selection import applies_to_arm
 
@@ -291,6 +292,9 @@ def validate(
 
     t0 = time.perf_counter()
     chosen = list(arms or DEFAULT_ARMS)
+    read_world_manifest(world_dir)  # a clear error for a directory that is not a world
+    for arm in chosen:
+        load_profile(arm)  # a clear error for an unknown profile, before any server starts
     report = ValidationReport(items=len(task_set.items), arms=chosen, run_dir=run_dir)
     lock, report.issues = static_checks(task_set, world_dir)
     if lock is None:
@@ -304,7 +308,10 @@ def validate(
         exp = _experiment(world_dir, chosen, tasks_file, lock_file, concurrency)
         out = run_dir or Path(tmp) / "run"
         execution = ExperimentRun(exp, out, experiment_dir=Path(tmp), progress=progress)
-        asyncio.run(execution.execute())
+        try:
+            asyncio.run(execution.execute())
+        except HarnessError as exc:
+            report.issues.append(ValidationIssue("*", "harness", str(exc)))
         episodes = Journal(out).load()
     report.episodes = len(episodes)
     _judge_dynamic(report, task_set, lock, episodes, world_dir)
