@@ -19,6 +19,7 @@ from dabench.journal.store import Journal, read_manifest
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
 from dabench.targets.base import TargetContext
+from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
 from dabench.targets.registry import make_target
 from dabench.tasks.loader import load_tasks
@@ -206,3 +207,16 @@ async def test_a_target_that_died_is_a_harness_error(
     finally:
         server.kill_now()
         await target.stop()
+
+
+async def test_lean_client_refuses_a_server_without_the_stateless_revision(
+    tmp_path: Path, everything_server: list[str]
+) -> None:
+    server, port = await start_http_everything(tmp_path, everything_server)
+    conn = LeanMcpConnection(f"http://127.0.0.1:{port}/mcp", {})
+    try:
+        with pytest.raises(HarnessError, match="use the official client"):
+            await conn.open()
+    finally:
+        await conn.close()
+        server.kill_now()

@@ -76,14 +76,20 @@ def test_oracle_passes_every_grade(smoke_run: tuple[Path, str]) -> None:
     assert not failed
 
 
-def _exp(tmp_path: Path, world: Path, agent: dict[str, object], profile: str = "a2") -> Path:
+def _exp(
+    tmp_path: Path, world: Path, agent: dict[str, object], profile: str = "a2", client: str = "lean"
+) -> Path:
     path = tmp_path / "exp.yaml"
     exp = {
         "name": "ref",
         "world": {"dir": str(world)},
         "tasks": {"smoke": True},
         "arms": [
-            {"name": profile, "target": {"kind": "reference", "profile": profile}, "agent": agent}
+            {
+                "name": profile,
+                "target": {"kind": "reference", "profile": profile, "client": client},
+                "agent": agent,
+            }
         ],
     }
     path.write_text(yaml.safe_dump(exp))
@@ -115,7 +121,9 @@ async def test_replay_of_a_recorded_run(
     smoke_run: tuple[Path, str], tmp_path: Path, real_world: Path
 ) -> None:
     recorded_dir, _ = smoke_run
-    exp = load_experiment(_exp(tmp_path, real_world, {"kind": "replay", "run": str(recorded_dir)}))
+    # Replayed through the official MCP client (the smoke run used the lean one).
+    replay = {"kind": "replay", "run": str(recorded_dir)}
+    exp = load_experiment(_exp(tmp_path, real_world, replay, client="sdk"))
     run = ExperimentRun(
         exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(quiet=True), progress=False
     )

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
@@ -67,6 +67,27 @@ def hide_argument(spec: ToolSpec, name: str) -> ToolSpec:
     if "required" in schema:
         schema["required"] = [r for r in schema["required"] if r != name]
     return ToolSpec(name=spec.name, description=spec.description, input_schema=schema)
+
+
+@runtime_checkable
+class ToolConnection(Protocol):
+    """A connection that lists and calls MCP tools (official or lean client)."""
+
+    async def open(self) -> None:
+        """Connect."""
+        ...
+
+    async def close(self) -> None:
+        """Disconnect; safe to call twice."""
+        ...
+
+    async def list_tools(self) -> list[ToolSpec]:
+        """The server's tools."""
+        ...
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Call a tool."""
+        ...
 
 
 class TargetSession(ABC):

@@ -25,8 +25,16 @@ from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
 from dabench.targets.audit import AuditReaderConfig, http_client, read_audit_http
-from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome, hide_argument
+from dabench.targets.base import (
+    Target,
+    TargetContext,
+    TargetSession,
+    ToolConnection,
+    ToolOutcome,
+    hide_argument,
+)
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
+from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
 from dabench.targets.registry import register_target
 
@@ -49,12 +57,15 @@ class ReferenceTargetConfig(BaseModel):
     call_timeout_s: float = 120.0
     extra_args: list[str] = Field(default_factory=list)
     """More ``dabench platform serve`` arguments."""
+    client: Literal["lean", "sdk"] = "lean"
+    """MCP client: ``lean`` (stateless streamable HTTP, ~5x less harness CPU per call) or
+    ``sdk`` (the official client)."""
 
 
 class ReferenceSession(TargetSession):
     """One ``dps_...`` session on the reference platform."""
 
-    def __init__(self, conn: McpConnection, handle: str, identity: str) -> None:
+    def __init__(self, conn: ToolConnection, handle: str, identity: str) -> None:
         self.conn = conn
         self.handle = handle
         self.identity = identity
@@ -88,7 +99,7 @@ class ReferenceTarget(Target):
         }
         self.process: ServerProcess | None = None
         self.health: dict[str, Any] = {}
-        self._conns: dict[str, McpConnection] = {}
+        self._conns: dict[str, ToolConnection] = {}
         self._conn_lock = asyncio.Lock()
         self._http: httpx.AsyncClient | None = None
         self.cpu_at_ready: float | None = None
@@ -196,18 +207,21 @@ class ReferenceTarget(Target):
             "efficiency_source": self.efficiency_source,
         }
 
-    async def connection(self, identity: str) -> McpConnection:
+    async def connection(self, identity: str) -> ToolConnection:
         """The MCP connection authenticated as ``identity`` (opened on first use)."""
         if identity not in self.keys:
             raise HarnessError(f"{self.label}: unknown identity {identity!r}")
         async with self._conn_lock:
             conn = self._conns.get(identity)
             if conn is None:
-                endpoint = McpEndpoint(
-                    url=self.base_url + "/mcp",
-                    headers={"Authorization": f"Bearer {self.keys[identity]}"},
+                url = self.base_url + "/mcp"
+                headers = {"Authorization": f"Bearer {self.keys[identity]}"}
+                timeout = self.config.call_timeout_s
+                conn = (
+                    LeanMcpConnection(url, headers, call_timeout_s=timeout)
+                    if self.config.client == "lean"
+                    else McpConnection(McpEndpoint(url, headers), call_timeout_s=timeout)
                 )
-                conn = McpConnection(endpoint, call_timeout_s=self.config.call_timeout_s)
                 await conn.open()
                 self._conns[identity] = conn
             return conn

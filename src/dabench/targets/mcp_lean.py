@@ -1,0 +1,185 @@
+"""A lean MCP client for the stateless streamable-HTTP protocol (``2026-07-28``).
+
+The official client costs ~5 ms of CPU per tool call (anyio streams, dispatcher, validation),
+which dominates the harness's CPU at high concurrency. Servers that speak the stateless
+2026-07-28 revision (the reference platform does) take one self-contained JSON-RPC POST per
+request, so this client sends exactly that over one pooled ``httpx`` client: ``server/discover``
+once to confirm the version, then ``tools/list`` and ``tools/call`` with the ``Mcp-Method`` /
+``Mcp-Name`` headers and the protocol ``_meta`` the revision requires. It reads JSON or
+SSE responses. A server that does not offer the revision is refused at :meth:`open` (use the
+official client for it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from dabench import __version__
+from dabench.errors import HarnessError
+from dabench.providers.base import ToolSpec
+from dabench.targets.base import ToolOutcome, error_code_of
+
+PROTOCOL_VERSION = "2026-07-28"
+_MODEL_FAULT_CODES = {-32600, -32601, -32602}
+"""JSON-RPC errors caused by the request itself: returned to the model as a tool error."""
+
+
+class LeanMcpConnection:
+    """Tool listing and tool calls over stateless streamable HTTP."""
+
+    def __init__(self, url: str, headers: dict[str, str], *, call_timeout_s: float = 120.0):
+        self.url = url
+        self.headers = {
+            **headers,
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": PROTOCOL_VERSION,
+        }
+        self.call_timeout_s = call_timeout_s
+        self._ids = itertools.count(1)
+        self._http: httpx.AsyncClient | None = None
+        self._tools: list[ToolSpec] | None = None
+        self._meta = {
+            "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+            "io.modelcontextprotocol/clientInfo": {"name": "dabench", "version": __version__},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+
+    async def open(self) -> None:
+        """Discover the server and check it speaks the stateless revision."""
+        if self._http is None:
+            limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(30.0, read=self.call_timeout_s), limits=limits
+            )
+        try:
+            result = await self._request("server/discover", {})
+        except _RpcError as exc:
+            raise HarnessError(
+                f"{self.url}: no server/discover ({exc}): not an MCP {PROTOCOL_VERSION} "
+                "server; use the official client"
+            ) from exc
+        versions = result.get("supportedVersions") or result.get("supported_versions") or []
+        if PROTOCOL_VERSION not in versions:
+            raise HarnessError(
+                f"{self.url}: the server does not offer MCP {PROTOCOL_VERSION} "
+                f"(offers {versions}); use the official client"
+            )
+
+    async def close(self) -> None:
+        """Close the HTTP pool; safe to call twice."""
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def _request(
+        self, method: str, params: dict[str, Any], name: str | None = None
+    ) -> dict[str, Any]:
+        if self._http is None:
+            raise HarnessError(f"MCP connection to {self.url} is closed")
+        body = {
+            "jsonrpc": "2.0",
+            "id": next(self._ids),
+            "method": method,
+            "params": {**params, "_meta": self._meta},
+        }
+        headers = {**self.headers, "Mcp-Method": method}
+        if name is not None:
+            headers["Mcp-Name"] = name
+        try:
+            resp = await self._http.post(self.url, content=json.dumps(body), headers=headers)
+        except httpx.HTTPError as exc:
+            raise HarnessError(f"{method} failed on {self.url}: {exc!r}") from exc
+        if resp.status_code >= 400 and not resp.content:
+            raise HarnessError(f"{method} failed on {self.url}: HTTP {resp.status_code}")
+        message = _parse(resp)
+        if "error" in message:
+            err = message["error"] or {}
+            raise _RpcError(int(err.get("code", 0)), str(err.get("message", "")))
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise HarnessError(f"{method} on {self.url}: no result in {resp.text[:200]}")
+        return result
+
+    async def list_tools(self) -> list[ToolSpec]:
+        """The server's tools (cached after the first listing)."""
+        if self._tools is None:
+            try:
+                result = await self._request("tools/list", {})
+            except _RpcError as exc:
+                raise HarnessError(f"tools/list failed on {self.url}: {exc}") from exc
+            self._tools = [
+                ToolSpec(
+                    name=t["name"],
+                    description=t.get("description") or "",
+                    input_schema=t.get("inputSchema") or {"type": "object"},
+                )
+                for t in result.get("tools", [])
+            ]
+        return list(self._tools)
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Call a tool; a tool error is an outcome, a transport failure a HarnessError."""
+        started = datetime.now(UTC)
+        t0 = time.perf_counter()
+        try:
+            result = await self._request(
+                "tools/call", {"name": name, "arguments": arguments}, name=name
+            )
+        except _RpcError as exc:
+            if exc.code not in _MODEL_FAULT_CODES:
+                raise HarnessError(f"tool call {name} failed on {self.url}: {exc}") from exc
+            return ToolOutcome(
+                text=str(exc),
+                is_error=True,
+                error_code="PROTOCOL_ERROR",
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                started_at=started,
+            )
+        parts = [
+            c["text"] if c.get("type") == "text" else json.dumps(c, sort_keys=True)
+            for c in result.get("content", [])
+        ]
+        text = "\n".join(parts)
+        is_error = bool(result.get("isError"))
+        return ToolOutcome(
+            text=text,
+            is_error=is_error,
+            error_code=error_code_of(text) if is_error else None,
+            latency_ms=(time.perf_counter() - t0) * 1000,
+            started_at=started,
+        )
+
+
+class _RpcError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"MCP error {code}: {message}")
+        self.code = code
+
+
+def _parse(resp: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC response in a JSON body or in the ``data`` of an SSE stream."""
+    ctype = resp.headers.get("content-type", "")
+    try:
+        if ctype.startswith("text/event-stream"):
+            for block in resp.text.split("\n\n"):
+                data = "\n".join(
+                    line[5:].lstrip() for line in block.splitlines() if line.startswith("data:")
+                )
+                if data:
+                    message = json.loads(data)
+                    if isinstance(message, dict) and ("result" in message or "error" in message):
+                        return message
+            raise HarnessError(f"no JSON-RPC response in the event stream: {resp.text[:200]}")
+        message = resp.json()
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"invalid JSON-RPC response (HTTP {resp.status_code})") from exc
+    if not isinstance(message, dict):
+        raise HarnessError(f"invalid JSON-RPC response: {resp.text[:200]}")
+    return message
