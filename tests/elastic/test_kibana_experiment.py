@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from dabench.agents.base import EpisodeRequest, EpisodeTranscript
 from dabench.agents.kibana import KibanaAgent, KibanaAgentConfig, usage_of
 from dabench.cli import app
-from dabench.errors import HarnessError
+from dabench.errors import HarnessError, UserInputError
 from dabench.grading.tools import check_tool_overlap
 from dabench.journal.records import Episode, Grade
 from dabench.runner.experiment import load_experiment
@@ -237,3 +237,20 @@ async def test_a_round_without_usage_makes_the_cost_unknown(tmp_path: Path) -> N
     assert transcript.cost_usd is None and transcript.cost_source == "none"
     assert [r.model_usage is None for r in transcript.rounds] == [False, True]
     assert transcript.sessions == ["conv-1"] and transcript.ttft_ms is not None
+
+
+def test_unset_key_is_bad_input_and_unreachable_kibana_fails_the_run(
+    tmp_path: Path, world_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dabench.targets.process import free_port
+
+    exp = experiment(tmp_path, world_dir, f"http://127.0.0.1:{free_port()}")
+    monkeypatch.delenv("FAKE_KIBANA_KEY", raising=False)
+    runner = CliRunner()
+    unset = runner.invoke(app, ["run", str(exp), "--out", str(tmp_path / "a"), "--no-progress"])
+    assert isinstance(unset.exception, UserInputError)  # the CLI prints `error: ...`, exit 2
+    assert "environment variable FAKE_KIBANA_KEY is not set" in str(unset.exception)
+    monkeypatch.setenv("FAKE_KIBANA_KEY", "k")
+    down = runner.invoke(app, ["run", str(exp), "--out", str(tmp_path / "b"), "--no-progress"])
+    assert down.exit_code == 3
+    assert "did not start: kibana: GET /api/status failed" in down.output

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dabench.errors import UserInputError
+from dabench.errors import HarnessError, UserInputError
 from dabench.journal.store import read_manifest
 from dabench.runner.experiment import (
     Experiment,
@@ -163,6 +163,9 @@ def run(
             soft_wrap=True,
         )
         raise typer.Exit(130) from None
+    except HarnessError as exc:  # a target that did not start: infrastructure, not bad input
+        console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(3) from None
     _print_summary(summary, console)
     if summary.finished or summary.already_done:
         _post_run(run_dir, console, grade)

@@ -128,7 +128,9 @@ class KibanaTarget(Target):
         self._client: KibanaClient | None = None
         self.version: str | None = None
         self.setup: dict[str, str] = {}
-        self.url = ""
+        self.url = expand_env(config.url)
+        """The resolved URL (a missing environment variable is bad input, reported early)."""
+        self._api_key = expand_env(config.api_key)
 
     @property
     def agent_id(self) -> str:
@@ -153,10 +155,9 @@ class KibanaTarget(Target):
         """Resolve URL and key, check ``/api/status``, register tools and the agent."""
         if self._client is not None:
             return
-        self.url = expand_env(self.config.url)
         client = KibanaClient(
             self.url,
-            expand_env(self.config.api_key),
+            self._api_key,
             space=self.config.space,
             timeout_s=self.config.request_timeout_s,
             connect_timeout_s=self.config.connect_timeout_s,
@@ -208,7 +209,7 @@ class KibanaTarget(Target):
         return {
             "kind": self.kind,
             "label": self.label,
-            "url": self.url or self.config.url,
+            "url": self.url,
             "space": self.config.space,
             "agent_id": self.agent_id,
             "kibana_version": self.version,
