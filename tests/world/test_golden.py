@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("1.1.0", "2.0.1"): "915487ab4e5f4257aaf929a66b2fe0ae610ee8a20cbae11eea1756de0f2ca84d",
+    ("1.2.0", "2.0.1"): "e4ecb836a47f1ad9548d2b02584a8d7c574f9bd10f2cc1a28a4e5e34c2d23b34",
 }
 
 

@@ -103,7 +103,7 @@ SELECT o.i + 1 AS order_id, o.day AS order_date, c.customer_id, o.channel,
         )
     }
   END AS status,
-  {r.int("o_lines", "o.i", 6, 14)} AS n_lines
+  {r.int("o_lines", "o.i", 6, 15)} AS n_lines
 FROM o CROSS JOIN cnt
 JOIN _customer_base c
   ON c.is_test = o.test_pick
