@@ -69,9 +69,23 @@ def test_unwritable_parent() -> None:
     assert len(lines) == 1 and lines[0].startswith("error: --out /proc/dabench-world")
 
 
-def test_missing_parent(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["world", "build", "--out", str(tmp_path / "a" / "b")])
-    assert result.exit_code == 2 and "does not exist" in result.output
+def test_parent_under_a_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    result = runner.invoke(app, ["world", "build", "--out", str(tmp_path / "f" / "w")])
+    assert result.exit_code == 2 and "is not a directory" in result.output
+
+
+def test_missing_parents_are_created_and_removed_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dabench.world import build as build_module
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(build_module, "generate", boom)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        build_module.build_world(930, 1, tmp_path / "a" / "b" / "w")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -82,16 +96,17 @@ def test_out_is_a_file(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not a directory" in result.output
 
 
-def test_build_force_info_and_verify(world_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "w"
-    out.mkdir()
-    (out / "stale.txt").write_text("old")
-    result = runner.invoke(
-        app, ["world", "build", "--seed", "930", "--scale", "1", "--out", str(out), "--force"]
-    )
+def test_build_into_new_parents_then_force(world_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "worlds" / "w930"
+    build = ["world", "build", "--seed", "930", "--scale", "1", "--out", str(out)]
+    result = runner.invoke(app, build)
     assert result.exit_code == 0, result.output
     assert "built world seed=930 scale=1" in result.output
-    assert not (out / "stale.txt").exists() and _leftovers(tmp_path) == []
+    (out / "stale.txt").write_text("old")
+    assert runner.invoke(app, build).exit_code == 2
+    result = runner.invoke(app, [*build, "--force"])
+    assert result.exit_code == 0, result.output
+    assert not (out / "stale.txt").exists() and _leftovers(out.parent) == []
 
     info = runner.invoke(app, ["world", "info", str(out)])
     assert info.exit_code == 0

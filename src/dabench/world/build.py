@@ -43,11 +43,18 @@ def validate_request(seed: object, scale: object, out: Path, *, force: bool) -> 
         raise UserInputError(f"--out {out}: exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise UserInputError(f"--out {out}: directory is not empty (use --force to replace it)")
-    parent = out.resolve().parent
-    if not parent.is_dir():
-        raise UserInputError(f"--out {out}: parent directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UserInputError(f"--out {out}: directory {parent} is not writable")
+    ancestor = _existing_ancestor(out.resolve().parent)
+    if not ancestor.is_dir():
+        raise UserInputError(f"--out {out}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UserInputError(f"--out {out}: directory {ancestor} is not writable")
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """``path`` or its closest ancestor that exists."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def build_world(
@@ -61,15 +68,19 @@ def build_world(
     """Build the world for (seed, scale) into ``out`` and return its manifest.
 
     The world is generated in a temporary directory next to ``out`` and renamed into place,
-    so ``out`` never holds a half-written world. ``progress`` is True for a rich progress bar
+    so ``out`` never holds a half-written world; missing parent directories are created
+    (and removed again if the build fails). ``progress`` is True for a rich progress bar
     or a callback. Raises :class:`UserInputError` for bad input.
     """
     out = Path(out)
     validate_request(seed, scale, out, force=force)
     parent = out.resolve().parent
+    created = _first_missing(parent)
     try:
+        parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=parent))
     except OSError as exc:
+        _remove_created(created)
         raise UserInputError(f"--out {out}: cannot create a directory in {parent}: {exc}") from exc
     try:
         if progress is True:
@@ -79,8 +90,22 @@ def build_world(
         _move_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_created(created)
         raise
     return manifest
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost missing directory on the way to ``path`` (None if it exists)."""
+    missing = None
+    while not path.exists() and path != path.parent:
+        missing, path = path, path.parent
+    return missing
+
+
+def _remove_created(created: Path | None) -> None:
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
 
 
 def _with_rich_progress(seed: int, scale: int, tmp: Path) -> WorldManifest:

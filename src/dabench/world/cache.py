@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 from pathlib import Path
 
+from dabench.errors import UserInputError
 from dabench.world.build import MANIFEST_FILE, build_world
 from dabench.world.constants import GENERATOR_VERSION
 from dabench.world.load import load_world
@@ -22,7 +23,10 @@ def ensure_world(seed: int, scale: int, cache_dir: Path) -> Path:
     world that fails to load is rebuilt. Concurrent callers are serialised by a lock file.
     """
     cache_dir = Path(cache_dir)
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserInputError(f"world cache {cache_dir}: cannot create it: {exc}") from exc
     target = cache_dir / cache_key(seed, scale)
     with (cache_dir / f".{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
