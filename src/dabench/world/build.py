@@ -109,6 +109,7 @@ def _remove_created(created: Path | None) -> None:
 
 
 def _with_rich_progress(seed: int, scale: int, tmp: Path) -> WorldManifest:
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -116,6 +117,7 @@ def _with_rich_progress(seed: int, scale: int, tmp: Path) -> WorldManifest:
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
+        console=Console(stderr=True),
         transient=True,
     ) as bar:
         task = bar.add_task("starting", total=1)
