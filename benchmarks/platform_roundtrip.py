@@ -4,7 +4,10 @@ Starts ``dabench platform serve`` (profile a0: no enrichment, no gate, so the fi
 transport + session + guard + audit) as a real process on loopback, then measures a trivial
 ``sql_query`` through the official MCP client, next to the same query on a read-only DuckDB
 connection in this process (the limit) and through ``PlatformService.call`` without any
-transport. Finally the throughput of 16 concurrent MCP sessions. Run from the repo root:
+transport. A bare MCP SDK server (same transport settings, a constant answer, no platform
+logic) shows the floor the SDK and uvicorn set; "JSON-RPC POST" rows post the exact request
+the SDK client sends with a plain keep-alive HTTP client, separating server from client
+cost. Finally the throughput of 16 concurrent MCP sessions. Run from the repo root:
 
     python3 -m benchmarks.platform_roundtrip [--world DIR] [--calls 300] [--sessions 16]
 
@@ -145,6 +148,75 @@ def _raw_jsonrpc(url: str, calls: int) -> list[float]:
         return _time(lambda: post("sql_query", {"session_id": sid, "sql": SQL}), calls)
 
 
+def _serve_sdk_floor(port: int) -> None:
+    """A bare MCP SDK server (same transport settings, no platform logic) on ``port``.
+
+    Its ``sql_query`` answers a constant: the latency it shows is the SDK + uvicorn floor.
+    """
+    import contextlib
+
+    import mcp_types as types
+    import uvicorn
+    from mcp.server import Server
+    from mcp.server.streamable_http_manager import (
+        StreamableHTTPASGIApp,
+        StreamableHTTPSessionManager,
+    )
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    schema = {"type": "object"}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        names = ("platform_info", "sql_query")
+        return types.ListToolsResult(tools=[types.Tool(name=n, input_schema=schema) for n in names])
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        text = '{"session_id": "dps_floor", "rows": [[42]]}'
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    server: Server = Server(
+        "floor", on_list_tools=list_tools, on_call_tool=call_tool,
+        get_tool_input_schema=lambda name: schema,
+    )  # fmt: skip
+    server.middleware = []
+    manager = StreamableHTTPSessionManager(app=server, json_response=True)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> Any:
+        async with manager.run():
+            yield
+
+    async def health(request: Any) -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    routes = [Route("/mcp", endpoint=StreamableHTTPASGIApp(manager)), Route("/healthz", health)]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+def _spawn(argv: list[str], base: str) -> subprocess.Popen[bytes]:
+    """Start a server process and wait for its ``/healthz``."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise SystemExit(f"server did not start: {argv}")
+        time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+
+
 async def _stdio(world: Path, state: Path, calls: int) -> list[float]:
     params = StdioServerParameters(
         command=sys.executable,
@@ -190,7 +262,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--session-calls", type=int, default=50)
+    parser.add_argument("--sdk-floor", type=int, default=None, help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    if opts.sdk_floor is not None:
+        _serve_sdk_floor(opts.sdk_floor)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="dabench-bench-"))
     world = opts.world
     if world is None:
@@ -217,23 +293,24 @@ def main() -> None:
     service.close()
 
     port = _free_port()
+    floor_base = f"http://127.0.0.1:{port}"
+    floor = _spawn(
+        [sys.executable, "-m", "benchmarks.platform_roundtrip", "--sdk-floor", str(port)],
+        floor_base,
+    )
+    try:
+        floor_ms = _raw_jsonrpc(floor_base + "/mcp", opts.calls)
+    finally:
+        _stop(floor)
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
     argv = [
         sys.executable, "-m", "dabench.cli", "platform", "serve", "--world", str(world),
         "--profile", "a0", "--port", str(port), "--state-dir", str(tmp / "http"),
     ]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    proc = _spawn(argv, base)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("platform did not start")
-            time.sleep(0.1)
         raw_ms = _raw_jsonrpc(base + "/mcp", opts.calls)
         server_cpu0 = _process_cpu_s(proc.pid)
         client_cpu0 = time.process_time()
@@ -243,8 +320,7 @@ def main() -> None:
         url = base + "/mcp"
         n, wall, conc_ms = asyncio.run(_throughput(url, opts.sessions, opts.session_calls))
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        _stop(proc)
     stdio_ms = asyncio.run(_stdio(world, tmp / "stdio", opts.calls))
 
     d50 = _stats(direct_ms)[0]
@@ -253,7 +329,8 @@ def main() -> None:
     for name, lat in (
         ("duckdb in-process (the limit)", direct_ms),
         ("PlatformService.call (no MCP)", service_ms),
-        ("JSON-RPC POST, no client SDK", raw_ms),
+        ("bare SDK server, JSON-RPC POST", floor_ms),
+        ("platform, JSON-RPC POST", raw_ms),
         ("MCP streamable HTTP (loopback)", http_ms),
         ("MCP stdio", stdio_ms),
     ):
