@@ -57,7 +57,8 @@ def _run(tmp: Path, world: Path, name: str, profile: str) -> Path:
     result = CliRunner().invoke(
         app, ["run", str(exp), "--world", str(world), "--out", str(out), "--no-progress"]
     )
-    assert result.exit_code == 0, result.output
+    detail = f"{result.output[-4000:]}\n{result.exception!r}"
+    assert result.exit_code == 0, detail
     assert (out / "report.html").exists() and (out / "stats.json").exists()
     return out
 
