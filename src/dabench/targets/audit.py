@@ -7,13 +7,17 @@ number must equal the harness's own count of tool calls in those sessions.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import HarnessError
 from dabench.journal.records import AuditCheck
+from dabench.targets.loopback_http import LoopbackHttp
 
 AUDIT_PATH = "/api/v1/admin/audit/events"
 PAGE = 500
@@ -35,8 +39,35 @@ class AuditReaderConfig(BaseModel):
     tool_call_kinds: list[str] = Field(default_factory=lambda: ["tool_call"])
 
 
+JsonGet = Callable[[str, dict[str, str | int], dict[str, str]], Awaitable[tuple[int, Any]]]
+"""``get(url, params, headers) -> (status, parsed JSON body)``; raises HarnessError."""
+
+
+def httpx_get(client: httpx.AsyncClient) -> JsonGet:
+    """A :data:`JsonGet` over an ``httpx`` client (any URL, TLS included)."""
+
+    async def get(url: str, params: dict[str, str | int], headers: dict[str, str]) -> Any:
+        try:
+            resp = await client.get(url, params=params, headers=headers)
+        except httpx.HTTPError as exc:
+            raise HarnessError(f"audit read-back failed: {url}: {exc!r}") from exc
+        return resp.status_code, resp.json() if resp.status_code == 200 else None
+
+    return get
+
+
+def loopback_get(http: LoopbackHttp) -> JsonGet:
+    """A :data:`JsonGet` over the lean loopback client (plain http on 127.0.0.1)."""
+
+    async def get(url: str, params: dict[str, str | int], headers: dict[str, str]) -> Any:
+        resp = await http.request("GET", urlsplit(url).path, params=params, headers=headers)
+        return resp.status, json.loads(resp.body) if resp.status == 200 else None
+
+    return get
+
+
 async def fetch_audit_rows(
-    client: httpx.AsyncClient, config: AuditReaderConfig, admin_key: str | None, session: str
+    get: JsonGet, config: AuditReaderConfig, admin_key: str | None, session: str
 ) -> list[dict[str, Any]]:
     """All audit rows of one session (paginated)."""
     rows: list[dict[str, Any]] = []
@@ -48,13 +79,9 @@ async def fetch_audit_rows(
             "limit": PAGE,
             "offset": len(rows),
         }
-        try:
-            resp = await client.get(url, params=params, headers=headers)
-        except httpx.HTTPError as exc:
-            raise HarnessError(f"audit read-back failed: {url}: {exc!r}") from exc
-        if resp.status_code != 200:
-            raise HarnessError(f"audit read-back failed: {url} -> HTTP {resp.status_code}")
-        body = resp.json()
+        status, body = await get(url, params, headers)
+        if status != 200:
+            raise HarnessError(f"audit read-back failed: {url} -> HTTP {status}")
         page = body.get("events", []) if isinstance(body, dict) else []
         rows.extend(page)
         total = body.get("total") if isinstance(body, dict) else None
@@ -95,7 +122,7 @@ def http_client() -> httpx.AsyncClient:
 
 
 async def read_audit_http(
-    client: httpx.AsyncClient,
+    get: JsonGet,
     config: AuditReaderConfig,
     admin_key: str | None,
     sessions: list[str],
@@ -104,5 +131,5 @@ async def read_audit_http(
     """Fetch the rows of every session and check them."""
     rows: list[dict[str, Any]] = []
     for s in sessions:
-        rows.extend(await fetch_audit_rows(client, config, admin_key, s))
+        rows.extend(await fetch_audit_rows(get, config, admin_key, s))
     return check_audit(rows, expected_calls, config.tool_call_kinds, sessions)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from dabench.errors import UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
-from dabench.targets.audit import AuditReaderConfig, http_client, read_audit_http
+from dabench.targets.audit import AuditReaderConfig, http_client, httpx_get, read_audit_http
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome, hide_argument
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.registry import register_target
@@ -171,7 +171,7 @@ class McpTarget(Target):
             key = os.environ.get(cfg.admin_key_env)
         if self._http is None:
             self._http = http_client()
-        return await read_audit_http(self._http, cfg, key, sessions, expected_calls)
+        return await read_audit_http(httpx_get(self._http), cfg, key, sessions, expected_calls)
 
 
 def _factory(config: McpTargetConfig, context: TargetContext) -> Target:

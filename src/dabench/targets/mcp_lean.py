@@ -3,7 +3,8 @@
 The official client costs ~5 ms of CPU per tool call (anyio streams, dispatcher, validation),
 which dominates the harness's CPU at high concurrency. Servers that speak the stateless
 2026-07-28 revision (the reference platform does) take one self-contained JSON-RPC POST per
-request, so this client sends exactly that over one pooled ``httpx`` client: ``server/discover``
+request, so this client sends exactly that over pooled keep-alive connections
+(:mod:`dabench.targets.loopback_http`, plain http only): ``server/discover``
 once to confirm the version, then ``tools/list`` and ``tools/call`` with the ``Mcp-Method`` /
 ``Mcp-Name`` headers and the protocol ``_meta`` the revision requires. It reads JSON or
 SSE responses. A server that does not offer the revision is refused at :meth:`open` (use the
@@ -17,13 +18,13 @@ import json
 import time
 from datetime import UTC, datetime
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 from dabench import __version__
 from dabench.errors import HarnessError
 from dabench.providers.base import ToolSpec
 from dabench.targets.base import ToolOutcome, error_code_of
+from dabench.targets.loopback_http import HttpResponse, LoopbackHttp
 
 PROTOCOL_VERSION = "2026-07-28"
 _MODEL_FAULT_CODES = {-32600, -32601, -32602}
@@ -43,7 +44,8 @@ class LeanMcpConnection:
         }
         self.call_timeout_s = call_timeout_s
         self._ids = itertools.count(1)
-        self._http: httpx.AsyncClient | None = None
+        self._http: LoopbackHttp | None = None
+        self._path = urlsplit(url).path or "/"
         self._tools: list[ToolSpec] | None = None
         self._meta = {
             "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
@@ -54,10 +56,7 @@ class LeanMcpConnection:
     async def open(self) -> None:
         """Discover the server and check it speaks the stateless revision."""
         if self._http is None:
-            limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-            self._http = httpx.AsyncClient(
-                timeout=httpx.Timeout(30.0, read=self.call_timeout_s), limits=limits
-            )
+            self._http = LoopbackHttp(self.url, timeout_s=self.call_timeout_s)
         try:
             result = await self._request("server/discover", {})
         except _RpcError as exc:
@@ -92,19 +91,18 @@ class LeanMcpConnection:
         headers = {**self.headers, "Mcp-Method": method}
         if name is not None:
             headers["Mcp-Name"] = name
-        try:
-            resp = await self._http.post(self.url, content=json.dumps(body), headers=headers)
-        except httpx.HTTPError as exc:
-            raise HarnessError(f"{method} failed on {self.url}: {exc!r}") from exc
-        if resp.status_code >= 400 and not resp.content:
-            raise HarnessError(f"{method} failed on {self.url}: HTTP {resp.status_code}")
+        resp = await self._http.request(
+            "POST", self._path, headers=headers, body=json.dumps(body).encode("utf-8")
+        )
+        if resp.status >= 400 and not resp.body:
+            raise HarnessError(f"{method} failed on {self.url}: HTTP {resp.status}")
         message = _parse(resp)
         if "error" in message:
             err = message["error"] or {}
             raise _RpcError(int(err.get("code", 0)), str(err.get("message", "")))
         result = message.get("result")
         if not isinstance(result, dict):
-            raise HarnessError(f"{method} on {self.url}: no result in {resp.text[:200]}")
+            raise HarnessError(f"{method} on {self.url}: no result in {resp.body[:200]!r}")
         return result
 
     async def list_tools(self) -> list[ToolSpec]:
@@ -163,12 +161,12 @@ class _RpcError(Exception):
         self.code = code
 
 
-def _parse(resp: httpx.Response) -> dict[str, Any]:
+def _parse(resp: HttpResponse) -> dict[str, Any]:
     """The JSON-RPC response in a JSON body or in the ``data`` of an SSE stream."""
-    ctype = resp.headers.get("content-type", "")
+    text = resp.body.decode("utf-8", errors="replace")
     try:
-        if ctype.startswith("text/event-stream"):
-            for block in resp.text.split("\n\n"):
+        if resp.content_type.startswith("text/event-stream"):
+            for block in text.replace("\r\n", "\n").split("\n\n"):
                 data = "\n".join(
                     line[5:].lstrip() for line in block.splitlines() if line.startswith("data:")
                 )
@@ -176,10 +174,10 @@ def _parse(resp: httpx.Response) -> dict[str, Any]:
                     message = json.loads(data)
                     if isinstance(message, dict) and ("result" in message or "error" in message):
                         return message
-            raise HarnessError(f"no JSON-RPC response in the event stream: {resp.text[:200]}")
-        message = resp.json()
+            raise HarnessError(f"no JSON-RPC response in the event stream: {text[:200]}")
+        message = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise HarnessError(f"invalid JSON-RPC response (HTTP {resp.status_code})") from exc
+        raise HarnessError(f"invalid JSON-RPC response (HTTP {resp.status}): {text[:200]}") from exc
     if not isinstance(message, dict):
-        raise HarnessError(f"invalid JSON-RPC response: {resp.text[:200]}")
+        raise HarnessError(f"invalid JSON-RPC response: {text[:200]}")
     return message

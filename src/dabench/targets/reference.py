@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
-from dabench.targets.audit import AuditReaderConfig, http_client, read_audit_http
+from dabench.targets.audit import AuditReaderConfig, http_client, loopback_get, read_audit_http
 from dabench.targets.base import (
     Target,
     TargetContext,
@@ -33,6 +33,7 @@ from dabench.targets.base import (
     ToolOutcome,
     hide_argument,
 )
+from dabench.targets.loopback_http import LoopbackHttp
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
@@ -102,6 +103,7 @@ class ReferenceTarget(Target):
         self._conns: dict[str, ToolConnection] = {}
         self._conn_lock = asyncio.Lock()
         self._http: httpx.AsyncClient | None = None
+        self._loopback: LoopbackHttp | None = None
         self.cpu_at_ready: float | None = None
         """Platform CPU seconds when it became healthy (start-up cost)."""
         self.cpu_at_stop: float | None = None
@@ -190,6 +192,9 @@ class ReferenceTarget(Target):
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        if self._loopback is not None:
+            await self._loopback.aclose()
+            self._loopback = None
         if self.process is not None:
             if self.process.running():
                 self.cpu_at_stop = self.process.cpu_seconds()
@@ -247,8 +252,11 @@ class ReferenceTarget(Target):
 
     async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
         """The platform's audit rows of the episode's sessions vs. our count."""
+        if self._loopback is None:
+            self._loopback = LoopbackHttp(self.base_url, timeout_s=30.0)
         cfg = AuditReaderConfig(base_url=self.base_url)
-        return await read_audit_http(self._client(), cfg, self.admin_key, sessions, expected_calls)
+        get = loopback_get(self._loopback)
+        return await read_audit_http(get, cfg, self.admin_key, sessions, expected_calls)
 
     async def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Call the admin API (``/api/v1/admin/...``) with the admin key (for protocols)."""
