@@ -7,6 +7,10 @@ and with all cores. Wall-clock and CPU seconds (all threads of this process) are
 on a shared machine the CPU figures are the steadier ones. Usage::
 
     python3 benchmarks/world_build.py [--scales 1,10,100] [--seed 930]
+    python3 benchmarks/world_build.py --margin-seeds 40   # trap gaps over seeds 0..39, scale 1
+
+The second form builds scale 1 for many seeds and prints, per trap, the smallest relative
+gap |correct - naive| / |correct| seen (the build refuses gaps of 5% or less).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import duckdb
 from rich.console import Console
 from rich.table import Table
 
-from dabench.world import build_world
+from dabench.world import TrapInvariantError, build_world
 from dabench.world.warehouse import OFFLINE_CONFIG
 
 LIMIT_SQL = """
@@ -64,12 +68,47 @@ def _ratio(build: tuple[float, float], limit: tuple[float, float]) -> str:
     return f"{build[0] / limit[0]:.1f}x / {build[1] / limit[1]:.1f}x"
 
 
+def trap_margins(n_seeds: int, console: Console) -> None:
+    """Build scale 1 for seeds 0..n-1 and print the smallest relative gap of every trap."""
+    smallest: dict[str, tuple[float, int]] = {}
+    failures: list[str] = []
+    workdir = Path(tempfile.mkdtemp(prefix="dabench-margins-"))
+    try:
+        for seed in range(n_seeds):
+            out = workdir / f"w{seed}"
+            try:
+                manifest = build_world(seed, 1, out)
+            except TrapInvariantError as exc:
+                failures.append(f"seed {seed}: {exc}")
+                continue
+            shutil.rmtree(out)
+            for trap in manifest.traps:
+                gap = abs(trap.correct_answer - trap.naive_answer) / abs(trap.correct_answer)
+                if trap.id not in smallest or gap < smallest[trap.id][0]:
+                    smallest[trap.id] = (gap, seed)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    table = Table(title=f"smallest relative trap gap over seeds 0..{n_seeds - 1} (scale 1)")
+    for col in ("trap", "smallest gap", "at seed"):
+        table.add_column(col, justify="right" if col != "trap" else "left")
+    for trap_id, (gap, seed) in sorted(smallest.items(), key=lambda kv: kv[1][0]):
+        table.add_row(trap_id, f"{gap:.1%}", str(seed))
+    console.print(table)
+    console.print(f"builds refused by the invariant: {len(failures)}", highlight=False)
+    for failure in failures:
+        console.print(failure, highlight=False, markup=False)
+
+
 def main() -> None:
     """Run the measurements and print one table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="1,10,100")
     parser.add_argument("--seed", type=int, default=930)
+    parser.add_argument("--margin-seeds", type=int, default=0)
     args = parser.parse_args()
+    if args.margin_seeds:
+        trap_margins(args.margin_seeds, Console(width=160))
+        return
     scales = [int(s) for s in args.scales.split(",")]
     console = Console(width=160)
     cores = os.cpu_count() or 1
