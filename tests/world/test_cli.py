@@ -136,3 +136,18 @@ def test_interrupted_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Mo
         build_module.build_world(930, 1, out)
     assert not out.exists() and _leftovers(tmp_path) == []
     shutil.rmtree(out, ignore_errors=True)
+
+
+def test_a_trap_that_does_not_bite_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The invariant names the trap, prints one line, exits 2 and leaves nothing behind."""
+    from dabench.world import constants
+
+    monkeypatch.setattr(constants, "TRAP_MARGIN_REL", 1e9)
+    out = tmp_path / "w"
+    result = runner.invoke(app, ["world", "build", "--out", str(out)])
+    assert result.exit_code == 2
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("error: trap cents_units.avg_list_price does not bite: correct=")
+    assert not out.exists() and _leftovers(tmp_path) == []

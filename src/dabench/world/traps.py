@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from dabench.errors import DabenchError
 from dabench.world import constants
 from dabench.world.constants import CORE_CUSTOMERS_SNAPSHOT, CORE_ORDERS_CUTOFF, DAILY_SALES_CUTOFF
 from dabench.world.metrics import (
@@ -28,8 +29,11 @@ from dabench.world.metrics import (
 from dabench.world.model import Trap
 
 
-class TrapInvariantError(RuntimeError):
-    """A trap whose naive and correct answers are too close to tell apart."""
+class TrapInvariantError(DabenchError):
+    """A trap whose naive and correct answers are too close to tell apart.
+
+    The CLI reports it as one ``error:`` line naming the trap (exit code 2).
+    """
 
 
 @dataclass(frozen=True)
