@@ -32,6 +32,11 @@ ProgressFn = Callable[[str, int, int], None]
 
 MAX_SEED = 2**63 - 1
 
+BUILD_MEMORY_LIMIT = "2GB"
+"""Fixed DuckDB memory limit of the build. DuckDB sizes its write buffers from the memory
+limit (by default 80% of the machine's RAM), and a different buffer size gives a different
+block layout: a fixed limit keeps the file identical on machines with different RAM."""
+
 
 def validate_request(seed: object, scale: object, out: Path, *, force: bool) -> None:
     """Reject a bad seed, scale or output directory with a one-line :class:`UserInputError`."""
@@ -182,7 +187,11 @@ def generate(
 def _build_warehouse(
     path: Path, steps: list[Step], tick: Callable[[str], None]
 ) -> tuple[Catalog, list[Trap]]:
-    config: dict[str, str | bool | int | float | list[str]] = {**OFFLINE_CONFIG, "threads": 1}
+    config: dict[str, str | bool | int | float | list[str]] = {
+        **OFFLINE_CONFIG,
+        "threads": 1,
+        "memory_limit": BUILD_MEMORY_LIMIT,
+    }
     con = duckdb.connect(str(path), config=config)
     try:
         con.execute("SET enable_progress_bar = false")
