@@ -43,15 +43,12 @@ def test_bad_input_exits_2(tmp_path: Path, suites_world: Path) -> None:
     assert done.returncode == 2 and "profile 'a9'" in done.stderr
 
 
-def test_passes_and_fails_with_exit_codes(tmp_path: Path, suites_world: Path) -> None:
-    good = tmp_path / "good.yaml"
-    good.write_text(TASKS.replace("WRONG_ALIAS", "core.orders"))
-    code, out = _invoke(["--world", str(suites_world), "--tasks", str(good), "--arms", "a0"])
-    assert code == 0, out
-    assert "2 items, 2 oracle episodes on a0" in " ".join(out.split()), out
-    assert "all checks passed" in out
+def test_an_issue_exits_1(tmp_path: Path, suites_world: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(TASKS.replace("WRONG_ALIAS", "sales.orders_v2"))
     code, out = _invoke(["--world", str(suites_world), "--tasks", str(bad), "--arms", "a0"])
-    assert code == 1
+    assert code == 1, out
     assert "'sales.orders_v2'" in out and "1 issue(s)" in out
+    assert "2 items, 2 oracle episodes on a0" in " ".join(out.split()), out
+    rows = [line for line in out.splitlines() if line.startswith("│ cli.")]
+    assert len(rows) == 2 and all(" ok " in row for row in rows), rows
