@@ -108,6 +108,13 @@ class Persona(_Strict):
         return any(fnmatch.fnmatchcase(tool, pat) for pat in self.allow)
 
 
+DEFAULT_PERSONAS: dict[str, Persona] = {
+    "analyst": Persona(allow=["*"], deny=["apply_knowledge"]),
+    "reviewer": Persona(allow=["*"]),
+}
+"""Personas of a profile that defines none: the same as the shipped profiles'."""
+
+
 class Profile(_Strict):
     """One platform configuration (a0..a3 or a user's own file)."""
 
@@ -119,7 +126,7 @@ class Profile(_Strict):
     search: SearchSettings = SearchSettings()
     memory: MemorySettings = MemorySettings()
     sql: SqlSettings = SqlSettings()
-    personas: dict[str, Persona] = Field(default_factory=lambda: {"analyst": Persona()})
+    personas: dict[str, Persona] = Field(default_factory=lambda: dict(DEFAULT_PERSONAS))
     default_persona: str = "analyst"
 
     @model_validator(mode="after")
