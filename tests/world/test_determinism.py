@@ -68,8 +68,7 @@ def test_pin_is_idempotent_and_keeps_the_database_readable(world_dir: Path, tmp_
 
 
 def test_multi_row_group_tables_are_byte_identical(tmp_path: Path) -> None:
-    """Scale 10 writes tables of several row groups (web events, order lines) and spans more
-    than one automatic checkpoint: still byte-identical."""
+    """Scale 10 writes tables of more than one row group (web events): still byte-identical."""
     first = build_world(5, 10, tmp_path / "a")
     second = build_world(5, 10, tmp_path / "b")
     assert first.table_rows["marketing.web_events"] > 122_880  # more than one row group
