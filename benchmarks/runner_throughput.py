@@ -102,6 +102,12 @@ def main() -> None:
     parser.add_argument("--world", type=Path, default=None, help="a built world (default: cache)")
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--calls", type=int, default=2, help="tool calls per episode")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs per level; the run with the median efficiency is shown",
+    )
     args = parser.parse_args()
     base = Experiment.model_validate(
         {
@@ -123,14 +129,22 @@ def main() -> None:
         "CPU busy (cores)",
     )
     for concurrency, episodes in LEVELS:
-        r = asyncio.run(measure(world, concurrency, episodes, args.latency_ms, args.calls))
+        runs = [
+            asyncio.run(measure(world, concurrency, episodes, args.latency_ms, args.calls))
+            for _ in range(args.repeat)
+        ]
+        runs.sort(key=lambda run: run["efficiency"])
+        r = runs[len(runs) // 2]
+        spread = (
+            f" ({runs[0]['efficiency']:.3f}-{runs[-1]['efficiency']:.3f})" if len(runs) > 1 else ""
+        )
         table.add_row(
             str(concurrency),
             str(int(r["episodes"])),
             str(int(r["tool_calls"])),
             f"{r['ideal_s']:.2f}",
             f"{r['wall_s']:.2f}",
-            f"{r['efficiency']:.3f}",
+            f"{r['efficiency']:.3f}{spread}",
             f"{r['cpu_ms_per_call']:.2f}",
             f"{r['platform_cpu_ms_per_call']:.2f}",
             f"{r['tool_latency_ms']:.1f}",
@@ -142,6 +156,8 @@ def main() -> None:
         "per episode, reference platform a0"
     )
     console.print(table)
+    load = os.getloadavg()[0]
+    console.print(f"load average at the end: {load:.2f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ a harness error.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from dabench.providers import (
     split_spec,
     with_retries,
 )
+from dabench.targets.base import TargetSession
 from dabench.tasks.model import Task
 
 FINAL_ANSWER_PROTOCOL = (
@@ -125,8 +127,27 @@ class LlmAgent(Agent):
     async def run(self, request: EpisodeRequest, transcript: EpisodeTranscript) -> EpisodeStatus:
         """The tool-use loop over every user turn."""
         recorder = ToolRecorder(transcript)
-        session = await recorder.open(request.target)
-        tools = await session.tools()
+        # When the target already knows the tools, the session opens while the model thinks.
+        opening = asyncio.ensure_future(recorder.open(request.target))
+        try:
+            status = await self._loop(request, transcript, recorder, opening)
+        except BaseException:
+            opening.cancel()
+            await asyncio.gather(opening, return_exceptions=True)
+            raise
+        await opening  # the session exists (and is audited) even without tool calls
+        return status
+
+    async def _loop(
+        self,
+        request: EpisodeRequest,
+        transcript: EpisodeTranscript,
+        recorder: ToolRecorder,
+        opening: asyncio.Future[TargetSession],
+    ) -> EpisodeStatus:
+        tools = request.target.known_tools()
+        if tools is None:
+            tools = await (await opening).tools()
         names = {t.name for t in tools}
         budget = request.budget
         turns = request.task.messages
@@ -175,6 +196,7 @@ class LlmAgent(Agent):
                         )
                         rec = recorder.refuse(req.name, req.arguments, turn, "UNKNOWN_TOOL", text)
                     else:
+                        session = await opening
                         rec = await recorder.call(session, req.name, req.arguments, turn)
                     results.append(
                         ToolResultContent(

@@ -91,6 +91,19 @@ class PlannedEpisode:
 
 
 @dataclass
+class PlayedEpisode:
+    """What the agent produced, before the audit read-back."""
+
+    transcript: EpisodeTranscript
+    started: datetime
+    status: EpisodeStatus = "harness_error"
+    cause: str | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    wall_ms: float = 0.0
+    finished: datetime | None = None
+
+
+@dataclass
 class RunSummary:
     """What a run did."""
 
@@ -254,22 +267,29 @@ class ExperimentRun:
 
     async def run_episode(self, p: PlannedEpisode) -> Episode:
         """Run one episode to an :class:`Episode` record; never raises for harness faults."""
-        transcript = EpisodeTranscript()
-        started = datetime.now(UTC)
+        return await self.finish_episode(p, await self.play_episode(p))
+
+    async def play_episode(self, p: PlannedEpisode) -> PlayedEpisode:
+        """The agent's part of an episode, under its time limit; harness faults are caught."""
+        played = PlayedEpisode(EpisodeTranscript(), started=datetime.now(UTC))
         t0 = time.perf_counter()
-        status: EpisodeStatus
-        cause: str | None = None
-        steps: list[StepRecord] = []
         try:
             async with asyncio.timeout(self.exp.episode_timeout_s):
-                status, steps = await self._play(p, transcript)
+                played.status, played.steps = await self._play(p, played.transcript)
         except TimeoutError:
-            status = "timeout"
+            played.status = "timeout"
         except HarnessError as exc:
-            status, cause = "harness_error", str(exc)
+            played.status, played.cause = "harness_error", str(exc)
         except Exception as exc:  # a bug of ours is still not the model's failure
-            status, cause = "harness_error", f"internal error: {type(exc).__name__}: {exc}"
-        wall_ms = (time.perf_counter() - t0) * 1000
+            played.status = "harness_error"
+            played.cause = f"internal error: {type(exc).__name__}: {exc}"
+        played.wall_ms = (time.perf_counter() - t0) * 1000
+        played.finished = datetime.now(UTC)
+        return played
+
+    async def finish_episode(self, p: PlannedEpisode, played: PlayedEpisode) -> Episode:
+        """Read the audit rows back and build the episode record."""
+        transcript = played.transcript
         audit = await self._audit(p.arm.target, transcript) if transcript.sessions else None
         item = p.item
         prompts = item.messages if isinstance(item, Task) else [s.prompt or "" for s in item.steps]
@@ -282,8 +302,8 @@ class ExperimentRun:
             suite=item.suite,
             category=item.category,
             difficulty=item.difficulty,
-            status=status,
-            harness_error=cause,
+            status=played.status,
+            harness_error=played.cause,
             agent=p.arm.agent.kind,
             provider=p.arm.agent.provider,
             model=p.arm.agent.model,
@@ -293,17 +313,17 @@ class ExperimentRun:
             final_answer=transcript.answers[-1] if transcript.answers else None,
             messages=transcript.messages,
             tool_calls=transcript.tool_calls,
-            steps=steps,
+            steps=played.steps,
             usage=transcript.usage,
             cost_usd=transcript.cost_usd,
             cost_source=transcript.cost_source if transcript.cost_usd is not None else "none",
-            wall_ms=round(wall_ms, 3),
+            wall_ms=round(played.wall_ms, 3),
             ttft_ms=transcript.ttft_ms,
             sessions=transcript.sessions,
             audit=audit,
             rounds=transcript.rounds,
-            started_at=started,
-            finished_at=datetime.now(UTC),
+            started_at=played.started,
+            finished_at=played.finished or datetime.now(UTC),
         )
 
     async def _audit(self, target: Target, transcript: EpisodeTranscript) -> AuditCheck:
@@ -463,7 +483,10 @@ class ExperimentRun:
         async def one(p: PlannedEpisode, bar: TaskID) -> None:
             slot = protocol_slot(p.item, p.arm.target)  # before the slots and the time limit
             async with slot, overall, per_provider[p.arm.agent.provider or "none"]:
-                ep = await self.run_episode(p)
+                played = await self.play_episode(p)
+            # The audit read-back holds no concurrency slot: the next episode's model calls
+            # start while it runs.
+            ep = await self.finish_episode(p, played)
             await asyncio.to_thread(self.journal.append, ep)
             self._record(ep)
             errors = len(self.summary.harness_errors) + len(self.summary.audit_gaps)

@@ -138,6 +138,11 @@ class Target(ABC):
     async def open_session(self, identity: str = "default") -> TargetSession:
         """Open a fresh session for one episode as ``identity``."""
 
+    def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
+        """The tools a session of ``identity`` will show, when already known without opening
+        one (lets an agent call the model while its session opens); default: unknown."""
+        return None
+
     async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
         """Check the target's audit rows for ``sessions`` against our own count. Targets
         without an audit store return a ``harness``-sourced check that is always ok."""

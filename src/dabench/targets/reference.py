@@ -66,15 +66,24 @@ class ReferenceTargetConfig(BaseModel):
 class ReferenceSession(TargetSession):
     """One ``dps_...`` session on the reference platform."""
 
-    def __init__(self, conn: ToolConnection, handle: str, identity: str) -> None:
+    def __init__(
+        self,
+        conn: ToolConnection,
+        handle: str,
+        identity: str,
+        cache: dict[str, list[ToolSpec]] | None = None,
+    ) -> None:
         self.conn = conn
         self.handle = handle
         self.identity = identity
+        self._cache = cache if cache is not None else {}
 
     async def tools(self) -> list[ToolSpec]:
         """Every tool but ``platform_info``, with ``session_id`` hidden."""
         specs = await self.conn.list_tools()
-        return [hide_argument(s, SESSION_ARG) for s in specs if s.name != INFO_TOOL]
+        shown = [hide_argument(s, SESSION_ARG) for s in specs if s.name != INFO_TOOL]
+        self._cache[self.identity] = shown
+        return list(shown)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Call with the session handle injected (a model-supplied one is overwritten)."""
@@ -104,6 +113,7 @@ class ReferenceTarget(Target):
         self._conn_lock = asyncio.Lock()
         self._http: httpx.AsyncClient | None = None
         self._loopback: LoopbackHttp | None = None
+        self._shown_tools: dict[str, list[ToolSpec]] = {}
         self.cpu_at_ready: float | None = None
         """Platform CPU seconds when it became healthy (start-up cost)."""
         self.cpu_at_stop: float | None = None
@@ -243,7 +253,12 @@ class ReferenceTarget(Target):
             raise HarnessError(
                 f"{self.label}: platform_info returned no session_id: {outcome.text[:200]}"
             ) from exc
-        return ReferenceSession(conn, handle, identity)
+        return ReferenceSession(conn, handle, identity, self._shown_tools)
+
+    def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
+        """The tools an earlier session of ``identity`` showed (the same for every session)."""
+        tools = self._shown_tools.get(identity)
+        return list(tools) if tools is not None else None
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
