@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("1.2.0", "2.0.1"): "e4ecb836a47f1ad9548d2b02584a8d7c574f9bd10f2cc1a28a4e5e34c2d23b34",
+    ("1.3.0", "2.0.1"): "9d03f1f4a53a86359f8cd475e47f4a0f7644effabfcab8ce228f59c4173fe36b",
 }
 
 

@@ -91,3 +91,17 @@ def test_sql_only_reads_catalog_datasets(world: World) -> None:
         for sql in (trap.correct_sql, trap.naive_sql):
             for ref in re.findall(r"\b(?:FROM|JOIN)\s+([a-z_]+\.[a-z_0-9]+)", sql):
                 assert ref in ids, (trap.id, ref)
+
+
+def test_every_sek_invoice_has_a_rate(world: World) -> None:
+    from dabench.world.metrics import INVOICE_FX_JOIN
+
+    con = world.connect()
+    try:
+        row = con.execute(
+            "SELECT count(*) FILTER (WHERE fx.rate IS NULL), count(*) FROM finance.invoices i "
+            f"{INVOICE_FX_JOIN} WHERE i.billing_entity = 'LSQ-NORDIC'"
+        ).fetchone()
+    finally:
+        con.close()
+    assert row is not None and row[0] == 0 and row[1] > 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-GENERATOR_VERSION = "1.2.0"
+GENERATOR_VERSION = "1.3.0"
 """Version of the world generator; part of the cache key and of ``world.json``."""
 
 COMPANY = "Larkspur Supply Co."

@@ -38,7 +38,7 @@ FROM range({N_PARTNERS}) t(i)"""
         for code, mean, amp in CURRENCIES
     )
     fx_select = f"""
-WITH m AS (SELECT m, DATE '{START_DATE}' + to_months(m::INTEGER) AS month
+WITH m AS (SELECT m, (DATE '{START_DATE}' + to_months(m::INTEGER))::DATE AS month
            FROM range({n_months}) t(m)), c AS ({rates})
 SELECT m.month, c.currency,
        round(c.mean + c.amp * (abs((m.m + 4 * length(c.currency)) % 12 - 6) / 3.0 - 1)

@@ -62,7 +62,7 @@ SELECT p.product_id,
        printf('LS-%02d-%04d', p.category_id, 1000 + p.product_id * 7) AS sku,
        {rand.pick("p_adj", "p.product_id", ADJECTIVES)} || ' ' || c.noun || ' '
          || {rand.pick("p_suf", "p.product_id", SUFFIXES)} AS name,
-       p.category_id,
+       p.category_id::INTEGER AS category_id,
        {rand.int("p_sup", "p.product_id", 1, len(SUPPLIERS))}::INTEGER AS supplier_id,
        (round((c.price_low + (c.price_high - c.price_low)
          * {_skewed(rand.u("p_price", "p.product_id"))})) * 100 - 1)::BIGINT AS list_price,

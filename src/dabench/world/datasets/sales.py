@@ -41,7 +41,7 @@ def steps(rand: Rand, scale: int) -> list[DatasetSpec | Helper]:
     n_orders = ORDERS_PER_SCALE * scale
     n_months = (END_DATE.year - START_DATE.year) * 12 + END_DATE.month
     promotions_select = f"""
-WITH m AS (SELECT m, DATE '{START_DATE}' + to_months(m::INTEGER) AS starts_on
+WITH m AS (SELECT m, (DATE '{START_DATE}' + to_months(m::INTEGER))::DATE AS starts_on
            FROM range({n_months}) t(m))
 SELECT printf('LSQ-%s', strftime(starts_on, '%y%m')) AS promo_code,
        {months_list()}[month(starts_on)] || ' ' || year(starts_on) AS name,

@@ -60,9 +60,9 @@ SELECT (i + 1)::BIGINT AS ticket_id,
        opened_at,
        CASE WHEN opened_at + INTERVAL 5 DAY > TIMESTAMP '{END_DATE} 23:59:59'
                  AND {r.u("tk_open", "i")} < 0.5 THEN NULL
-            ELSE opened_at + to_seconds(
+            ELSE opened_at + to_seconds(round(
               CASE priority WHEN 'urgent' THEN 1 WHEN 'high' THEN 4 WHEN 'normal' THEN 12
-                   ELSE 30 END * 3600 * (0.2 + 2 * {r.u("tk_res", "i")}))
+                   ELSE 30 END * 3600 * (0.2 + 2 * {r.u("tk_res", "i")}))::BIGINT)
        END AS closed_at,
        priority,
        {
