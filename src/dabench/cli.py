@@ -28,7 +28,7 @@ app = typer.Typer(
 )
 
 app.add_typer(world_commands.app, name="world", help="Build and inspect the deterministic world.")
-app.add_typer(platform_commands.app, name="platform", help="Serve the reference data platform (MCP).")
+app.add_typer(platform_commands.app, name="platform", help="Serve the reference platform (MCP).")
 app.add_typer(tasks_commands.app, name="tasks", help="Task schema, listing and the truth lock.")
 app.command("run")(runner_commands.run)
 app.command("grade")(grading_commands.grade_cmd)
