@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from dabench.cli import app
 from dabench.errors import UserInputError
 from dabench.runner.experiment import apply_overrides, builtin_experiment, load_experiment
 
@@ -87,3 +89,15 @@ def test_overrides(tmp_path: Path) -> None:
         apply_overrides(exp, arms=["a9"])
     with pytest.raises(UserInputError, match="--base-url needs --model"):
         apply_overrides(exp, base_url="http://x")
+
+
+def test_resume_refuses_changes(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["run", "--resume", str(tmp_path), "--model", "fake:x", "--k", "3"]
+    )
+    # The console script prints UserInputError as `error: ...` and exits 2.
+    assert isinstance(result.exception, UserInputError)
+    assert "--k, --model would change it" in str(result.exception)
+    missing = CliRunner().invoke(app, ["run", "--resume", str(tmp_path / "none")])
+    assert isinstance(missing.exception, UserInputError)
+    assert "no manifest" in str(missing.exception)

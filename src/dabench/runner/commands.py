@@ -134,10 +134,24 @@ def run(
 ) -> None:
     """Run an experiment's arms over its tasks k times; journal, audit-check, grade, report."""
     console = Console(stderr=True)
+    if resume is not None:
+        changed = [
+            flag
+            for flag, value in (
+                ("--k", k), ("--arms", arms), ("--model", model), ("--base-url", base_url),
+                ("--world", world), ("--out", out),
+            )
+            if value is not None
+        ]  # fmt: skip
+        if changed:
+            raise UserInputError(
+                f"--resume continues the run as it was started; {', '.join(changed)} would "
+                "change it (start a new run instead)"
+            )
     exp, exp_dir, run_dir = _resolve(experiment, smoke, resume)
     exp = apply_overrides(
         exp,
-        k=k if resume is None else None,
+        k=k,
         arms=[a.strip() for a in arms.split(",") if a.strip()] if arms else None,
         model=model,
         base_url=base_url,
