@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dabench.cli import app
-from dabench.errors import UserInputError
+from dabench.errors import DabenchError, UserInputError
 from dabench.runner.experiment import apply_overrides, builtin_experiment, load_experiment
 
 GOOD = """\
@@ -99,5 +99,5 @@ def test_resume_refuses_changes(tmp_path: Path) -> None:
     assert isinstance(result.exception, UserInputError)
     assert "--k, --model would change it" in str(result.exception)
     missing = CliRunner().invoke(app, ["run", "--resume", str(tmp_path / "none")])
-    assert isinstance(missing.exception, UserInputError)
+    assert isinstance(missing.exception, DabenchError)
     assert "no manifest" in str(missing.exception)
