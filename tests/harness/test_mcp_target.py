@@ -220,3 +220,24 @@ async def test_lean_client_refuses_a_server_without_the_stateless_revision(
     finally:
         await conn.close()
         server.kill_now()
+
+
+async def test_session_argument_is_hidden_and_injected(
+    tmp_path: Path, everything_server: list[str]
+) -> None:
+    target = make_target(
+        {"kind": "mcp", "command": everything_server, "session_argument": "message"},
+        TargetContext(None, tmp_path),
+    )
+    await target.start()
+    try:
+        session = await target.open_session()
+        echo = next(t for t in await session.tools() if t.name == "echo")
+        assert "message" not in echo.input_schema.get("properties", {})
+        assert "message" not in echo.input_schema.get("required", [])
+        out = await session.call("echo", {"message": "the model's own value"})
+        assert out.text == f"Echo: {session.handle}" and session.handle.startswith("hs_")
+        other = await target.open_session()
+        assert other.handle != session.handle
+    finally:
+        await target.stop()
