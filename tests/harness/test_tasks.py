@@ -137,3 +137,32 @@ def test_cli_schema_lock_and_error_exit(tmp_path: Path, mini_world: Path) -> Non
     )
     assert result.exit_code == 0, result.output
     assert set(read_lock(out).truths) == {"t.count-orders", "t.revenue", "t.where-orders"}
+
+
+async def test_a_run_refuses_a_stale_lock(tmp_path: Path, mini_world: Path) -> None:
+    from rich.console import Console
+
+    from dabench.runner.experiment import Experiment
+    from dabench.runner.run import ExperimentRun
+
+    other = build_mini_world(tmp_path / "other", orders=41)
+    lock_path = write_lock(compute_lock(load_tasks([BASIC]), other), tmp_path / "lock.json")
+    exp = Experiment.model_validate(
+        {
+            "name": "stale",
+            "world": {"dir": str(mini_world)},
+            "tasks": {"builtin": False, "files": [str(BASIC)]},
+            "lock": str(lock_path),
+            "arms": [
+                {
+                    "name": "x",
+                    "target": {"kind": "mcp", "command": ["true"]},
+                    "agent": {"kind": "oracle"},
+                }
+            ],
+        }
+    )
+    run = ExperimentRun(exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(quiet=True))
+    with pytest.raises(UserInputError, match="stale lock"):
+        await run.execute()
+    assert not (tmp_path / "run").exists()  # nothing written before validation
