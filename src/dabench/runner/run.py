@@ -327,16 +327,17 @@ class ExperimentRun:
         )
 
     async def _audit(self, target: Target, transcript: EpisodeTranscript) -> AuditCheck:
+        """The target's audit check for the episode's sessions."""
         expected = transcript.sent_calls()
         try:
             return await target.read_audit(transcript.sessions, expected)
-        except HarnessError as exc:
+        except Exception as exc:  # any failure to read back is a gap, never a crash
             return AuditCheck(
                 source=target.efficiency_source,
                 expected_calls=expected,
                 audit_rows=0,
                 ok=False,
-                detail=f"AUDIT GAP: read-back failed: {exc}",
+                detail=f"AUDIT GAP: read-back failed: {type(exc).__name__}: {exc}",
             )
 
     def _record(self, ep: Episode) -> None:
