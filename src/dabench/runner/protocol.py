@@ -32,28 +32,19 @@ from dabench.agents.base import EpisodeRequest, EpisodeTranscript, ToolRecorder
 from dabench.agents.oracle import ABSTAIN, parse_sql_result, render_answer
 from dabench.errors import HarnessError
 from dabench.grading import check_entity, check_numeric, check_refusal
-from dabench.journal.records import Episode, EpisodeStatus, GradeCheck, Message, StepRecord
+from dabench.journal.records import EpisodeStatus, GradeCheck, Message, StepRecord
 from dabench.journal.records import ToolCall as ToolCallRecord
 from dabench.providers.base import ToolSpec
 from dabench.runner.protocols import ProtocolRequest, register_protocol_runner
+from dabench.stats.lifecycle import LIFECYCLE_METRICS as LIFECYCLE_METRICS
+from dabench.stats.lifecycle import lifecycle_metrics as lifecycle_metrics
 from dabench.targets.base import Target, TargetSession
 from dabench.tasks.loader import TaskSet
 from dabench.tasks.lock import compute_lock
 from dabench.tasks.model import Grading, Protocol, ProtocolStep, Task, Truth
 
 ADMIN = "/api/v1/admin"
-LIFECYCLE_METRICS: tuple[str, ...] = (
-    "capture",
-    "recall",
-    "surfacing",
-    "promotion",
-    "transfer",
-    "update",
-    "duplicate",
-    "abstention",
-)
-"""The S5 metrics; each is the pass rate of the protocol steps tagged with it (``duplicate``
-is reported as a duplicate *rate*: the share of duplicate checks that failed)."""
+# LIFECYCLE_METRICS and lifecycle_metrics live in dabench.stats.lifecycle (re-exported here).
 _EVIDENCE_FETCHES = 3
 
 
@@ -579,38 +570,6 @@ async def run_protocol(
     """The registered protocol runner: one attempt (the runner serialises protocol attempts
     per target with :func:`dabench.runner.protocols.protocol_slot`)."""
     return await ProtocolPlay(request, transcript).run()
-
-
-# -- metrics -------------------------------------------------------------------------------------
-
-
-def lifecycle_metrics(
-    episodes: Iterable[Episode], protocols: Mapping[str, Protocol]
-) -> dict[str, dict[str, float | int]]:
-    """Per lifecycle metric: ``{"passed", "total", "rate"}`` over the protocol steps tagged
-    with it (harness errors excluded). ``duplicate`` reports the duplicate rate (failed
-    duplicate checks / checks)."""
-    counts: dict[str, list[int]] = {m: [0, 0] for m in LIFECYCLE_METRICS}
-    for ep in episodes:
-        protocol = protocols.get(ep.task_id)
-        if protocol is None or ep.status == "harness_error":
-            continue
-        metric_of = {s.name: s.metric for s in protocol.steps}
-        for record in ep.steps:
-            tag = metric_of.get(record.name)
-            if tag is None or record.passed is None:
-                continue
-            counts[tag][1] += 1
-            counts[tag][0] += int(record.passed)
-    out: dict[str, dict[str, float | int]] = {}
-    for metric, (passed, total) in counts.items():
-        if total == 0:
-            continue
-        rate = passed / total
-        if metric == "duplicate":
-            passed, rate = total - passed, 1.0 - rate
-        out[metric] = {"passed": passed, "total": total, "rate": round(rate, 4)}
-    return out
 
 
 register_protocol_runner(run_protocol)

@@ -29,6 +29,7 @@ from dabench.stats.caveats import run_caveats
 from dabench.stats.estimators import estimator_table
 from dabench.stats.frame import Bools, EpisodeFrame, Floats, build_frame
 from dabench.stats.funnel import lifecycle_funnel
+from dabench.stats.lifecycle import arm_lifecycle
 from dabench.stats.model import (
     ArmSummary,
     Delta,
@@ -342,6 +343,7 @@ def compute_stats(
         deltas=deltas,
         summaries=summaries,
         funnel=lifecycle_funnel(frame),
+        lifecycle=arm_lifecycle(frame, run.tasks, k),
     )
     result.caveats = run_caveats(run, frame, result)
     return result

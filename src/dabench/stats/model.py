@@ -139,6 +139,39 @@ class FunnelStep(_Record):
     """Protocol episodes that passed this step and every step before it."""
 
 
+class LifecycleRate(_Record):
+    """One S5 lifecycle metric of one arm: ``count`` of ``n`` tagged protocol steps."""
+
+    metric: str
+    count: int
+    """The numerator: passed steps (failed duplicate checks for ``duplicate``)."""
+    n: int
+    """Protocol steps with a verdict tagged with this metric."""
+    rate: float | None
+
+
+class ProtocolPassK(_Record):
+    """pass^k and pass@k of one S5 protocol on one arm (a protocol passes when every step
+    with a verdict passed)."""
+
+    protocol: str
+    attempts: int
+    passed: int
+    pass_hat_k: float | None = None
+    """``None`` with fewer than k graded attempts."""
+    pass_at_k: float | None = None
+
+
+class ArmLifecycle(_Record):
+    """The S5 lifecycle metrics of one arm (see :mod:`dabench.stats.lifecycle`)."""
+
+    k: int
+    metrics: list[LifecycleRate] = Field(default_factory=list)
+    protocols: list[ProtocolPassK] = Field(default_factory=list)
+    pass_hat_k: float | None = None
+    """Mean pass^k over the protocols with at least k graded attempts."""
+
+
 class ArmSummary(_Record):
     """Headline numbers of one arm (the report's ranking and arm card)."""
 
@@ -178,6 +211,8 @@ class RunStats(_Record):
     deltas: list[Delta]
     summaries: list[ArmSummary]
     funnel: dict[str, list[FunnelStep]] = Field(default_factory=dict)
+    lifecycle: dict[str, ArmLifecycle] = Field(default_factory=dict)
+    """Per arm with protocol episodes: the S5 lifecycle metrics."""
     caveats: list[str] = Field(default_factory=list)
 
     def group(self, arm: str, dimension: Dimension, value: str = "all") -> GroupStats | None:

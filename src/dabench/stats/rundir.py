@@ -41,6 +41,8 @@ class TaskInfo:
     fast_path: tuple[str, ...] = ()
     rubric: tuple[str, ...] = ()
     grading_kind: str = ""
+    step_metrics: tuple[tuple[str, str], ...] = ()
+    """For a protocol: (step name, lifecycle metric) of each tagged step."""
 
 
 @dataclass
@@ -96,6 +98,11 @@ def _task_info(raw: Any, path: Path, index: int) -> TaskInfo:
         fast_path=_tuple(raw.get("fast_path")),
         rubric=_tuple(raw.get("rubric")),
         grading_kind=str(grading.get("kind", "")),
+        step_metrics=tuple(
+            (str(s["name"]), str(s["metric"]))
+            for s in raw.get("steps") or []
+            if isinstance(s, dict) and s.get("name") and s.get("metric")
+        ),
     )
 
 

@@ -35,7 +35,7 @@ from dabench.journal.store import Journal
 from dabench.judge.rubric import load_rubric
 from dabench.platform.profile import load_profile
 from dabench.runner.experiment import Experiment
-from dabench.runner.protocol import lifecycle_metrics
+from dabench.stats.lifecycle import lifecycle_metrics
 from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
 from dabench.tasks.lock import LOCK_FILE, catalog_ids, compute_lock, read_world_manifest, write_lock
 from dabench.tasks.model import Protocol, Task, Truth, TruthLock
@@ -81,7 +81,7 @@ class ValidationReport:
     seconds: float = 0.0
     run_dir: Path | None = None
     lifecycle: dict[str, dict[str, float | int]] = field(default_factory=dict)
-    """The oracle's S5 lifecycle metrics (``dabench.runner.protocol.lifecycle_metrics``)."""
+    """The oracle's S5 lifecycle metrics (``dabench.stats.lifecycle.lifecycle_metrics``)."""
 
     @property
     def ok(self) -> bool:
