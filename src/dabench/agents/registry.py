@@ -15,7 +15,7 @@ from dabench.targets.registry import KindRegistry
 
 
 def _builtin_agents() -> None:
-    from dabench.agents import kibana, llm, oracle, replay  # noqa: F401  (importing registers them)
+    from dabench.agents import claude_cli, kibana, llm, oracle, replay  # noqa: F401  (registers them)
 
 
 AGENTS: KindRegistry[Agent, AgentContext] = KindRegistry("agent", _builtin_agents)

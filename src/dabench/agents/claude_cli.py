@@ -1,0 +1,273 @@
+"""The ``claude-cli`` agent: Claude Code (``claude -p``) runs its own MCP tool loop against the
+arm's reference platform; dabench journals what it did.
+
+Per episode the agent opens a platform session (``platform_info``, as the LLM agent does) and
+hands the CLI an MCP config that points at the platform's ``/mcp`` endpoint with the headers
+``Authorization: Bearer <identity key>`` and ``X-DPS-Session: <dps_ handle>``; the platform
+reads the session from that header, so the handle never appears in the prompt. The CLI's
+stream-json result is mapped into the episode: every tool call (MCP prefix stripped, arguments,
+result, error), the final answer, token usage and the CLI's ``total_cost_usd`` as provider cost.
+The tool-call budget becomes ``--max-turns`` (budget + 1 by default); a run that stops there, or
+that used more tool calls than the budget, ends as ``budget_exhausted``. Later user turns of a
+multi-turn task continue the CLI conversation with ``--resume <session id>``.
+
+Retryable CLI failures (timeouts, 429/5xx, an MCP server that did not connect) are retried per
+``retries`` with a fresh platform session; only the successful attempt's session belongs to the
+episode (and to its audit check).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
+from dabench.agents.llm import DEFAULT_SYSTEM_PROMPT, FINAL_ANSWER_PROTOCOL
+from dabench.agents.registry import register_agent
+from dabench.errors import HarnessError, UserInputError
+from dabench.journal.records import EpisodeStatus, Message, TargetRound, ToolCall
+from dabench.providers import ProviderError, RetryPolicy, with_retries
+from dabench.providers.claude_cli import (
+    MAX_TURNS_SUBTYPE,
+    ClaudeCliResult,
+    find_claude,
+    mcp_tool_name,
+    run_claude_cli,
+)
+from dabench.targets.base import Target, TargetSession, error_code_of
+from dabench.targets.reference import ReferenceTarget
+from dabench.tasks.model import Task
+
+SESSION_HEADER = "X-DPS-Session"
+SESSION_NOTE = (
+    "Every platform tool has a `session_id` argument: pass an empty string; your connection "
+    "already carries the session. Do not call `platform_info`."
+)
+"""Appended to the system prompt: the platform takes a non-empty ``session_id`` argument over
+the header, so the model must leave it empty."""
+
+
+class ClaudeCliAgentConfig(BaseModel):
+    """``agent: {kind: claude-cli, model: claude-sonnet-4-5, max_turns: 20}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["claude-cli"] = "claude-cli"
+    model: str | None = None
+    """Passed to ``--model`` (an alias such as ``sonnet`` or a full model name); ``None``: the
+    CLI's default. A ``anthropic:`` prefix is dropped."""
+    max_turns: int | None = Field(default=None, ge=1)
+    """``--max-turns``; default: the tool-call budget + 1."""
+    budget: int | None = Field(default=None, ge=1)
+    """Tool-call budget; default: the task's."""
+    system_prompt: str | None = None
+    """Appended to the CLI's own system prompt (default: the LLM agent's analyst prompt); the
+    session note and the final-answer protocol are always appended."""
+    executable: str = "claude"
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Wall-clock limit of one CLI run (a timeout is retryable)."""
+    server_name: str = Field(default="dabench", pattern=r"^[A-Za-z0-9_-]+$")
+    """The MCP server's name in the CLI config (tools appear as ``mcp__<name>__<tool>``)."""
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables of the CLI process."""
+    retries: RetryPolicy = Field(default_factory=RetryPolicy)
+
+
+def mcp_config_for(
+    url: str, api_key: str, session: str, server_name: str = "dabench"
+) -> dict[str, Any]:
+    """The CLI's ``--mcp-config`` object: one streamable-HTTP server with the key and the
+    session handle as headers."""
+    return {
+        "mcpServers": {
+            server_name: {
+                "type": "http",
+                "url": url,
+                "headers": {"Authorization": f"Bearer {api_key}", SESSION_HEADER: session},
+            }
+        }
+    }
+
+
+def _reference(target: Target) -> tuple[ReferenceTarget, str]:
+    """The reference target behind ``target`` and the identity to act as (a protocol step's
+    identity-bound view wraps the arm's target)."""
+    identity = "default"
+    seen = target
+    while not isinstance(seen, ReferenceTarget):
+        inner = getattr(seen, "inner", None)
+        if not isinstance(inner, Target):
+            raise HarnessError(
+                f"agent kind 'claude-cli' needs a reference platform target, not {target.label!r}"
+            )
+        identity = str(getattr(seen, "identity", identity))
+        seen = inner
+    return seen, identity
+
+
+class ClaudeCliAgent(Agent):
+    """Runs ``claude -p`` against the arm's reference platform."""
+
+    kind = "claude-cli"
+    provider = "claude-cli"
+    uses_model = True
+
+    def __init__(self, config: ClaudeCliAgentConfig) -> None:
+        self.config = config
+        model = config.model
+        self.model = model.split(":", 1)[1] if model and model.startswith("anthropic:") else model
+        self.system = (
+            f"{config.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{SESSION_NOTE}\n\n"
+            f"{FINAL_ANSWER_PROTOCOL}"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Kind, model and CLI settings (never the environment's values)."""
+        return {
+            "kind": self.kind,
+            "provider": self.provider,
+            "model": self.model,
+            "max_turns": self.config.max_turns,
+            "budget": self.config.budget,
+            "system_prompt": self.system,
+            "executable": self.config.executable,
+            "timeout_s": self.config.timeout_s,
+            "extra_args": self.config.extra_args,
+            "env": sorted(self.config.env),
+            "retries": self.config.retries.model_dump(),
+        }
+
+    def budget_for(self, task: Task) -> int:
+        """The configured budget, else the task's."""
+        return self.config.budget or task.budget
+
+    async def run(self, request: EpisodeRequest, transcript: EpisodeTranscript) -> EpisodeStatus:
+        """One CLI run per user turn (later turns resume the CLI session)."""
+        target, identity = _reference(request.target)
+        transcript.messages.append(Message(role="system", content=self.system))
+        session: TargetSession | None = None
+        cli_session = ""
+        for turn, prompt in enumerate(request.task.messages):
+            transcript.messages.append(Message(role="user", content=prompt))
+            session, result = await self._turn(
+                target, identity, session, prompt, cli_session, request.budget
+            )
+            if session.handle not in transcript.sessions:
+                transcript.sessions.append(session.handle)
+            cli_session = result.session_id
+            self._record(result, turn, session.handle, transcript)
+            if result.subtype == MAX_TURNS_SUBTYPE or len(transcript.tool_calls) > request.budget:
+                return "budget_exhausted"
+        return "completed" if transcript.answers and transcript.answers[-1].strip() else "no_answer"
+
+    async def _turn(
+        self,
+        target: ReferenceTarget,
+        identity: str,
+        session: TargetSession | None,
+        prompt: str,
+        cli_session: str,
+        budget: int,
+    ) -> tuple[TargetSession, ClaudeCliResult]:
+        """Run the CLI for one user turn (retried with a fresh session on retryable errors
+        of a first turn; a resumed conversation keeps its session)."""
+        current = session
+
+        async def once() -> tuple[TargetSession, ClaudeCliResult]:
+            nonlocal current
+            if current is None or not cli_session:
+                current = await target.open_session(identity)
+            tools = await current.tools()
+            extra = list(self.config.extra_args)
+            if cli_session:
+                extra += ["--resume", cli_session]
+            result = await run_claude_cli(
+                prompt,
+                mcp_config=mcp_config_for(
+                    target.base_url + "/mcp",
+                    target.keys[identity],
+                    current.handle,
+                    self.config.server_name,
+                ),
+                model=self.model,
+                allowed_tools=[mcp_tool_name(self.config.server_name, t.name) for t in tools],
+                max_turns=self.config.max_turns or budget + 1,
+                system_prompt=self.system,
+                append_system_prompt=True,
+                timeout=self.config.timeout_s,
+                executable=self.config.executable,
+                extra_args=extra,
+                env=self.config.env,
+            )
+            return current, result
+
+        try:
+            return await with_retries(once, self.config.retries)
+        except ProviderError as exc:
+            kind = "retries exhausted" if exc.retryable else "non-retryable"
+            raise HarnessError(f"claude-cli failed ({kind}): {exc}") from exc
+
+    def _record(
+        self, result: ClaudeCliResult, turn: int, handle: str, transcript: EpisodeTranscript
+    ) -> None:
+        prefix = f"mcp__{self.config.server_name}__"
+        if result.tool_calls:
+            transcript.messages.append(
+                Message(
+                    role="assistant",
+                    tool_calls=[
+                        {"id": c.id, "name": c.name, "arguments": c.arguments}
+                        for c in result.tool_calls
+                    ],
+                )
+            )
+        for call in result.tool_calls:
+            ours = call.name.startswith(prefix)
+            transcript.tool_calls.append(
+                ToolCall(
+                    index=len(transcript.tool_calls),
+                    turn=turn,
+                    # Only calls to the platform are expected in its audit log.
+                    session=handle if ours and call.has_result else "",
+                    name=call.name.removeprefix(prefix),
+                    arguments=call.arguments,
+                    result=call.result,
+                    is_error=call.is_error,
+                    error_code=(error_code_of(call.result) or "TOOL_ERROR")
+                    if call.is_error
+                    else None,
+                )
+            )
+            transcript.messages.append(
+                Message(role="tool", content=call.result, tool_call_id=call.id)
+            )
+        transcript.messages.append(Message(role="assistant", content=result.text))
+        transcript.answers.append(result.text)
+        transcript.add_usage(result.usage, result.cost_usd, result.cost_source)
+        transcript.rounds.append(
+            TargetRound(
+                turn=turn,
+                conversation_id=result.session_id or None,
+                status=result.subtype or None,
+                model_usage={
+                    "model": result.model,
+                    "num_turns": result.num_turns,
+                    "total_cost_usd": result.cost_usd,
+                },
+                wall_ms=round(result.duration_ms, 3),
+            )
+        )
+
+
+def _factory(config: ClaudeCliAgentConfig, context: AgentContext) -> Agent:
+    if find_claude(config.executable) is None:
+        raise UserInputError(
+            f"agent kind 'claude-cli': the claude CLI ({config.executable!r}) is not on PATH; "
+            "install Claude Code or use another agent kind"
+        )
+    return ClaudeCliAgent(config)
+
+
+register_agent("claude-cli", ClaudeCliAgentConfig, _factory)
