@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import numpy as np
+import numpy.typing as npt
 
 from dabench.journal.records import Episode
-from dabench.stats.estimators import pass_at_k, pass_hat_k
+from dabench.stats.estimators import estimator_table
 from dabench.stats.frame import EpisodeFrame
 from dabench.stats.model import ArmLifecycle, LifecycleRate, ProtocolPassK
 from dabench.stats.rundir import TaskInfo
@@ -89,21 +90,25 @@ def task_step_metrics(tasks: Mapping[str, TaskInfo] | None) -> dict[str, dict[st
     return {t.id: dict(t.step_metrics) for t in (tasks or {}).values() if t.step_metrics}
 
 
-def _protocol_passes(frame: EpisodeFrame, code: int, k: int) -> list[ProtocolPassK]:
+def _protocol_passes(
+    frame: EpisodeFrame, has_steps: npt.NDArray[np.bool_], code: int, k: int
+) -> list[ProtocolPassK]:
     rows: list[ProtocolPassK] = []
-    mask = (frame.arm == code) & frame.graded
-    for task_code in sorted(set(frame.task[mask].tolist())):
-        sel = mask & (frame.task == task_code)
-        if not any(frame.episodes[i].steps for i in np.flatnonzero(sel)):
-            continue
-        n, c = int(sel.sum()), int((sel & frame.passed).sum())
+    mask = (frame.arm == code) & frame.graded & has_steps
+    tasks = frame.task[mask]
+    attempts = np.bincount(tasks, minlength=len(frame.task_ids))
+    passes = np.bincount(tasks, weights=frame.passed[mask], minlength=len(frame.task_ids))
+    max_n = max(int(attempts.max(initial=0)), k)
+    hat, at = estimator_table(max_n, k), estimator_table(max_n, k, at=True)
+    for task_code in np.flatnonzero(attempts):
+        n, c = int(attempts[task_code]), int(passes[task_code])
         rows.append(
             ProtocolPassK(
                 protocol=frame.task_ids[task_code],
                 attempts=n,
                 passed=c,
-                pass_hat_k=pass_hat_k(c, n, k) if n >= k else None,
-                pass_at_k=pass_at_k(c, n, k) if n >= k else None,
+                pass_hat_k=float(hat[n, c]) if n >= k else None,
+                pass_at_k=float(at[n, c]) if n >= k else None,
             )
         )
     rows.sort(key=lambda r: r.protocol)
@@ -115,6 +120,7 @@ def arm_lifecycle(
 ) -> dict[str, ArmLifecycle]:
     """Per arm with protocol episodes: the lifecycle rates and pass^k per protocol."""
     step_metrics = task_step_metrics(tasks)
+    has_steps = np.fromiter((bool(ep.steps) for ep in frame.episodes), bool, len(frame))
     out: dict[str, ArmLifecycle] = {}
     for code, arm in enumerate(frame.arms):
         episodes = [
@@ -122,7 +128,7 @@ def arm_lifecycle(
             for ep, a, harness in zip(frame.episodes, frame.arm, frame.harness, strict=True)
             if a == code and ep.steps and not harness
         ]
-        protocols = _protocol_passes(frame, code, k)
+        protocols = _protocol_passes(frame, has_steps, code, k)
         if not episodes and not protocols:
             continue
         rates = metric_counts(episodes, step_metrics)
