@@ -78,15 +78,29 @@ def _install(bin_dir: Path, source: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
+TWO_TURNS = """
+- id: w.stores-again
+  suite: s2
+  category: multi_turn
+  difficulty: easy
+  turns: ["I have a question about our stores.", "How many retail stores are there?"]
+  grading: {kind: numeric, truth_sql: SELECT count(*) FROM sales.stores}
+"""
+
+
 def _experiment(
-    tmp_path: Path, world: Path, agent: str = "{kind: claude-cli, model: sonnet}"
+    tmp_path: Path,
+    world: Path,
+    task: str = "w.stores",
+    agent: str = "{kind: claude-cli, model: sonnet}",
 ) -> Path:
-    shutil.copy(DATA / "tasks_w930.yaml", tmp_path / "tasks.yaml")
+    text = (DATA / "tasks_w930.yaml").read_text(encoding="utf-8") + TWO_TURNS
+    (tmp_path / "tasks.yaml").write_text(text, encoding="utf-8")
     path = tmp_path / "exp.yaml"
     path.write_text(
         f"""name: claude-cli
 world: {{dir: {json.dumps(str(world))}}}
-tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
+tasks: {{builtin: false, files: [tasks.yaml], tasks: [{task}]}}
 k: 1
 arms:
   - name: a0
@@ -99,7 +113,12 @@ arms:
 
 
 def _run(
-    tmp_path: Path, world: Path, monkeypatch: pytest.MonkeyPatch, source: str, *extra: str
+    tmp_path: Path,
+    world: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    *extra: str,
+    task: str = "w.stores",
 ) -> tuple[int, Path, dict[str, object]]:
     _install(tmp_path / "bin", source)
     record = tmp_path / "record.json"
@@ -108,7 +127,14 @@ def _run(
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(
         app,
-        ["run", str(_experiment(tmp_path, world)), "--out", str(run_dir), "--no-progress", *extra],
+        [
+            "run",
+            str(_experiment(tmp_path, world, task)),
+            "--out",
+            str(run_dir),
+            "--no-progress",
+            *extra,
+        ],
     )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result.exit_code, run_dir, json.loads(record.read_text(encoding="utf-8"))
@@ -145,6 +171,26 @@ def test_cli_calls_the_platform_with_session_header(
     assert argv[argv.index("--model") + 1] == "sonnet"
     manifest = read_manifest(run_dir)
     assert not manifest.no_model and manifest.arms[0]["agent"]["kind"] == "claude-cli"
+
+
+def test_later_turns_resume_the_cli_conversation_on_the_same_session(
+    real_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, run_dir, record = _run(
+        tmp_path, real_world, monkeypatch, PLATFORM_CLAUDE, task="w.stores-again"
+    )
+    assert code == 0
+    (ep,) = Journal(run_dir).load()
+    assert ep.status == "completed" and len(ep.sessions) == 1
+    assert [(c.turn, c.session) for c in ep.tool_calls] == [
+        (0, ep.sessions[0]),
+        (1, ep.sessions[0]),
+    ]
+    assert ep.audit is not None and ep.audit.ok and ep.audit.audit_rows == 2
+    assert ep.cost_usd == 0.025  # both CLI runs' total_cost_usd
+    argv = list(record["argv"])  # type: ignore[call-overload]
+    assert argv[argv.index("--resume") + 1] == "cli-1"  # the second (last recorded) run
+    assert record["prompt"] == "How many retail stores are there?"
 
 
 def test_max_turns_is_budget_exhausted(
