@@ -33,7 +33,11 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_builtin_smoke() -> None:
     exp = builtin_experiment("smoke")
-    assert [a.name for a in exp.arms] == ["a0", "a2"]
+    assert [a.name for a in exp.arms] == ["a0", "a2", "a3"]
+    # a3 (memory) plays only the lifecycle protocols; a0 and a2 play every selected suite.
+    assert [a.suites for a in exp.arms] == [[], [], ["s5"]]
+    assert exp.arms[2].runs_suite("s5") and not exp.arms[2].runs_suite("s1")
+    assert exp.arms[0].runs_suite("s1") and exp.arms[0].runs_suite("s5")
     assert exp.tasks.smoke and exp.k == 1 and not exp.uses_model()
     assert (exp.world.seed, exp.world.scale) == (930, 1)
 

@@ -1,5 +1,6 @@
-"""The main job offline: `dabench run --smoke` with the oracle on the reference platform (a0,
-a2), the LLM agent's hidden session handle, and replaying a recorded run."""
+"""The main job offline: `dabench run --smoke` with the oracle on the reference platform (tasks
+on a0 and a2, the lifecycle protocol on a3), the LLM agent's hidden session handle, and replaying
+a recorded run."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from dabench.runner.run import ExperimentRun
 
 @pytest.fixture(scope="session")
 def smoke_run(real_world: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """`dabench run --smoke` once (oracle, arms a0 and a2), with grading and reports."""
+    """`dabench run --smoke` once (oracle: tasks on a0 and a2, the protocol on a3), graded."""
     run_dir = tmp_path_factory.mktemp("smoke") / "run"
     result = CliRunner().invoke(
         app, ["run", "--smoke", "--world", str(real_world), "--out", str(run_dir), "--no-progress"]
@@ -33,9 +34,14 @@ def test_smoke_runs_oracle_on_a0_and_a2(smoke_run: tuple[Path, str]) -> None:
     run_dir, output = smoke_run
     assert "no model used: oracle agent" in output
     assert "--model anthropic:claude-sonnet-4-5" in output
-    episodes = Journal(run_dir).load()
-    arms = {e.arm for e in episodes}
-    assert arms == {"a0", "a2"}
+    all_episodes = Journal(run_dir).load()
+    assert {e.arm for e in all_episodes} == {"a0", "a2", "a3"}
+    # a3 plays only the S5 smoke protocol; a0 and a2 play every smoke task and no protocol.
+    protocols = [e for e in all_episodes if e.arm == "a3"]
+    assert [e.suite for e in protocols] == ["s5"] and protocols[0].status == "completed"
+    assert protocols[0].steps and all(s.passed is not False for s in protocols[0].steps)
+    episodes = [e for e in all_episodes if e.arm != "a3"]
+    assert all(e.suite != "s5" for e in episodes)
     assert len(episodes) == 2 * len({e.task_id for e in episodes})
     for ep in episodes:
         assert ep.status == "completed", (ep.key, ep.harness_error)

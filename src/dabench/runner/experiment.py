@@ -32,6 +32,7 @@ from dabench.agents.registry import validate_agent_config
 from dabench.errors import UserInputError
 from dabench.targets.registry import validate_target_config
 from dabench.tasks.hashing import canonical_hash
+from dabench.tasks.model import Suite
 from dabench.tasks.selection import TaskSelection
 from dabench.tasks.yaml_source import compose_file, node_data, validation_message
 
@@ -58,6 +59,13 @@ class ArmConfig(_Spec):
     """``{kind: reference, profile: a2}``, ``{kind: mcp, command: [...]}`` ..."""
     agent: dict[str, Any]
     """``{kind: oracle}``, ``{kind: llm, model: PROVIDER:MODEL}``, ``{kind: replay, run: DIR}``."""
+    suites: list[Suite] = Field(default_factory=list)
+    """Suites this arm runs (empty: every selected suite), e.g. ``[s5]`` for a memory arm
+    that only plays the lifecycle protocols."""
+
+    def runs_suite(self, suite: str) -> bool:
+        """Whether this arm plays items of ``suite``."""
+        return not self.suites or suite in self.suites
 
 
 class Experiment(_Spec):

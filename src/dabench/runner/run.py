@@ -233,7 +233,7 @@ class ExperimentRun:
                         self.summary.skipped_protocols.append(item.id)
                     continue
                 for arm in self.arms:
-                    if not applies_to_arm(item, arm.name):
+                    if not applies_to_arm(item, arm.name) or not arm.config.runs_suite(item.suite):
                         continue
                     p = PlannedEpisode(arm, item, attempt)
                     if p.key in done:
