@@ -12,7 +12,7 @@ import hashlib
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -32,17 +32,8 @@ ToolName = Literal[
 ]
 """Every tool the reference platform implements."""
 
-ALL_TOOLS: tuple[str, ...] = (
-    "platform_info",
-    "sql_query",
-    "describe_table",
-    "list_tables",
-    "search",
-    "fetch",
-    "memory_capture",
-    "memory_manage",
-    "apply_knowledge",
-)
+ALL_TOOLS: tuple[str, ...] = get_args(ToolName)
+"""Every tool name, in the order of :data:`ToolName`."""
 
 SearchKind = Literal["dataset", "column", "glossary", "knowledge_page", "curated_query", "memory"]
 """What ``search`` can rank."""
