@@ -11,7 +11,7 @@ retries belong to :func:`dabench.providers.retry.with_retries`.
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Mapping
 from typing import Any
 
 import anthropic
@@ -22,7 +22,7 @@ from dabench.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from dabench.providers.http_errors import malformed_response, status_error, transport_error
+from dabench.providers.http_errors import SdkErrors, malformed_response, sdk_call
 from dabench.providers.pricing import PriceOverrides, PriceTable, price_table, resolve_cost
 from dabench.providers.usage import anthropic_usage
 
@@ -77,22 +77,13 @@ class AnthropicProvider:
             cache_conversation=self.cache_conversation,
         )
         extra_body: dict[str, Any] = {"temperature": temperature} if self.send_temperature else {}
-        started = time.perf_counter()
-        try:
-            message = await self.client.messages.create(
+        message, latency_ms = await sdk_call(
+            self.name,
+            SDK_ERRORS,
+            self.client.messages.create(
                 model=self.model, max_tokens=max_tokens, extra_body=extra_body or None, **body
-            )
-        except anthropic.APIStatusError as exc:
-            raise status_error(
-                self.name, exc.status_code, _error_message(exc), exc.response.headers
-            ) from exc
-        except anthropic.APITimeoutError as exc:
-            raise transport_error(self.name, "timeout", str(exc)) from exc
-        except anthropic.APIConnectionError as exc:
-            raise transport_error(self.name, "connection error", str(exc)) from exc
-        except (anthropic.APIError, ValueError) as exc:  # a body that is not a Messages reply
-            raise malformed_response(self.name, exc) from exc
-        latency_ms = (time.perf_counter() - started) * 1000.0
+            ),
+        )
         return self._to_response(message.model_dump(warnings=False), latency_ms)
 
     def _to_response(self, data: dict[str, Any], latency_ms: float) -> ModelResponse:
@@ -138,13 +129,24 @@ def _tool_call(block: dict[str, Any]) -> ToolCallRequest:
     )
 
 
-def _error_message(exc: anthropic.APIStatusError) -> str:
+def _status_details(exc: anthropic.APIStatusError) -> tuple[int, str, Mapping[str, str]]:
+    message = str(exc.message)
     body = exc.body
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict):
-            return f"{error.get('type', 'error')}: {error.get('message', '')}"
-    return str(exc.message)
+            message = f"{error.get('type', 'error')}: {error.get('message', '')}"
+    return exc.status_code, message, exc.response.headers
+
+
+SDK_ERRORS = SdkErrors(
+    status=anthropic.APIStatusError,
+    timeout=anthropic.APITimeoutError,
+    connection=anthropic.APIConnectionError,
+    api=anthropic.APIError,
+    details=_status_details,
+)
+"""How the ``anthropic`` SDK's failures map to :class:`ProviderError`."""
 
 
 def build_request(

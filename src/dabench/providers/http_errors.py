@@ -1,16 +1,22 @@
 """Shared mapping from HTTP failures of an LLM API to :class:`ProviderError`.
 
-Both SDK adapters (Anthropic, OpenAI-compatible) use these helpers so that a 429 from
-either API is classified the same way and its ``retry-after`` is honoured the same way.
+Both SDK adapters (Anthropic, OpenAI-compatible) make their requests through
+:func:`sdk_call`, so that a 429 from either API is classified the same way and its
+``retry-after`` is honoured the same way.
 """
 
 from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from dabench.providers.base import ProviderError
+
+E = TypeVar("E", bound=Exception)
+T = TypeVar("T")
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 """Statuses worth retrying: timeouts, conflicts, rate limits, server errors, overload (529)."""
@@ -68,3 +74,36 @@ def malformed_response(provider: str, detail: object) -> ProviderError:
     """A retryable :class:`ProviderError` for a 2xx body that is not the API's reply shape
     (not JSON, or JSON of another shape): usually a proxy or gateway glitch."""
     return ProviderError(f"{provider}: malformed response: {str(detail)[:300]}", retryable=True)
+
+
+@dataclass(frozen=True)
+class SdkErrors(Generic[E]):
+    """The exception classes of one vendor SDK (the official ``anthropic`` and ``openai``
+    SDKs share this hierarchy) and how to read an HTTP status error of that SDK."""
+
+    status: type[E]
+    """Raised for a non-2xx HTTP status."""
+    timeout: type[Exception]
+    connection: type[Exception]
+    api: type[Exception]
+    """The SDK's base error: anything else it raises means a malformed reply."""
+    details: Callable[[E], tuple[int, str, Mapping[str, str]]]
+    """A status error's HTTP status, readable message and response headers."""
+
+
+async def sdk_call(provider: str, errors: SdkErrors[E], request: Awaitable[T]) -> tuple[T, float]:
+    """Await one SDK ``request`` and return its result and latency in milliseconds; every SDK
+    failure becomes a :class:`ProviderError` (status, timeout, connection, malformed reply)."""
+    started = time.perf_counter()
+    try:
+        result = await request
+    except errors.status as exc:
+        status, message, headers = errors.details(exc)
+        raise status_error(provider, status, message, headers) from exc
+    except errors.timeout as exc:
+        raise transport_error(provider, "timeout", str(exc)) from exc
+    except errors.connection as exc:
+        raise transport_error(provider, "connection error", str(exc)) from exc
+    except (errors.api, ValueError) as exc:  # a body that is not the API's reply shape
+        raise malformed_response(provider, exc) from exc
+    return result, (time.perf_counter() - started) * 1000.0

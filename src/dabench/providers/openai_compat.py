@@ -14,7 +14,7 @@ set, never raised. ``usage.prompt_tokens_details.cached_tokens`` becomes
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Mapping
 from typing import Any
 
 import openai
@@ -27,7 +27,7 @@ from dabench.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from dabench.providers.http_errors import malformed_response, status_error, transport_error
+from dabench.providers.http_errors import SdkErrors, sdk_call
 from dabench.providers.pricing import PriceOverrides, PriceTable, price_table, resolve_cost
 
 TOOL_ERROR_PREFIX = "ERROR: "
@@ -78,24 +78,15 @@ class OpenAICompatProvider:
         if self.send_temperature:
             body["temperature"] = temperature
         wire_messages = body.pop("messages")
-        started = time.perf_counter()
-        try:
-            completion = await self.client.chat.completions.create(
+        completion, latency_ms = await sdk_call(
+            self.name,
+            SDK_ERRORS,
+            self.client.chat.completions.create(
                 model=self.model,
                 messages=wire_messages,
                 extra_body={**body, **self.extra_body},
-            )
-        except openai.APIStatusError as exc:
-            raise status_error(
-                self.name, exc.status_code, _error_message(exc), exc.response.headers
-            ) from exc
-        except openai.APITimeoutError as exc:
-            raise transport_error(self.name, "timeout", str(exc)) from exc
-        except openai.APIConnectionError as exc:
-            raise transport_error(self.name, "connection error", str(exc)) from exc
-        except (openai.APIError, ValueError) as exc:  # a body that is not a completion
-            raise malformed_response(self.name, exc) from exc
-        latency_ms = (time.perf_counter() - started) * 1000.0
+            ),
+        )
         return self._to_response(completion.model_dump(warnings=False), latency_ms)
 
     def _to_response(self, data: dict[str, Any], latency_ms: float) -> ModelResponse:
@@ -171,13 +162,24 @@ def usage_from(usage: dict[str, Any]) -> TokenUsage:
     )
 
 
-def _error_message(exc: openai.APIStatusError) -> str:
+def _status_details(exc: openai.APIStatusError) -> tuple[int, str, Mapping[str, str]]:
+    message = str(exc.message)
     body = exc.body
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict) and "message" in error:
-            return str(error["message"])
-    return str(exc.message)
+            message = str(error["message"])
+    return exc.status_code, message, exc.response.headers
+
+
+SDK_ERRORS = SdkErrors(
+    status=openai.APIStatusError,
+    timeout=openai.APITimeoutError,
+    connection=openai.APIConnectionError,
+    api=openai.APIError,
+    details=_status_details,
+)
+"""How the ``openai`` SDK's failures map to :class:`ProviderError`."""
 
 
 def build_request(
