@@ -206,6 +206,25 @@ def test_lifecycle_funnel(tmp_path: Path) -> None:
     assert [(s.episodes, s.passed, s.reached) for s in funnel] == [(3, 2, 2), (3, 2, 1), (3, 3, 1)]
 
 
+def test_lifecycle_funnel_follows_protocol_order(tmp_path: Path) -> None:
+    """A verify step stands right after the step it checks, not after every named step."""
+    plays = [
+        ("teach", "episode", None),
+        ("captured", "verify", T),
+        ("recall", "episode", T),
+        ("promote", "review", T),
+        ("promoted", "verify", F),
+        ("transfer", "episode", T),
+    ]
+    steps = [StepRecord(name=n, kind=k, identity="teacher", passed=p) for n, k, p in plays]
+    eps = [episode("a", "p1", 0, suite="s5", steps=steps)]
+    run = write_run(tmp_path, eps, [grade(eps[0], False)], k=1)
+    stats = compute_stats(load_run(run), resamples=0)
+    funnel = stats.funnel["a"]
+    assert [s.name for s in funnel] == ["captured", "recall", "promote", "promoted", "transfer"]
+    assert [s.reached for s in funnel] == [1, 1, 1, 0, 0]
+
+
 def test_synthetic_run_shows_the_planted_gap(synthetic_run: Path) -> None:
     stats = compute_stats(load_run(synthetic_run))
     delta = next(d for d in stats.deltas if d.dimension == "overall")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dabench.journal.records import Episode
 from dabench.stats.frame import EpisodeFrame
 from dabench.stats.model import FunnelStep
 
 STEP_ORDER = ("teach", "recall", "promote", "transfer", "supersede", "abstain")
-"""Canonical order of protocol steps; other step names follow in first-seen order."""
+"""Canonical order of the named lifecycle steps, used to break ties between steps that stand at
+the same position in different protocols."""
 
 
 def lifecycle_funnel(frame: EpisodeFrame) -> dict[str, list[FunnelStep]]:
@@ -22,10 +24,7 @@ def lifecycle_funnel(frame: EpisodeFrame) -> dict[str, list[FunnelStep]]:
             continue
         # Steps without a verdict (an ungraded teach, checked by a later verify) are not stages.
         judged = [(ep, st) for ep in protocol for st in ep.steps if st.passed is not None]
-        names = [s for s in STEP_ORDER if any(st.name == s for _, st in judged)]
-        for _, st in judged:
-            if st.name not in names:
-                names.append(st.name)
+        names = _stage_order(protocol, {st.name for _, st in judged})
         steps: list[FunnelStep] = []
         alive = {ep.key for ep in protocol}
         for name in names:
@@ -45,3 +44,19 @@ def lifecycle_funnel(frame: EpisodeFrame) -> dict[str, list[FunnelStep]]:
             )
         out[arm] = steps
     return out
+
+
+def _stage_order(protocol: list[Episode], names: set[str]) -> list[str]:
+    """Funnel stages in the order the protocols play them (earliest position first), so a
+    verify step stands right after the step it checks; ties follow ``STEP_ORDER``."""
+    first: dict[str, int] = {}
+    for ep in protocol:
+        for pos, st in enumerate(ep.steps):
+            if st.name in names:
+                first[st.name] = min(pos, first.get(st.name, pos))
+
+    def key(name: str) -> tuple[int, int, str]:
+        canon = STEP_ORDER.index(name) if name in STEP_ORDER else len(STEP_ORDER)
+        return (first[name], canon, name)
+
+    return sorted(names, key=key)
