@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from dabench.errors import DabenchError
 from dabench.journal.records import Episode, Grade, RunManifest
+from dabench.recordfile import first_error, read_record_file
 
 EPISODES_FILE = "episodes.jsonl"
 GRADES_FILE = "grades.jsonl"
@@ -67,20 +68,14 @@ def _parse_lines(path: Path, model: type[BaseModel]) -> tuple[list[BaseModel], T
         except ValidationError as exc:
             is_last = number == len(complete) and not tail
             if is_last:
-                return records, TornLine(number, offset, f"invalid record: {_first_error(exc)}")
+                return records, TornLine(number, offset, f"invalid record: {first_error(exc)}")
             raise DabenchError(
-                f"{path}:{number}: not a valid {model.__name__} record: {_first_error(exc)}"
+                f"{path}:{number}: not a valid {model.__name__} record: {first_error(exc)}"
             ) from exc
         offset += len(raw) + 1
     if tail:
         return records, TornLine(len(complete) + 1, offset, "no terminating newline")
     return records, None
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ())) or "<record>"
-    return f"{loc}: {err.get('msg', 'invalid')}"
 
 
 class Journal:
@@ -172,12 +167,13 @@ def write_manifest(run_dir: Path | str, manifest: RunManifest) -> Path:
 def read_manifest(run_dir: Path | str) -> RunManifest:
     """Read ``manifest.json`` of a run directory."""
     path = Path(run_dir) / MANIFEST_FILE
-    if not path.exists():
-        raise DabenchError(f"{path}: no manifest (is {Path(run_dir)} a run directory?)")
-    try:
-        return RunManifest.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        raise DabenchError(f"{path}: invalid manifest: {_first_error(exc)}") from exc
+    return read_record_file(
+        path,
+        RunManifest,
+        what="manifest",
+        missing=f"{path}: no manifest (is {Path(run_dir)} a run directory?)",
+        error=DabenchError,
+    )
 
 
 def append_grades(run_dir: Path | str, grades: Iterable[Grade]) -> None:

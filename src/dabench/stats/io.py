@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from dabench.errors import UserInputError
+from dabench.recordfile import read_record_file
 from dabench.stats.model import RunStats
 
 STATS_FILE = "stats.json"
@@ -24,7 +22,4 @@ def read_stats(run_dir: Path | str) -> RunStats | None:
     path = Path(run_dir) / STATS_FILE
     if not path.exists():
         return None
-    try:
-        return RunStats.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        raise UserInputError(f"{path}: invalid stats file: {exc.errors()[0]['msg']}") from exc
+    return read_record_file(path, RunStats, what="stats file", missing=f"{path}: no stats file")

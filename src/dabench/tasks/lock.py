@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from pydantic import ValidationError
 
 from dabench.errors import UserInputError
+from dabench.recordfile import read_record_file
 from dabench.tasks.loader import SuiteItem, TaskSet, item_hash
 from dabench.tasks.model import Grading, Protocol, Truth, TruthLock
 from dabench.world.model import Catalog, WorldManifest
@@ -27,13 +27,12 @@ LOCK_FILE = "tasks.lock.json"
 
 def read_world_manifest(world_dir: Path) -> WorldManifest:
     """``world.json`` of a built world directory."""
-    path = world_dir / "world.json"
-    if not path.exists():
-        raise UserInputError(f"{world_dir}: not a built world (no world.json)")
-    try:
-        return WorldManifest.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        raise UserInputError(f"{path}: invalid world manifest: {exc.errors()[0]['msg']}") from exc
+    return read_record_file(
+        world_dir / "world.json",
+        WorldManifest,
+        what="world manifest",
+        missing=f"{world_dir}: not a built world (no world.json)",
+    )
 
 
 def catalog_ids(world_dir: Path) -> set[str]:
@@ -142,12 +141,12 @@ def write_lock(lock: TruthLock, path: Path) -> Path:
 
 def read_lock(path: Path) -> TruthLock:
     """Read a lock file."""
-    if not path.exists():
-        raise UserInputError(f"{path}: no such lock file (run `dabench tasks lock --world DIR`)")
-    try:
-        return TruthLock.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        raise UserInputError(f"{path}: invalid lock file: {exc.errors()[0]['msg']}") from exc
+    return read_record_file(
+        path,
+        TruthLock,
+        what="lock file",
+        missing=f"{path}: no such lock file (run `dabench tasks lock --world DIR`)",
+    )
 
 
 def check_lock(lock: TruthLock, task_set: TaskSet, world_hash: str, path: Path | str) -> None:
