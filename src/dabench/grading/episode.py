@@ -15,10 +15,10 @@ Headline ``passed`` (what accuracy and pass^k use):
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
+from dabench.blocking import blocking
 from dabench.grading.answer import graded_answer
 from dabench.grading.entity import check_entity
 from dabench.grading.exec_sql import check_exec_sql
@@ -259,25 +259,8 @@ async def agrade_episode(
     )
 
 
-def grade_episode(
-    episode: Episode,
-    task: Task,
-    truth: Truth | None,
-    *,
-    judge: Judge | None = None,
-    score_config: ScoreConfig | None = None,
-    warehouse: Path | None = None,
-    judge_all: bool = False,
-) -> Grade:
-    """Synchronous :func:`agrade_episode` (do not call from inside a running event loop)."""
-    return asyncio.run(
-        agrade_episode(
-            episode,
-            task,
-            truth,
-            judge=judge,
-            score_config=score_config,
-            warehouse=warehouse,
-            judge_all=judge_all,
-        )
-    )
+grade_episode = blocking(
+    agrade_episode,
+    name="grade_episode",
+    doc="Synchronous :func:`agrade_episode` (do not call from inside a running event loop).",
+)

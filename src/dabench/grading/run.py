@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.progress import Progress
 
+from dabench.blocking import blocking
 from dabench.errors import UserInputError
 from dabench.grading.episode import agrade_episode, grade_protocol_episode
 from dabench.grading.scores import ScoreConfig
@@ -100,7 +101,14 @@ async def agrade_run(
     write: bool = True,
     manifest_judge: bool = True,
 ) -> list[Grade]:
-    """Grade every episode of a run and (re)write ``grades.jsonl``; see :func:`grade_run`."""
+    """Grade every episode of ``run_dir`` (re-grading replaces ``grades.jsonl``).
+
+    Defaults: the lock is ``RUN_DIR/tasks.lock.json`` (checked against the manifest's world
+    hash), tasks come from ``RUN_DIR/tasks[.yaml]`` or the built-in suites, and the world
+    (needed by exec_sql only) from the manifest's ``experiment.world.dir`` or the world cache.
+    Without ``judge``, the experiment's judge (manifest ``judge.model``) is used unless
+    ``manifest_judge`` is False.
+    """
     run_dir = Path(run_dir)
     episodes = Journal(run_dir).load()
     manifest = read_manifest(run_dir) if (run_dir / MANIFEST_FILE).exists() else None
@@ -152,38 +160,8 @@ async def agrade_run(
     return grades
 
 
-def grade_run(
-    run_dir: Path | str,
-    *,
-    tasks: TaskSet | Iterable[SuiteItem] | Path | None = None,
-    lock: TruthLock | Path | None = None,
-    judge: Judge | None = None,
-    world: Path | None = None,
-    score_config: ScoreConfig | None = None,
-    judge_all: bool = False,
-    progress: bool = False,
-    write: bool = True,
-    manifest_judge: bool = True,
-) -> list[Grade]:
-    """Grade every episode of ``run_dir`` (re-grading replaces ``grades.jsonl``).
-
-    Defaults: the lock is ``RUN_DIR/tasks.lock.json`` (checked against the manifest's world
-    hash), tasks come from ``RUN_DIR/tasks[.yaml]`` or the built-in suites, and the world
-    (needed by exec_sql only) from the manifest's ``experiment.world.dir`` or the world cache.
-    Without ``judge``, the experiment's judge (manifest ``judge.model``) is used unless
-    ``manifest_judge`` is False.
-    """
-    return asyncio.run(
-        agrade_run(
-            run_dir,
-            tasks=tasks,
-            lock=lock,
-            judge=judge,
-            world=world,
-            score_config=score_config,
-            judge_all=judge_all,
-            progress=progress,
-            write=write,
-            manifest_judge=manifest_judge,
-        )
-    )
+grade_run = blocking(
+    agrade_run,
+    name="grade_run",
+    doc="Synchronous :func:`agrade_run` (do not call from inside a running event loop).",
+)
