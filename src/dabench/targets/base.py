@@ -9,9 +9,10 @@ sessions of an episode back and checks them against the harness's count of tool 
 from __future__ import annotations
 
 import json
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -54,6 +55,33 @@ def error_code_of(text: str) -> str | None:
         code = body["error"].get("code")
         return str(code) if code is not None else None
     return None
+
+
+class ToolCallTimer:
+    """Started when a tool call is sent; builds the call's :class:`ToolOutcome` with its
+    start time and latency."""
+
+    def __init__(self) -> None:
+        self.started = datetime.now(UTC)
+        self._t0 = time.perf_counter()
+
+    def outcome(self, text: str, is_error: bool) -> ToolOutcome:
+        """The tool's reply; an error reply's code is read from its text."""
+        return self._outcome(text, is_error, error_code_of(text) if is_error else None)
+
+    def protocol_error(self, text: str) -> ToolOutcome:
+        """The server refused the request itself (unknown tool, invalid params): the model's
+        mistake, returned to it as a ``PROTOCOL_ERROR`` tool error."""
+        return self._outcome(text, True, "PROTOCOL_ERROR")
+
+    def _outcome(self, text: str, is_error: bool, error_code: str | None) -> ToolOutcome:
+        return ToolOutcome(
+            text=text,
+            is_error=is_error,
+            error_code=error_code,
+            latency_ms=(time.perf_counter() - self._t0) * 1000,
+            started_at=self.started,
+        )
 
 
 def hide_argument(spec: ToolSpec, name: str) -> ToolSpec:

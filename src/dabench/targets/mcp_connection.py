@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
@@ -23,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from dabench.errors import HarnessError
 from dabench.providers.base import ToolSpec
-from dabench.targets.base import ToolOutcome, error_code_of
+from dabench.targets.base import ToolCallTimer, ToolOutcome
 
 
 @dataclass
@@ -145,8 +143,7 @@ class McpConnection:
         """Call a tool; an MCP-level tool error is an outcome, a transport failure raises
         :class:`HarnessError`."""
         client = self._live()
-        started = datetime.now(UTC)
-        t0 = time.perf_counter()
+        timer = ToolCallTimer()
         try:
             result = await client.call_tool(
                 name, arguments, read_timeout_seconds=self.call_timeout_s
@@ -154,27 +151,11 @@ class McpConnection:
         except Exception as exc:
             text = str(exc) or type(exc).__name__
             if _is_protocol_error(exc):
-                # The server refused the request itself (unknown tool, invalid params):
-                # the model's mistake, returned to it as a tool error.
-                return ToolOutcome(
-                    text=text,
-                    is_error=True,
-                    error_code="PROTOCOL_ERROR",
-                    latency_ms=(time.perf_counter() - t0) * 1000,
-                    started_at=started,
-                )
+                return timer.protocol_error(text)
             raise HarnessError(
                 f"tool call {name} failed on {self.endpoint.describe()}: {text}"
             ) from exc
-        text = _result_text(result)
-        is_error = bool(result.is_error)
-        return ToolOutcome(
-            text=text,
-            is_error=is_error,
-            error_code=error_code_of(text) if is_error else None,
-            latency_ms=(time.perf_counter() - t0) * 1000,
-            started_at=started,
-        )
+        return timer.outcome(_result_text(result), bool(result.is_error))
 
 
 _MODEL_FAULT_CODES = {-32600, -32601, -32602}

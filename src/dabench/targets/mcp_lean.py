@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from dabench import __version__
 from dabench.errors import HarnessError
 from dabench.providers.base import ToolSpec
-from dabench.targets.base import ToolOutcome, error_code_of
+from dabench.targets.base import ToolCallTimer, ToolOutcome
 from dabench.targets.loopback_http import HttpResponse, LoopbackHttp
 
 PROTOCOL_VERSION = "2026-07-28"
@@ -124,8 +122,7 @@ class LeanMcpConnection:
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Call a tool; a tool error is an outcome, a transport failure a HarnessError."""
-        started = datetime.now(UTC)
-        t0 = time.perf_counter()
+        timer = ToolCallTimer()
         try:
             result = await self._request(
                 "tools/call", {"name": name, "arguments": arguments}, name=name
@@ -133,26 +130,12 @@ class LeanMcpConnection:
         except _RpcError as exc:
             if exc.code not in _MODEL_FAULT_CODES:
                 raise HarnessError(f"tool call {name} failed on {self.url}: {exc}") from exc
-            return ToolOutcome(
-                text=str(exc),
-                is_error=True,
-                error_code="PROTOCOL_ERROR",
-                latency_ms=(time.perf_counter() - t0) * 1000,
-                started_at=started,
-            )
+            return timer.protocol_error(str(exc))
         parts = [
             c["text"] if c.get("type") == "text" else json.dumps(c, sort_keys=True)
             for c in result.get("content", [])
         ]
-        text = "\n".join(parts)
-        is_error = bool(result.get("isError"))
-        return ToolOutcome(
-            text=text,
-            is_error=is_error,
-            error_code=error_code_of(text) if is_error else None,
-            latency_ms=(time.perf_counter() - t0) * 1000,
-            started_at=started,
-        )
+        return timer.outcome("\n".join(parts), bool(result.get("isError")))
 
 
 class _RpcError(Exception):
