@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dabench.errors import UserInputError
 from dabench.journal.records import ToolCall
+from dabench.judge.versioned import versioned_file
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 DEFAULT_PROMPT_VERSION = "claims_v1"
@@ -52,11 +53,7 @@ class PromptTemplate:
 
 def load_prompt(version_or_path: str | Path = DEFAULT_PROMPT_VERSION) -> PromptTemplate:
     """Load a shipped prompt version (``claims_v1``) or a prompt file."""
-    path = Path(version_or_path)
-    if not path.suffix:
-        path = PROMPT_DIR / f"{version_or_path}.md"
-    if not path.is_file():
-        raise UserInputError(f"{path}: no such judge prompt file")
+    path = versioned_file(version_or_path, PROMPT_DIR, ".md", "judge prompt")
     raw = path.read_text(encoding="utf-8")
     match = re.match(r"^---\n(.*?)\n---\n", raw, re.DOTALL)
     if not match:

@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dabench.errors import UserInputError
+from dabench.judge.versioned import versioned_file
 
 RUBRIC_DIR = Path(__file__).resolve().parent / "rubric"
 DEFAULT_RUBRIC_VERSION = "v1"
@@ -54,11 +55,7 @@ class Rubric(BaseModel):
 
 def load_rubric(version_or_path: str | Path = DEFAULT_RUBRIC_VERSION) -> Rubric:
     """Load a shipped rubric version (``v1``) or a rubric YAML file."""
-    path = Path(version_or_path)
-    if not path.suffix:
-        path = RUBRIC_DIR / f"{version_or_path}.yaml"
-    if not path.is_file():
-        raise UserInputError(f"{path}: no such rubric file")
+    path = versioned_file(version_or_path, RUBRIC_DIR, ".yaml", "rubric")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         rubric = Rubric.model_validate(data)
