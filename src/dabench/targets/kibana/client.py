@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -90,18 +91,24 @@ class KibanaClient:
         """Close the connection pool."""
         await self._http.aclose()
 
-    async def request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, ok404: bool = False
-    ) -> Any:
-        """A JSON request; ``None`` for a 404 when ``ok404``; errors as :class:`HarnessError`."""
+    @contextmanager
+    def _transport_errors(self, method: str, path: str, failed: str) -> Iterator[None]:
+        """Timeouts and other transport failures of a request as :class:`HarnessError`."""
         try:
-            resp = await self._http.request(method, path, json=body)
+            yield
         except httpx.TimeoutException as exc:
             raise HarnessError(
                 f"kibana: {method} {path} timed out after {self.timeout_s:.0f}s ({exc!r})"
             ) from exc
         except httpx.HTTPError as exc:
-            raise HarnessError(f"kibana: {method} {path} failed: {exc!r}") from exc
+            raise HarnessError(f"kibana: {method} {path} {failed}: {exc!r}") from exc
+
+    async def request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, ok404: bool = False
+    ) -> Any:
+        """A JSON request; ``None`` for a 404 when ``ok404``; errors as :class:`HarnessError`."""
+        with self._transport_errors(method, path, "failed"):
+            resp = await self._http.request(method, path, json=body)
         if resp.status_code == 404 and ok404:
             return None
         if resp.status_code >= 400:
@@ -134,7 +141,7 @@ class KibanaClient:
         path = f"{API}/converse/async"
         acc = StreamAccumulator()
         t0 = time.perf_counter()
-        try:
+        with self._transport_errors("POST", path, "failed mid-stream"):
             async with self._http.stream("POST", path, json=payload) as resp:
                 if resp.status_code >= 400:
                     await resp.aread()
@@ -149,12 +156,6 @@ class KibanaClient:
                             f"kibana: invalid JSON in a {event!r} event: {data[:200]}"
                         ) from exc
                     acc.feed(event, parsed, (time.perf_counter() - t0) * 1000)
-        except httpx.TimeoutException as exc:
-            raise HarnessError(
-                f"kibana: POST {path} timed out after {self.timeout_s:.0f}s ({exc!r})"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise HarnessError(f"kibana: POST {path} failed mid-stream: {exc!r}") from exc
         rnd = acc.finish()
         rnd.wall_ms = (time.perf_counter() - t0) * 1000
         return rnd
