@@ -97,6 +97,35 @@ class EpisodeFrame:
         return len(self.episodes)
 
 
+COLUMN_DTYPES: dict[str, Any] = {
+    "arm": np.int64,
+    "task": np.int64,
+    "suite": str,
+    "category": str,
+    "difficulty": str,
+    "status": str,
+    "failure": str,
+    "graded": bool,
+    "harness": bool,
+    "passed": bool,
+    "score": np.float64,
+    "calls": np.int64,
+    "errors": np.int64,
+    "retries": np.int64,
+    "tool_expected": bool,
+    "tool_mismatch": bool,
+    "fast_path_task": bool,
+    "fast_path_used": bool,
+    "wall_s": np.float64,
+    "wall_capped_s": np.float64,
+    "tokens": np.int64,
+    "enrichment": np.int64,
+    "cost": np.float64,
+    "completed": bool,
+}
+"""The per-episode columns of an :class:`EpisodeFrame` and their NumPy dtypes."""
+
+
 def build_frame(run: RunData) -> EpisodeFrame:
     """Flatten a loaded run into an :class:`EpisodeFrame`."""
     episodes = run.episodes
@@ -106,35 +135,7 @@ def build_frame(run: RunData) -> EpisodeFrame:
     tasks = run.tasks or {}
     limits = timeout_limits(run.manifest)
     n = len(episodes)
-    cols: dict[str, list[Any]] = {
-        name: []
-        for name in [
-            "arm",
-            "task",
-            "suite",
-            "category",
-            "difficulty",
-            "status",
-            "failure",
-            "graded",
-            "harness",
-            "passed",
-            "score",
-            "calls",
-            "errors",
-            "retries",
-            "tool_expected",
-            "tool_mismatch",
-            "fast_path_task",
-            "fast_path_used",
-            "wall_s",
-            "wall_capped_s",
-            "tokens",
-            "enrichment",
-            "cost",
-            "completed",
-        ]
-    }
+    cols: dict[str, list[Any]] = {name: [] for name in COLUMN_DTYPES}
     score_cols: dict[str, Floats] = {}
     trap_cols: dict[str, Bools] = {}
     for i, ep in enumerate(episodes):
@@ -188,30 +189,7 @@ def build_frame(run: RunData) -> EpisodeFrame:
         episodes=episodes,
         arms=arms,
         task_ids=list(task_index),
-        arm=np.asarray(cols["arm"], dtype=np.int64),
-        task=np.asarray(cols["task"], dtype=np.int64),
-        suite=np.asarray(cols["suite"], dtype=str),
-        category=np.asarray(cols["category"], dtype=str),
-        difficulty=np.asarray(cols["difficulty"], dtype=str),
-        status=np.asarray(cols["status"], dtype=str),
-        failure=np.asarray(cols["failure"], dtype=str),
-        graded=np.asarray(cols["graded"], dtype=bool),
-        harness=np.asarray(cols["harness"], dtype=bool),
-        passed=np.asarray(cols["passed"], dtype=bool),
-        score=np.asarray(cols["score"], dtype=np.float64),
-        calls=np.asarray(cols["calls"], dtype=np.int64),
-        errors=np.asarray(cols["errors"], dtype=np.int64),
-        retries=np.asarray(cols["retries"], dtype=np.int64),
-        tool_expected=np.asarray(cols["tool_expected"], dtype=bool),
-        tool_mismatch=np.asarray(cols["tool_mismatch"], dtype=bool),
-        fast_path_task=np.asarray(cols["fast_path_task"], dtype=bool),
-        fast_path_used=np.asarray(cols["fast_path_used"], dtype=bool),
-        wall_s=np.asarray(cols["wall_s"], dtype=np.float64),
-        wall_capped_s=np.asarray(cols["wall_capped_s"], dtype=np.float64),
-        tokens=np.asarray(cols["tokens"], dtype=np.int64),
-        enrichment=np.asarray(cols["enrichment"], dtype=np.int64),
-        cost=np.asarray(cols["cost"], dtype=np.float64),
-        completed=np.asarray(cols["completed"], dtype=bool),
+        **{name: np.asarray(cols[name], dtype=dtype) for name, dtype in COLUMN_DTYPES.items()},
         scores=score_cols,
         traps=trap_cols,
     )
