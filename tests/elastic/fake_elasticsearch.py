@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import LoopbackServer
 
 ES_TYPES = {"long", "double", "boolean", "date", "keyword", "text", "integer", "float"}
 
@@ -34,7 +36,7 @@ def check_mapping(mappings: dict[str, Any]) -> str | None:
     return None
 
 
-class FakeElasticsearch:
+class FakeElasticsearch(LoopbackServer):
     """The server; use as a context manager. ``indices`` maps name -> mappings and docs."""
 
     def __init__(self, *, api_key: str | None = None) -> None:
@@ -45,24 +47,7 @@ class FakeElasticsearch:
         self.refuse_ids: set[str] = set()
         """Document ids the bulk API refuses (to test per-item errors)."""
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeElasticsearch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def docs(self, index: str) -> dict[str, dict[str, Any]]:
         """The documents of an index by id."""

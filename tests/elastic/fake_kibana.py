@@ -16,8 +16,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import LoopbackServer
 
 DEFAULT_USAGE: dict[str, Any] = {
     "connector_id": "x",
@@ -79,7 +81,7 @@ def tabular(query: str, columns: list[str], values: list[list[Any]]) -> dict[str
     }
 
 
-class FakeKibana:
+class FakeKibana(LoopbackServer):
     """The server; use as a context manager."""
 
     def __init__(self, responder: Responder, *, api_key: str = "test-key") -> None:
@@ -90,24 +92,7 @@ class FakeKibana:
         self.agents: dict[str, dict[str, Any]] = {}
         self.conversations: dict[str, list[str]] = {}
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeKibana:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def converse_bodies(self) -> list[dict[str, Any]]:
         """Bodies of every converse request, in order."""
