@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
 from datetime import date
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from dabench.targets.base import Target, TargetContext
+from dabench.targets.registry import make_target
 from dabench.world.model import Catalog, ColumnMeta, DatasetMeta, WorldManifest
 
 DATA = Path(__file__).parent / "data"
@@ -92,6 +95,19 @@ def everything_server() -> list[str]:
         if proc.returncode != 0 or not binary.exists():
             pytest.skip(f"npm could not install {EVERYTHING_PKG}: {proc.stderr[-500:]}")
     return [str(binary), "stdio"]
+
+
+@pytest.fixture
+async def everything_target(tmp_path: Path, everything_server: list[str]) -> AsyncIterator[Target]:
+    """A started stdio ``mcp`` target on server-everything, stopped after the test."""
+    target = make_target(
+        {"kind": "mcp", "command": everything_server}, TargetContext(None, tmp_path)
+    )
+    await target.start()
+    try:
+        yield target
+    finally:
+        await target.stop()
 
 
 @pytest.fixture(scope="session")

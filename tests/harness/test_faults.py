@@ -25,8 +25,7 @@ from dabench.journal.store import Journal
 from dabench.providers.base import ChatMessage, ModelResponse, ToolCallRequest, ToolSpec
 from dabench.runner.experiment import Experiment, load_experiment
 from dabench.runner.run import ExperimentRun
-from dabench.targets.base import TargetContext
-from dabench.targets.registry import make_target
+from dabench.targets.base import Target
 from dabench.tasks.loader import load_tasks
 
 from .conftest import DATA
@@ -124,19 +123,13 @@ class ScriptedModel:
 
 
 async def test_malformed_and_unknown_tool_calls_go_back_to_the_model(
-    tmp_path: Path, everything_server: list[str]
+    everything_target: Target,
 ) -> None:
-    target = make_target(
-        {"kind": "mcp", "command": everything_server}, TargetContext(None, tmp_path)
-    )
-    await target.start()
-    try:
-        agent = LlmAgent(LlmAgentConfig(model="fake:scripted"), provider=ScriptedModel())
-        task = load_tasks([DATA / "tasks_basic.yaml"]).tasks[0]
-        transcript = EpisodeTranscript()
-        status = await agent.run(EpisodeRequest("r", "a", task, 0, target, 30), transcript)
-    finally:
-        await target.stop()
+    target = everything_target
+    agent = LlmAgent(LlmAgentConfig(model="fake:scripted"), provider=ScriptedModel())
+    task = load_tasks([DATA / "tasks_basic.yaml"]).tasks[0]
+    transcript = EpisodeTranscript()
+    status = await agent.run(EpisodeRequest("r", "a", task, 0, target, 30), transcript)
     assert status == "completed" and transcript.answers == ["FINAL ANSWER: 40"]
     codes = [(c.name, c.error_code, c.session) for c in transcript.tool_calls]
     assert codes == [("echo", "INVALID_ARGUMENTS", ""), ("drop_tables", "UNKNOWN_TOOL", "")]

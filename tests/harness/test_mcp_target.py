@@ -18,7 +18,7 @@ from dabench.errors import HarnessError
 from dabench.journal.store import Journal, read_manifest
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
-from dabench.targets.base import TargetContext
+from dabench.targets.base import Target, TargetContext
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
 from dabench.targets.registry import make_target
@@ -77,22 +77,16 @@ async def test_tools_errors_and_session_on_everything(
         await target.stop()
 
 
-async def test_llm_agent_budget_exhaustion(tmp_path: Path, everything_server: list[str]) -> None:
-    target = make_target(
-        {"kind": "mcp", "command": everything_server}, TargetContext(None, tmp_path)
-    )
-    await target.start()
-    try:
-        agent = LlmAgent(LlmAgentConfig(model="fake:calls=6,sql_tool=echo", budget=3))
-        task = load_tasks([DATA / "tasks_basic.yaml"]).tasks[0]
-        transcript = EpisodeTranscript()
-        req = EpisodeRequest("r", "arm", task, 0, target, agent.budget_for(task))
-        status = await agent.run(req, transcript)
-        assert status == "budget_exhausted"
-        assert len(transcript.tool_calls) == 3
-        assert transcript.answers == []
-    finally:
-        await target.stop()
+async def test_llm_agent_budget_exhaustion(everything_target: Target) -> None:
+    target = everything_target
+    agent = LlmAgent(LlmAgentConfig(model="fake:calls=6,sql_tool=echo", budget=3))
+    task = load_tasks([DATA / "tasks_basic.yaml"]).tasks[0]
+    transcript = EpisodeTranscript()
+    req = EpisodeRequest("r", "arm", task, 0, target, agent.budget_for(task))
+    status = await agent.run(req, transcript)
+    assert status == "budget_exhausted"
+    assert len(transcript.tool_calls) == 3
+    assert transcript.answers == []
 
 
 async def test_runner_over_mcp_target(
@@ -171,22 +165,16 @@ async def test_streamable_http_target(tmp_path: Path, everything_server: list[st
 
 
 async def test_cancelled_call_leaves_the_shared_connection_usable(
-    tmp_path: Path, everything_server: list[str]
+    everything_target: Target,
 ) -> None:
-    target = make_target(
-        {"kind": "mcp", "command": everything_server}, TargetContext(None, tmp_path)
-    )
-    await target.start()
-    try:
-        session = await target.open_session()
-        slow = {"duration": 5, "steps": 5}
-        with pytest.raises(TimeoutError):
-            async with asyncio.timeout(0.5):
-                await session.call("trigger-long-running-operation", slow)
-        out = await asyncio.wait_for(session.call("echo", {"message": "still here"}), 5)
-        assert out.text == "Echo: still here"
-    finally:
-        await target.stop()
+    target = everything_target
+    session = await target.open_session()
+    slow = {"duration": 5, "steps": 5}
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.5):
+            await session.call("trigger-long-running-operation", slow)
+    out = await asyncio.wait_for(session.call("echo", {"message": "still here"}), 5)
+    assert out.text == "Echo: still here"
 
 
 async def test_a_target_that_died_is_a_harness_error(
