@@ -24,6 +24,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from dabench.providers import ToolSpec
+
+SQL_TOOL = ToolSpec(
+    name="sql_query",
+    description="Run SQL",
+    input_schema={"type": "object", "properties": {"sql": {"type": "string"}}},
+)
+"""A tool with an input schema, as both adapters' request-shape tests send it."""
+
 
 @dataclass
 class RecordedRequest:

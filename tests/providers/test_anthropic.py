@@ -18,13 +18,15 @@ from dabench.providers import (
 )
 from dabench.providers.anthropic import AnthropicProvider
 
-from .servers import Reply, WireServer, anthropic_error, anthropic_message, closed_port_url
-
-SQL_TOOL = ToolSpec(
-    name="sql_query",
-    description="Run SQL",
-    input_schema={"type": "object", "properties": {"sql": {"type": "string"}}},
+from .servers import (
+    SQL_TOOL,
+    Reply,
+    WireServer,
+    anthropic_error,
+    anthropic_message,
+    closed_port_url,
 )
+
 SEARCH_TOOL = ToolSpec(name="search", description="Search the catalog")
 
 

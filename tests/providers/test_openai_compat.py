@@ -19,12 +19,13 @@ from dabench.providers import (
 )
 from dabench.providers.openai_compat import OpenAICompatProvider, parse_tool_call
 
-from .servers import Reply, WireServer, closed_port_url, openai_completion, openai_error
-
-SQL_TOOL = ToolSpec(
-    name="sql_query",
-    description="Run SQL",
-    input_schema={"type": "object", "properties": {"sql": {"type": "string"}}},
+from .servers import (
+    SQL_TOOL,
+    Reply,
+    WireServer,
+    closed_port_url,
+    openai_completion,
+    openai_error,
 )
 
 
