@@ -67,6 +67,17 @@ def test_provider_outage_is_a_harness_error(
         assert ep.harness_error is not None and "retries exhausted" in ep.harness_error
         assert re.search(r"injected failure \d+/100", ep.harness_error)
 
+    # A resume plays the harness errors again (they are not measurements); the outage goes on,
+    # so each key ends in a second harness error that replaces the first.
+    again = CliRunner().invoke(app, ["run", "--resume", str(tmp_path / "run"), "--no-progress"])
+    assert again.exit_code == 3, again.output
+    assert "3 episode(s) that ended in a harness error will be retried" in again.output
+    journal = Journal(tmp_path / "run")
+    latest = journal.load()
+    assert len((tmp_path / "run" / "episodes.jsonl").read_text().splitlines()) == 6
+    assert sorted(e.key for e in latest) == sorted(e.key for e in episodes)
+    assert len(journal.retried) == 3 and all(e.status == "harness_error" for e in latest)
+
 
 async def test_retryable_faults_are_retried(
     tmp_path: Path, mini_world: Path, everything_server: list[str]

@@ -57,6 +57,31 @@ def test_duplicate_refused(tmp_path: Path) -> None:
         Journal(tmp_path).append(make_episode("t1"))
 
 
+def test_a_harness_error_may_be_retried_once_settled_never(tmp_path: Path) -> None:
+    j = Journal(tmp_path)
+    failed = make_episode("t1").model_copy(
+        update={"status": "harness_error", "harness_error": "provider outage"}
+    )
+    j.append(failed)
+    j.append(make_episode("t2"))
+    assert Journal(tmp_path).settled_keys() == {"a0/t2/0"}
+    j.append(make_episode("t1"))  # the retry of a harness error is accepted
+    fresh = Journal(tmp_path)
+    loaded = fresh.load()
+    assert [(e.task_id, e.status) for e in loaded] == [("t1", "completed"), ("t2", "completed")]
+    assert [e.harness_error for e in fresh.retried] == ["provider outage"]
+    assert fresh.settled_keys() == fresh.keys() == {"a0/t1/0", "a0/t2/0"}
+    with pytest.raises(DabenchError, match="already journaled"):
+        fresh.append(make_episode("t1"))  # a measurement is never replaced
+
+
+def test_a_repeated_settled_key_is_a_corrupt_journal(tmp_path: Path) -> None:
+    line = make_episode("t1").model_dump_json() + "\n"
+    (tmp_path / "episodes.jsonl").write_text(line + line, encoding="utf-8")
+    with pytest.raises(DabenchError, match="appears more than once"):
+        Journal(tmp_path).load()
+
+
 def test_torn_last_line_reported_and_repaired(tmp_path: Path) -> None:
     j = Journal(tmp_path)
     j.append(make_episode("t1"))

@@ -4,7 +4,12 @@
 is a single ``write`` on a file opened ``O_APPEND`` followed by ``flush`` and ``os.fsync``, so a
 process killed at any moment leaves at most one torn (partial) last line. :meth:`Journal.load`
 tolerates and reports such a line; :meth:`Journal.repair` truncates it before a resumed run
-appends again. An episode key appears at most once: :meth:`Journal.append` refuses a duplicate.
+appends again.
+
+An episode key is settled at most once: :meth:`Journal.append` refuses a key already journaled,
+except that a ``harness_error`` record (an infrastructure failure, not a measurement) may be
+followed by a retry of the same key. :meth:`Journal.load` returns the last record of each key,
+and :attr:`Journal.retried` keeps the harness errors that a retry replaced.
 """
 
 from __future__ import annotations
@@ -90,23 +95,36 @@ class Journal:
         self.path = self.run_dir / EPISODES_FILE
         self.torn: TornLine | None = None
         """Set by :meth:`load` when the last line was torn."""
+        self.retried: list[Episode] = []
+        """Set by :meth:`load`: harness-error records replaced by a later retry of their key."""
         self._lock = threading.Lock()
-        self._keys: set[str] | None = None
+        self._keys: dict[str, bool] | None = None
+        """Key -> whether its latest record is a harness error (retry allowed)."""
 
     def load(self) -> list[Episode]:
         """All complete episodes in file order; a torn last line is skipped and reported in
         :attr:`torn`. A corrupt line anywhere else raises :class:`DabenchError`."""
         records, torn = _parse_lines(self.path, Episode)
         self.torn = torn
-        episodes = [r for r in records if isinstance(r, Episode)]
-        seen: set[str] = set()
-        for ep in episodes:
-            if ep.key in seen:
-                raise DabenchError(f"{self.path}: episode {ep.key!r} appears more than once")
-            seen.add(ep.key)
+        episodes, self.retried = self._settle([r for r in records if isinstance(r, Episode)])
+        keys = {ep.key: ep.status == "harness_error" for ep in episodes}
         # A torn journal must be repaired before it is appended to.
-        self._keys = seen if torn is None else None
+        self._keys = keys if torn is None else None
         return episodes
+
+    def _settle(self, records: list[Episode]) -> tuple[list[Episode], list[Episode]]:
+        """The last record of each key (at its first position) and the harness errors a retry
+        replaced; any other repeated key is a corrupt journal."""
+        latest: dict[str, Episode] = {}
+        retried: list[Episode] = []
+        for ep in records:
+            prev = latest.get(ep.key)
+            if prev is not None:
+                if prev.status != "harness_error":
+                    raise DabenchError(f"{self.path}: episode {ep.key!r} appears more than once")
+                retried.append(prev)
+            latest[ep.key] = ep
+        return list(latest.values()), retried
 
     def keys(self) -> set[str]:
         """The keys of the complete episodes in the journal."""
@@ -114,6 +132,11 @@ class Journal:
             if self._keys is not None:
                 return set(self._keys)
         return {ep.key for ep in self.load()}
+
+    def settled_keys(self) -> set[str]:
+        """Keys whose latest record is a measurement (not a harness error): what a resumed run
+        need not play again."""
+        return {ep.key for ep in self.load() if ep.status != "harness_error"}
 
     def repair(self) -> TornLine | None:
         """Truncate a torn last line (left by a killed process) and return what was removed."""
@@ -129,7 +152,8 @@ class Journal:
             return torn
 
     def append(self, episode: Episode) -> None:
-        """Append one episode durably; refuses a key already in the journal."""
+        """Append one episode durably; refuses a key already journaled unless its record is a
+        harness error (then this is its retry)."""
         line = episode.model_dump_json().encode("utf-8") + b"\n"
         if b"\n" in line[:-1]:  # pragma: no cover - JSON never contains a raw newline
             raise DabenchError("episode JSON contains a newline")
@@ -142,11 +166,12 @@ class Journal:
                         f"{self.path}:{torn.line}: torn last line ({torn.reason}); "
                         "call Journal.repair() before appending"
                     )
-                self._keys = {r.key for r in records if isinstance(r, Episode)}
-            if episode.key in self._keys:
+                settled, _ = self._settle([r for r in records if isinstance(r, Episode)])
+                self._keys = {ep.key: ep.status == "harness_error" for ep in settled}
+            if self._keys.get(episode.key) is False:
                 raise DabenchError(f"{self.path}: episode {episode.key!r} is already journaled")
             _fsync_append(self.path, line)
-            self._keys.add(episode.key)
+            self._keys[episode.key] = episode.status == "harness_error"
 
 
 def write_manifest(run_dir: Path | str, manifest: RunManifest) -> Path:

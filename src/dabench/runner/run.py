@@ -200,7 +200,13 @@ class ExperimentRun:
                     f"[yellow]journal: removed a torn last line ({torn.reason}) at line "
                     f"{torn.line}[/yellow]"
                 )
-            return self.journal.keys()
+            settled = self.journal.settled_keys()
+            retries = len(self.journal.keys() - settled)
+            if retries:
+                self.console.print(
+                    f"journal: {retries} episode(s) that ended in a harness error will be retried"
+                )
+            return settled
         if self.journal.path.exists() and self.journal.path.stat().st_size > 0:
             raise UserInputError(
                 f"{self.run_dir} already holds episodes; use `dabench run --resume {self.run_dir}`"
