@@ -122,6 +122,8 @@ class AgentContext:
 
     experiment_dir: Path = field(default_factory=Path.cwd)
     run_dir: Path | None = None
+    world_dir: Path | None = None
+    """The built world the experiment runs on (for agents that read it, e.g. ``probe``)."""
 
 
 class Agent(ABC):

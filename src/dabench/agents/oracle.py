@@ -20,6 +20,7 @@ from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTran
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus, Message
+from dabench.targets.base import TargetSession
 from dabench.tasks.model import FormatSpec, Task
 
 SEARCH_TOOL = "search"
@@ -152,15 +153,7 @@ class OracleAgent(Agent):
             query = " ".join(g.entities[:1]) or task.messages[-1]
             await recorder.call(session, self.config.search_tool, {"query": query[:300]}, turn)
         if g.truth_sql:
-            if self.config.sql_tool not in names:
-                raise HarnessError(f"oracle: the target has no {self.config.sql_tool} tool")
-            args = {"sql": g.truth_sql, "limit": self.config.row_limit}
-            call = await recorder.call(session, self.config.sql_tool, args, turn)
-            if call.is_error:
-                raise HarnessError(f"oracle: gold SQL failed on the target: {call.result[:300]}")
-            columns, rows = parse_sql_result(call.result)
-            sql = g.truth_sql if g.kind == "exec_sql" else None
-            return render_answer(columns, rows, g.format, sql)
+            return await self._answer_sql(recorder, session, names, g.truth_sql, task, turn)
         if g.entities:
             entity = g.entities[0]
             # Without search, a dataset or column id is confirmed by describing its table;
@@ -170,6 +163,26 @@ class OracleAgent(Agent):
                 await recorder.call(session, DESCRIBE_TOOL, {"table": table}, turn)
             return entity
         raise HarnessError(f"oracle: task {task.id!r} has no gold SQL or entity to answer from")
+
+    async def _answer_sql(
+        self,
+        recorder: ToolRecorder,
+        session: TargetSession,
+        names: set[str],
+        sql: str,
+        task: Task,
+        turn: int,
+    ) -> str:
+        """Run ``sql`` through the target's SQL tool and render the result as the answer."""
+        if self.config.sql_tool not in names:
+            raise HarnessError(f"{self.kind}: the target has no {self.config.sql_tool} tool")
+        args = {"sql": sql, "limit": self.config.row_limit}
+        call = await recorder.call(session, self.config.sql_tool, args, turn)
+        if call.is_error:
+            raise HarnessError(f"{self.kind}: SQL failed on the target: {call.result[:300]}")
+        columns, rows = parse_sql_result(call.result)
+        g = task.grading
+        return render_answer(columns, rows, g.format, sql if g.kind == "exec_sql" else None)
 
 
 def _factory(config: OracleAgentConfig, context: AgentContext) -> Agent:

@@ -15,7 +15,14 @@ from dabench.targets.registry import KindRegistry
 
 
 def _builtin_agents() -> None:
-    from dabench.agents import claude_cli, kibana, llm, oracle, replay  # noqa: F401  (registers them)
+    from dabench.agents import (  # noqa: F401  (registers them)
+        claude_cli,
+        kibana,
+        llm,
+        oracle,
+        probe,
+        replay,
+    )
 
 
 AGENTS: KindRegistry[Agent, AgentContext] = KindRegistry("agent", _builtin_agents)

@@ -369,7 +369,9 @@ class ExperimentRun:
             target = make_target(arm.target, ctx, f"arms[{i}].target")
             agent = make_agent(
                 arm.agent,
-                AgentContext(experiment_dir=self.experiment_dir, run_dir=self.run_dir),
+                AgentContext(
+                    experiment_dir=self.experiment_dir, run_dir=self.run_dir, world_dir=world_dir
+                ),
                 f"arms[{i}].agent",
             )
             self.arms.append(ArmRuntime(arm, target, agent))
