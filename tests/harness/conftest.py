@@ -11,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from tests.environment import skip_unless_ci
 
 from dabench.targets.base import Target, TargetContext
 from dabench.targets.registry import make_target
@@ -81,7 +82,7 @@ def everything_server() -> list[str]:
     into the dabench cache once; skipped with the reason when npm cannot install it."""
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip("npm is not installed: cannot install " + EVERYTHING_PKG)
+        skip_unless_ci("npm is not installed: cannot install " + EVERYTHING_PKG)
     cache = Path(os.environ.get("DABENCH_CACHE", Path.home() / ".cache" / "dabench")) / "npm"
     binary = cache / "node_modules" / ".bin" / "mcp-server-everything"
     if not binary.exists():
@@ -93,7 +94,7 @@ def everything_server() -> list[str]:
             timeout=300,
         )
         if proc.returncode != 0 or not binary.exists():
-            pytest.skip(f"npm could not install {EVERYTHING_PKG}: {proc.stderr[-500:]}")
+            skip_unless_ci(f"npm could not install {EVERYTHING_PKG}: {proc.stderr[-500:]}")
     return [str(binary), "stdio"]
 
 

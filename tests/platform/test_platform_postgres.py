@@ -20,6 +20,7 @@ from platform_helpers import (
     start_platform,
     stop_platform,
 )
+from tests.environment import skip_unless_ci
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -29,7 +30,7 @@ def _as_postgres(argv: list[str]) -> list[str]:
         return argv
     runuser = shutil.which("runuser")
     if runuser is None:
-        pytest.skip("running as root without runuser")
+        skip_unless_ci("running as root without runuser")
     return [runuser, "-u", "postgres", "--", *argv]
 
 
@@ -37,7 +38,7 @@ def _as_postgres(argv: list[str]) -> list[str]:
 def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """initdb + postgres on a free loopback port; yields a DSN; stops the cluster after."""
     if not (PG_BIN / "postgres").exists():
-        pytest.skip("PostgreSQL binaries are not installed")
+        skip_unless_ci("PostgreSQL binaries are not installed")
     base = Path("/tmp") / f"dabench-pg-{os.getpid()}-{time.monotonic_ns()}"
     base.mkdir(mode=0o700)
     data = base / "data"

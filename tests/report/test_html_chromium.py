@@ -8,15 +8,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.environment import skip_unless_ci
 from tests.report.cdp import CHROMIUM, Browser
 
 from dabench.report.build import ReportFiles
 from dabench.stats import load_run
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("chromium") is None and not Path(CHROMIUM).exists(),
-    reason="Debian chromium is not installed (bash .ci/run installs it)",
-)
+
+@pytest.fixture(autouse=True)
+def _chromium_present() -> None:
+    if shutil.which("chromium") is None and not Path(CHROMIUM).exists():
+        skip_unless_ci("Debian chromium is not installed (bash .ci/run installs it)")
+
 
 # Non-transparent pixels of every chart canvas (each must have drawn something).
 CANVAS_INK = """
