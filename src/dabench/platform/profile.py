@@ -38,6 +38,9 @@ ALL_TOOLS: tuple[str, ...] = get_args(ToolName)
 SearchKind = Literal["dataset", "column", "glossary", "knowledge_page", "curated_query", "memory"]
 """What ``search`` can rank."""
 
+SearchRanking = Literal["bm25", "embedding", "hybrid"]
+"""How ``search`` orders results (see :mod:`dabench.platform.ranking`)."""
+
 MEMORY_TOOLS = frozenset({"memory_capture", "memory_manage", "apply_knowledge"})
 
 
@@ -65,6 +68,10 @@ class SearchSettings(_Strict):
 
     kinds: list[SearchKind] = Field(default_factory=list)
     default_limit: int = Field(default=10, ge=1, le=100)
+    ranking: SearchRanking = "bm25"
+    """Result order: ``bm25`` (lexical), ``embedding`` (cosine similarity of static text
+    embeddings) or ``hybrid`` (reciprocal rank fusion of both); the last two need the
+    ``embeddings`` extra. See :mod:`dabench.platform.ranking`."""
 
 
 class MemorySettings(_Strict):
@@ -104,6 +111,10 @@ DEFAULT_PERSONAS: dict[str, Persona] = {
     "reviewer": Persona(allow=["*"]),
 }
 """Personas of a profile that defines none: the same as the shipped profiles'."""
+
+
+HASH_NEUTRAL_DEFAULTS: dict[tuple[str, str], object] = {("search", "ranking"): "bm25"}
+"""``(section, field) -> default`` left out of :meth:`Profile.canonical_json` at that default."""
 
 
 class Profile(_Strict):
@@ -151,8 +162,16 @@ class Profile(_Strict):
         return [t for t in ALL_TOOLS if t in self.tools and rule.permits(t)]
 
     def canonical_json(self) -> str:
-        """Canonical JSON of the profile (sorted keys, no whitespace)."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Canonical JSON of the profile (sorted keys, no whitespace).
+
+        Fields added after a profile format was in use are left out while they hold their
+        default (:data:`HASH_NEUTRAL_DEFAULTS`), so existing profiles keep their hashes.
+        """
+        data = self.model_dump(mode="json")
+        for (section, key), default in HASH_NEUTRAL_DEFAULTS.items():
+            if data[section].get(key) == default:
+                del data[section][key]
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @property
     def profile_hash(self) -> str:

@@ -1,10 +1,13 @@
 """Lexical search over the effective knowledge: datasets, columns, glossary, knowledge pages,
 curated queries and (when memory is on) the memories the caller may see.
 
-Ranking is BM25 (``rank_bm25.BM25Okapi``, titles weighted x3) over a light tokenisation (lower-case
-alphanumeric words, identifiers split on ``.`` and ``_``, a trailing plural ``s`` dropped).
+The profile's ``search.ranking`` picks the order (see :mod:`dabench.platform.ranking`). The
+default is BM25 (``rank_bm25.BM25Okapi``, titles weighted x3) over a light tokenisation
+(lower-case alphanumeric words, identifiers split on ``.`` and ``_``, a trailing plural ``s``
+dropped); ``embedding`` and ``hybrid`` add static text embeddings (optional extra).
 Ties break on the result id, so equal inputs give equal rankings. The index is rebuilt when
-the state version changes (a promotion or a memory) and is per user (memories differ).
+the state version changes (a promotion or a memory) and is per user (memories differ);
+document embeddings are cached by text, so a rebuild embeds only new documents.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from typing import Any
 
 from rank_bm25 import BM25Okapi
 
+from dabench.platform.embedding import load_embedder
 from dabench.platform.knowledge import KnowledgeView
+from dabench.platform.profile import SearchRanking
+from dabench.platform.ranking import MIN_SIMILARITY, DocVectors, fuse, order
 from dabench.platform.state import Insight
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -141,22 +147,49 @@ def _snippet(text: str, limit: int = 240) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def embedding_text(doc: SearchDoc) -> str:
+    """What the embedding ranking embeds for ``doc``: the words of its title and text minus
+    :data:`STOP_WORDS` (function words would dominate the average of a long document)."""
+    words = _WORD.findall(f"{doc.title} {doc.text}")
+    return " ".join(w for w in words if w.lower() not in STOP_WORDS)
+
+
 class _Index:
-    def __init__(self, docs: list[SearchDoc]) -> None:
+    def __init__(self, docs: list[SearchDoc], vectors: DocVectors | None) -> None:
         self.docs = docs
         corpus = [tokenize(d.title) * TITLE_WEIGHT + tokenize(d.text) or ["_"] for d in docs]
         self.token_sets = [frozenset(toks) for toks in corpus]
         self.bm25 = BM25Okapi(corpus) if docs else None
+        self.matrix = None if vectors is None else vectors.matrix([embedding_text(d) for d in docs])
+
+
+Ranked = list[tuple[float, SearchDoc]]
 
 
 class SearchEngine:
-    """Caches one BM25 index per (state version, user)."""
+    """Caches one index per (state version, user); ranks with the profile's ranking mode.
 
-    def __init__(self, view: KnowledgeView, kinds: list[str]) -> None:
+    A mode other than ``bm25`` loads the embedding model here, so a missing extra fails at
+    platform start with a :class:`~dabench.errors.UserInputError`.
+    """
+
+    def __init__(
+        self, view: KnowledgeView, kinds: list[str], ranking: SearchRanking = "bm25"
+    ) -> None:
         self.view = view
         self.kinds = set(kinds)
+        self.ranking: SearchRanking = ranking
+        self.vectors = None if ranking == "bm25" else DocVectors(load_embedder(ranking))
         self._lock = threading.Lock()
         self._cache: dict[tuple[int, str], _Index] = {}
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The embedding model's identifier (with the weights' sha256), or ``None`` for bm25."""
+        return None if self.vectors is None else self.vectors.embedder.model_id
 
     def _index(self, user: str, memories: list[Insight]) -> _Index:
         key = (self.view.state.version, user)
@@ -165,36 +198,63 @@ class SearchEngine:
             if idx is None:
                 if len(self._cache) > 64:
                     self._cache.clear()
-                idx = _Index(build_docs(self.view, memories, self.kinds))
+                idx = _Index(build_docs(self.view, memories, self.kinds), self.vectors)
                 self._cache[key] = idx
         return idx
+
+    def warm(self, user: str, memories: list[Insight]) -> int:
+        """Build (or reuse) ``user``'s index now; returns its number of documents."""
+        return len(self._index(user, memories).docs)
+
+    def _bm25(self, idx: _Index, query: str, wanted: set[str]) -> Ranked:
+        tokens = tokenize(query)
+        if idx.bm25 is None or not tokens:
+            return []
+        scores = idx.bm25.get_scores(tokens)
+        query_set = set(tokens)
+        return order(
+            [
+                (float(score), doc.id, doc)
+                for doc, toks, score in zip(idx.docs, idx.token_sets, scores, strict=True)
+                if doc.kind in wanted and query_set & toks
+            ]
+        )
+
+    def _embedding(self, idx: _Index, query: str, wanted: set[str]) -> Ranked:
+        if self.vectors is None or idx.matrix is None or not idx.docs or not query.strip():
+            return []
+        sims = self.vectors.cosine(idx.matrix, query)
+        return order(
+            [
+                (float(sim), doc.id, doc)
+                for doc, sim in zip(idx.docs, sims, strict=True)
+                if doc.kind in wanted and round(float(sim), 6) >= MIN_SIMILARITY
+            ]
+        )
+
+    def rank(self, query: str, kinds: list[str], user: str, memories: list[Insight]) -> Ranked:
+        """Every matching document as ``(score, doc)``, best first (see module docs)."""
+        idx = self._index(user, memories)
+        wanted = set(kinds)
+        if self.ranking == "bm25":
+            return self._bm25(idx, query, wanted)
+        if self.ranking == "embedding":
+            return self._embedding(idx, query, wanted)
+        lexical = self._bm25(idx, query, wanted)
+        semantic = self._embedding(idx, query, wanted)
+        return fuse([[(d.id, d) for _, d in lexical], [(d.id, d) for _, d in semantic]])
 
     def search(
         self, query: str, kinds: list[str], limit: int, user: str, memories: list[Insight]
     ) -> list[dict[str, Any]]:
         """Ranked results: ``{id, kind, title, score, snippet}``, best first."""
-        idx = self._index(user, memories)
-        tokens = tokenize(query)
-        if idx.bm25 is None or not tokens:
-            return []
-        scores = idx.bm25.get_scores(tokens)
-        wanted = set(kinds)
-        query_set = set(tokens)
-        ranked = []
-        for doc, toks, score in zip(idx.docs, idx.token_sets, scores, strict=True):
-            if doc.kind not in wanted:
-                continue
-            if not query_set & toks:
-                continue
-            ranked.append((-round(float(score), 6), doc.id, doc))
-        ranked.sort(key=lambda t: (t[0], t[1]))
         return [
             {
                 "id": doc.id,
                 "kind": doc.kind,
                 "title": doc.title,
-                "score": -neg,
+                "score": score,
                 "snippet": _snippet(doc.text),
             }
-            for neg, _, doc in ranked[:limit]
+            for score, doc in self.rank(query, kinds, user, memories)[:limit]
         ]

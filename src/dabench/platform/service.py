@@ -129,7 +129,8 @@ class PlatformService:
         self.state = StateStore(state_db)
         self.view = KnowledgeView(world.catalog, world.pages, self.state)
         self.sessions = SessionRegistry()
-        self.search_engine = SearchEngine(self.view, list(profile.search.kinds))
+        search = profile.search
+        self.search_engine = SearchEngine(self.view, list(search.kinds), search.ranking)
         self.memory = MemoryService(self.state, self.view, profile.memory.supersede_threshold)
         self._specs: dict[str, list[ToolSpec]] = {}
 
