@@ -1,4 +1,4 @@
-"""Lexical search over the effective knowledge: datasets, columns, glossary, knowledge pages,
+"""Search over the effective knowledge: datasets, columns, glossary, knowledge pages,
 curated queries and (when memory is on) the memories the caller may see.
 
 The profile's ``search.ranking`` picks the order (see :mod:`dabench.platform.ranking`). The
