@@ -2,12 +2,23 @@
 
 Starts ``dabench platform serve`` (profile a0: no enrichment, no gate, so the figure is
 transport + session + guard + audit) as a real process on loopback, then measures a trivial
-``sql_query`` through the official MCP client, next to the same query on a read-only DuckDB
+``sql_query`` through several clients, next to the same query on a read-only DuckDB
 connection in this process (the limit) and through ``PlatformService.call`` without any
-transport. A bare MCP SDK server (same transport settings, a constant answer, no platform
-logic) shows the floor the SDK and uvicorn set; "JSON-RPC POST" rows post the exact request
-the SDK client sends with a plain keep-alive HTTP client, separating server from client
-cost. Finally the throughput of 16 concurrent MCP sessions. Run from the repo root:
+transport. Rows:
+
+- in-process rows run back to back ("hot") and again with PACE_MS of idle before each call
+  ("paced"), because a server sees a request after idling while the client works: on a
+  2-core VM the same DuckDB query costs ~3x more after a few ms of idle than back to back;
+- "bare SDK server": the official SDK's low-level server with a constant answer, no platform
+  logic (the SDK + uvicorn floor); "JSON-RPC POST" rows post the exact request the SDK client
+  sends with a plain keep-alive HTTP client, separating server from client cost;
+- "dabench lean client": the stateless MCP client the harness uses to talk to the platform;
+- "official client": the ``mcp`` SDK's ``Client`` over streamable HTTP and over stdio.
+
+For every platform row the platform's own audit log gives each call's tool time
+(``duration_ms``: session, guard, DuckDB, enrichment, serialisation); "transport" is the call's
+latency minus its audited tool time, i.e. what MCP, HTTP/stdio and the client add. Finally
+the throughput of 16 concurrent MCP sessions. Run from the repo root:
 
     python3 -m benchmarks.platform_roundtrip [--world DIR] [--calls 300] [--sessions 16]
 
@@ -38,15 +49,23 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from dabench.platform.audit import AuditQuery, AuditStore
 from dabench.platform.auth import DEV_AUTH
 from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService
+from dabench.platform.storage import Database
 from dabench.platform.warehouse import READ_ONLY_CONFIG
 from dabench.platform.world_content import load_world_content
+from dabench.targets.mcp_lean import LeanMcpConnection
 
 SQL = "SELECT 42 AS answer"
 PROTOCOL = "2026-07-28"
 KEY = "dev-teacher-key"
+ADMIN_KEY = "dev-admin-key"
+PACE_MS = 5.0
+"""Idle before each call in the "paced" in-process rows."""
+TARGET_MS = 3.0
+"""Issue 3's target: MCP overhead over the direct query at p50."""
 
 
 def _free_port() -> int:
@@ -66,11 +85,13 @@ def _stats(latencies: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
-def _time(fn: Callable[[], object], calls: int) -> list[float]:
+def _time(fn: Callable[[], object], calls: int, pace_ms: float = 0.0) -> list[float]:
     for _ in range(20):
         fn()
     out = []
     for _ in range(calls):
+        if pace_ms:
+            time.sleep(pace_ms / 1000.0)
         t0 = time.perf_counter()
         fn()
         out.append((time.perf_counter() - t0) * 1000.0)
@@ -88,7 +109,11 @@ async def _atime(fn: Callable[[], Awaitable[object]], calls: int) -> list[float]
     return out
 
 
-async def _session_calls(client: Client, calls: int) -> list[float]:
+Timed = tuple[list[float], str]
+"""Latencies (ms) of the timed calls and the platform session they ran in."""
+
+
+async def _session_calls(client: Client, calls: int) -> Timed:
     info = await client.call_tool("platform_info", {})
     sid = json.loads(info.content[0].text)["session_id"]  # type: ignore[union-attr]
     args = {"session_id": sid, "sql": SQL}
@@ -97,7 +122,7 @@ async def _session_calls(client: Client, calls: int) -> list[float]:
         result = await client.call_tool("sql_query", args)
         assert not result.is_error, result.content
 
-    return await _atime(one, calls)
+    return await _atime(one, calls), sid
 
 
 def _http_client(url: str) -> tuple[httpx2.AsyncClient, Client]:
@@ -107,13 +132,57 @@ def _http_client(url: str) -> tuple[httpx2.AsyncClient, Client]:
     return http, Client(streamable_http_client(url, http_client=http))
 
 
-async def _http(url: str, calls: int) -> list[float]:
+async def _http(url: str, calls: int) -> Timed:
     http, client = _http_client(url)
     async with http, client:
         return await _session_calls(client, calls)
 
 
-def _raw_jsonrpc(url: str, calls: int) -> list[float]:
+async def _lean(url: str, calls: int) -> Timed:
+    """The harness's own stateless MCP client (:class:`LeanMcpConnection`)."""
+    conn = LeanMcpConnection(url, {"Authorization": f"Bearer {KEY}"})
+    await conn.open()
+    try:
+        sid = json.loads((await conn.call("platform_info", {})).text)["session_id"]
+        args = {"session_id": sid, "sql": SQL}
+
+        async def one() -> None:
+            outcome = await conn.call("sql_query", args)
+            assert not outcome.is_error, outcome.text
+
+        return await _atime(one, calls), sid
+    finally:
+        await conn.close()
+
+
+def _tool_ms_http(base: str, sid: str) -> list[float]:
+    """Audited ``duration_ms`` of the session's ``sql_query`` calls, oldest first."""
+    resp = httpx.get(
+        base + "/api/v1/admin/audit/events",
+        params={"session_id": sid, "tool_name": "sql_query", "limit": 10000},
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+        timeout=60,
+    )
+    resp.raise_for_status()
+    return [float(e["duration_ms"]) for e in resp.json()["events"]]
+
+
+def _tool_ms_sqlite(state: Path, sid: str) -> list[float]:
+    """The same from a stopped server's audit file (the stdio run)."""
+    store = AuditStore(Database(sqlite_path=state / "audit.sqlite"))
+    page = store.events(AuditQuery(session_id=sid, tool_name="sql_query", limit=10000))
+    store.db.close()
+    return [e.duration_ms for e in page.events]
+
+
+def _transport(latencies: list[float], tool_ms: list[float]) -> list[float]:
+    """Per call: latency minus the audited tool time (the timed calls are the last ones)."""
+    audited = tool_ms[-len(latencies) :]
+    assert len(audited) == len(latencies), (len(audited), len(latencies))
+    return [lat - tool for lat, tool in zip(latencies, audited, strict=True)]
+
+
+def _raw_jsonrpc(url: str, calls: int) -> Timed:
     """The same tools/call as the SDK sends it, posted by a bare keep-alive HTTP client.
 
     Separates the server's share of the overhead from the MCP client SDK's.
@@ -145,7 +214,7 @@ def _raw_jsonrpc(url: str, calls: int) -> list[float]:
             return result
 
         sid = json.loads(post("platform_info", {})["content"][0]["text"])["session_id"]
-        return _time(lambda: post("sql_query", {"session_id": sid, "sql": SQL}), calls)
+        return _time(lambda: post("sql_query", {"session_id": sid, "sql": SQL}), calls), sid
 
 
 def _serve_sdk_floor(port: int) -> None:
@@ -217,7 +286,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.wait(timeout=30)
 
 
-async def _stdio(world: Path, state: Path, calls: int) -> list[float]:
+async def _stdio(world: Path, state: Path, calls: int) -> Timed:
     params = StdioServerParameters(
         command=sys.executable,
         args=[
@@ -285,11 +354,13 @@ def main() -> None:
         cur.close()
 
     direct_ms = _time(direct, opts.calls)
+    direct_paced_ms = _time(direct, opts.calls, PACE_MS)
     service = PlatformService(content, load_profile("a0"), DEV_AUTH, tmp / "inproc")
     identity = DEV_AUTH.identities[0]
     sid = json.loads(service.call(identity, "platform_info", {}).text)["session_id"]
     args = {"session_id": sid, "sql": SQL}
     service_ms = _time(lambda: service.call(identity, "sql_query", args), opts.calls)
+    service_paced_ms = _time(lambda: service.call(identity, "sql_query", args), opts.calls, PACE_MS)
     service.close()
 
     port = _free_port()
@@ -299,47 +370,76 @@ def main() -> None:
         floor_base,
     )
     try:
-        floor_ms = _raw_jsonrpc(floor_base + "/mcp", opts.calls)
+        floor_ms, _ = _raw_jsonrpc(floor_base + "/mcp", opts.calls)
     finally:
         _stop(floor)
 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
+    url = base + "/mcp"
     argv = [
         sys.executable, "-m", "dabench.cli", "platform", "serve", "--world", str(world),
         "--profile", "a0", "--port", str(port), "--state-dir", str(tmp / "http"),
     ]  # fmt: skip
     proc = _spawn(argv, base)
+    runs: dict[str, tuple[list[float], list[float] | None]] = {}
+    cpu: dict[str, tuple[float, float]] = {}
     try:
-        raw_ms = _raw_jsonrpc(base + "/mcp", opts.calls)
-        server_cpu0 = _process_cpu_s(proc.pid)
-        client_cpu0 = time.process_time()
-        http_ms = asyncio.run(_http(base + "/mcp", opts.calls))
-        client_cpu = (time.process_time() - client_cpu0) * 1000.0 / (opts.calls + 21)
-        server_cpu = (_process_cpu_s(proc.pid) - server_cpu0) * 1000.0 / (opts.calls + 21)
-        url = base + "/mcp"
+        clients: list[tuple[str, Callable[[], Timed]]] = [
+            ("platform, JSON-RPC POST", lambda: _raw_jsonrpc(url, opts.calls)),
+            ("dabench lean client, HTTP", lambda: asyncio.run(_lean(url, opts.calls))),
+            ("official client, HTTP", lambda: asyncio.run(_http(url, opts.calls))),
+        ]
+        for name, run in clients:
+            server_cpu0, client_cpu0 = _process_cpu_s(proc.pid), time.process_time()
+            latencies, run_sid = run()
+            per_call = 1000.0 / (opts.calls + 21)
+            cpu[name] = (
+                (time.process_time() - client_cpu0) * per_call,
+                (_process_cpu_s(proc.pid) - server_cpu0) * per_call,
+            )
+            runs[name] = (latencies, _transport(latencies, _tool_ms_http(base, run_sid)))
         n, wall, conc_ms = asyncio.run(_throughput(url, opts.sessions, opts.session_calls))
     finally:
         _stop(proc)
-    stdio_ms = asyncio.run(_stdio(world, tmp / "stdio", opts.calls))
-
-    d50 = _stats(direct_ms)[0]
-    print(f"\nsql_query {SQL!r}, {opts.calls} sequential calls after 20 warm-up calls (ms)")
-    print(f"{'path':<34}{'p50':>9}{'p95':>9}{'p50 - direct':>15}")
-    for name, lat in (
-        ("duckdb in-process (the limit)", direct_ms),
-        ("PlatformService.call (no MCP)", service_ms),
-        ("bare SDK server, JSON-RPC POST", floor_ms),
-        ("platform, JSON-RPC POST", raw_ms),
-        ("MCP streamable HTTP (loopback)", http_ms),
-        ("MCP stdio", stdio_ms),
-    ):
-        p50, p95 = _stats(lat)
-        print(f"{name:<34}{p50:>9.3f}{p95:>9.3f}{p50 - d50:>15.3f}")
-    print(
-        f"CPU per HTTP call: client (MCP SDK + httpx2) {client_cpu:.2f} ms, "
-        f"server process {server_cpu:.2f} ms"
+    stdio_ms, stdio_sid = asyncio.run(_stdio(world, tmp / "stdio", opts.calls))
+    runs["official client, stdio"] = (
+        stdio_ms,
+        _transport(stdio_ms, _tool_ms_sqlite(tmp / "stdio", stdio_sid)),
     )
+
+    d50, paced50 = _stats(direct_ms)[0], _stats(direct_paced_ms)[0]
+    print(f"\nsql_query {SQL!r}, {opts.calls} sequential calls after 20 warm-up calls (ms)")
+    print(
+        f"{'path':<36}{'p50':>8}{'p95':>8}{'-direct':>9}{'-paced':>9}"
+        f"{'transport p50':>15}{'p95':>8}"
+    )
+    rows: list[tuple[str, list[float], list[float] | None]] = [
+        ("duckdb in-process (the limit)", direct_ms, None),
+        (f"duckdb in-process, {PACE_MS:g} ms idle first", direct_paced_ms, None),
+        ("PlatformService.call (no MCP)", service_ms, None),
+        (f"PlatformService.call, {PACE_MS:g} ms idle", service_paced_ms, None),
+        ("bare SDK server, JSON-RPC POST", floor_ms, None),
+    ]
+    rows += [(name, lat, transport) for name, (lat, transport) in runs.items()]
+    for name, lat, transport in rows:
+        p50, p95 = _stats(lat)
+        line = f"{name:<36}{p50:>8.2f}{p95:>8.2f}{p50 - d50:>9.2f}{p50 - paced50:>9.2f}"
+        if transport is not None:
+            t50, t95 = _stats(transport)
+            line += f"{t50:>15.2f}{t95:>8.2f}"
+        print(line)
+    print(
+        "-direct / -paced: p50 minus the in-process query's p50 back to back / after idle. "
+        "transport: latency minus the call's audited tool time."
+    )
+    for name, (client_ms, server_ms) in cpu.items():
+        print(f"CPU per call, {name}: client {client_ms:.2f} ms, server {server_ms:.2f} ms")
+    print(f"\ntarget: MCP overhead over the direct query < {TARGET_MS:g} ms at p50")
+    for name, (lat, _) in runs.items():
+        over = _stats(lat)[0] - d50
+        verdict = "met" if over < TARGET_MS else "NOT met"
+        print(f"  {name:<34} +{over:.2f} ms over direct (back to back): {verdict}")
     c50, c95 = _stats(conc_ms)
     print(
         f"\nthroughput: {opts.sessions} concurrent HTTP sessions x {opts.session_calls} calls = "

@@ -14,7 +14,6 @@ from platform_helpers import (
     call,
     launch_platform,
     mcp_client,
-    open_session,
     stop_platform,
     wait_healthy,
 )
@@ -183,7 +182,13 @@ async def test_hybrid_profile_served_end_to_end(
     platform = wait_healthy(launch_platform(world_dir, str(profile), auth_file, tmp_path / "s"))
     try:
         async with mcp_client(platform) as client:
-            sid = await open_session(client)
+            is_error, info = await call(client, "platform_info")
+            assert not is_error, info
+            assert info["features"]["search_ranking"] == "hybrid"
+            assert info["features"]["embedding_model"].startswith(
+                "wordllama/l2_supercat_256@sha256:"
+            )
+            sid = info["session_id"]
             args = {"session_id": sid, "query": PARAPHRASE, "limit": 5}
             is_error, body = await call(client, "search", args)
             assert not is_error, body

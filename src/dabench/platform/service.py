@@ -133,6 +133,7 @@ class PlatformService:
         self.search_engine = SearchEngine(self.view, list(search.kinds), search.ranking)
         self.memory = MemoryService(self.state, self.view, profile.memory.supersede_threshold)
         self._specs: dict[str, list[ToolSpec]] = {}
+        self._allowed: dict[str, frozenset[str]] = {}
 
     # ------------------------------------------------------------------ listing
 
@@ -147,6 +148,13 @@ class PlatformService:
             self._specs[identity.persona] = specs
         return specs
 
+    def _allowed_tools(self, persona: str) -> frozenset[str]:
+        allowed = self._allowed.get(persona)
+        if allowed is None:  # the profile is frozen: computed once per persona
+            allowed = frozenset(self.profile.tools_for(persona))
+            self._allowed[persona] = allowed
+        return allowed
+
     def tool_input_schema(self, tool: str) -> dict[str, Any] | None:
         """The input schema of a tool of this profile, else ``None``."""
         return input_schema(tool) if tool in self.profile.tools else None
@@ -160,6 +168,16 @@ class PlatformService:
             "profile_hash": self.profile.profile_hash,
             "world_hash": self.world.world_hash,
         }
+
+    def _search_features(self) -> dict[str, Any]:
+        """``search_ranking`` when search is on, and the embedding model when one ranks."""
+        if "search" not in self.profile.tools:
+            return {}
+        out: dict[str, Any] = {"search_ranking": self.profile.search.ranking}
+        model = self.search_engine.embedding_model
+        if model is not None:
+            out["embedding_model"] = model
+        return out
 
     # ------------------------------------------------------------------ calling
 
@@ -195,7 +213,7 @@ class PlatformService:
                     f"tool {tool!r} does not exist on profile {self.profile.name}",
                     "list the tools",
                 )
-            if tool not in self.profile.tools_for(identity.persona):
+            if tool not in self._allowed_tools(identity.persona):
                 raise ToolError(
                     "TOOL_NOT_ALLOWED",
                     f"persona {identity.persona!r} may not call {tool}",
@@ -234,6 +252,7 @@ class PlatformService:
                         "search_first_gate": self.profile.gate.search_first,
                         "memory": self.profile.memory.enabled,
                         "search_kinds": list(self.profile.search.kinds),
+                        **self._search_features(),
                     },
                 }
             else:

@@ -64,6 +64,9 @@ class Watchdog:
     dictionary delete under a condition variable.
     """
 
+    GRANULARITY_S = 0.05
+    """The watchdog's resolution: a timeout fires up to this much late."""
+
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int]] = []
@@ -75,10 +78,15 @@ class Watchdog:
     def arm(self, cursor: duckdb.DuckDBPyConnection, timeout_s: float) -> int:
         """Interrupt ``cursor`` after ``timeout_s`` unless disarmed; returns a ticket."""
         ticket = next(self._seq)
+        deadline = time.monotonic() + timeout_s
         with self._cond:
             self._armed[ticket] = cursor
-            heapq.heappush(self._heap, (time.monotonic() + timeout_s, ticket))
-            self._cond.notify()
+            # Wake the thread only when its next deadline moves earlier: with one timeout for
+            # every query a new deadline is never the earliest, so most calls switch no thread.
+            wake = not self._heap or deadline < self._heap[0][0]
+            heapq.heappush(self._heap, (deadline, ticket))
+            if wake:
+                self._cond.notify()
         return ticket
 
     def disarm(self, ticket: int) -> None:
@@ -94,7 +102,9 @@ class Watchdog:
                 deadline, ticket = self._heap[0]
                 now = time.monotonic()
                 if deadline > now:
-                    self._cond.wait(deadline - now)
+                    # Disarmed tickets stay in the heap until their deadline; waking at most
+                    # every GRANULARITY_S pops them in batches instead of one wake-up per query.
+                    self._cond.wait(max(deadline - now, self.GRANULARITY_S))
                     continue
                 heapq.heappop(self._heap)
                 cursor = self._armed.pop(ticket, None)
