@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -116,7 +117,12 @@ async def test_audit_and_state_in_postgres(
         n = conn.execute("SELECT COUNT(*) FROM audit_events WHERE session_id = %s", (sid,))
         assert n.fetchone() == (5,)
         notes = conn.execute("SELECT content, status FROM insights").fetchall()
+        session = conn.execute(
+            "SELECT user_id, searched, delivered FROM platform_sessions WHERE id = %s", (sid,)
+        ).fetchone()
     assert notes == [("pg-backed note", "pending")]
+    assert session is not None and session[:2] == ("teacher", 1)
+    assert table in json.loads(session[2])  # the enrichment block it received
     assert not (platform_pg.state_dir / "audit.sqlite").exists()
 
 

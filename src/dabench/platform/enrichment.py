@@ -123,9 +123,7 @@ def enrich_datasets(
         text = _compact(block)
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         full += approx_tokens(text)
-        with session.lock:
-            seen = session.delivered.get(ds.id) == digest
-            session.delivered[ds.id] = digest
+        seen = session.remember(ds.id, digest)
         if dedupe and seen:
             block = _abbreviated(ds)
             text = _compact(block)

@@ -128,9 +128,11 @@ class PlatformService:
         self.audit = AuditStore(audit_db)
         self.state = StateStore(state_db)
         self.view = KnowledgeView(world.catalog, world.pages, self.state)
-        self.sessions = SessionRegistry()
+        self.sessions = SessionRegistry(state_db)
         search = profile.search
-        self.search_engine = SearchEngine(self.view, list(search.kinds), search.ranking)
+        self.search_engine = SearchEngine(
+            self.view, list(search.kinds), search.ranking, search.embedding_model
+        )
         self.memory = MemoryService(self.state, self.view, profile.memory.supersede_threshold)
         self._specs: dict[str, list[ToolSpec]] = {}
         self._allowed: dict[str, frozenset[str]] = {}
@@ -200,6 +202,7 @@ class PlatformService:
         session_id = arg_session if isinstance(arg_session, str) and arg_session else header_session
         enrichment = NO_ENRICHMENT
         audited_session: str | None = None
+        touched: PlatformSession | None = None
         try:
             if request_chars > MAX_REQUEST_CHARS:
                 raise ToolError(
@@ -230,6 +233,7 @@ class PlatformService:
                         "call platform_info and pass its session_id",
                     )
                 audited_session = session.id
+                touched = session
             try:
                 args = TOOL_ARGS[tool].model_validate(raw)
             except ValidationError as exc:
@@ -269,6 +273,8 @@ class PlatformService:
             payload = err.payload()
             is_error = True
             error_code = err.code
+        if touched is not None:
+            self.sessions.save(touched)  # gate and enrichment state, before the response
         text = json.dumps(payload, ensure_ascii=False, default=str)
         self.audit.record(
             timestamp=timestamp,
@@ -412,7 +418,7 @@ class PlatformService:
             )
         memories = self.state.visible_insights(session.user) if "memory" in enabled else []
         results = self.search_engine.search(args.query, kinds, args.limit, session.user, memories)
-        session.searched = True
+        session.mark_searched()
         return {"query": args.query, "results": results}
 
     def _fetch(self, args: FetchArgs, user: str) -> dict[str, Any]:
