@@ -1,103 +1,131 @@
-"""Static text embeddings for the ``embedding`` and ``hybrid`` search rankings (optional extra).
+"""Text embeddings for the ``embedding`` and ``hybrid`` search rankings (optional extras).
 
-The model is WordLlama's default ``l2_supercat_256`` (token embeddings averaged over the
-text), loaded from the files packaged inside the ``wordllama`` wheel, so nothing is fetched
-from the network. ``wordllama`` is an optional dependency: ``pip install 'dabench[embeddings]'``.
-One :class:`Embedder` is loaded per process, on first use, under a lock.
+A profile's ``search.embedding_model`` picks one model from :data:`MODELS`:
+
+- ``wordllama-l2-supercat-256`` (default): WordLlama's static token embeddings, averaged over
+  the text (:mod:`dabench.platform.embedding_wordllama`, extra ``embeddings``).
+- ``all-minilm-l6-v2``: the sentence-transformers MiniLM encoder, run on CPU with torch
+  (:mod:`dabench.platform.embedding_minilm`, extra ``embeddings-minilm``).
+
+Both load their files from an installed package, never from the network. One
+:class:`Embedder` per (process, model) is loaded on first use, under a lock.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from dabench.errors import UserInputError
+from dabench.platform.profile import DEFAULT_EMBEDDING_MODEL, EmbeddingModelName
 
-MODEL_NAME = "wordllama/l2_supercat_256"
-"""The packaged model: WordLlama's ``l2_supercat`` token embeddings truncated to 256 dims."""
+EncodeOne = Callable[[str], np.ndarray]
+"""Embeds one non-blank text into a 1-D float vector (any length scale)."""
 
-_WEIGHTS = ("weights", "l2_supercat_256.safetensors")
-_TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
+
+@dataclass(frozen=True)
+class Backend:
+    """What a backend's loader returns: the encoder, the row width and the weights file."""
+
+    encode_one: EncodeOne
+    dim: int
+    weights: Path
 
 
 class Embedder:
-    """Embeds texts into L2-normalised float32 rows; counts the texts it embedded."""
+    """Embeds texts into L2-normalised float32 rows; counts the texts it embedded.
 
-    def __init__(self, inference: Any, model_id: str) -> None:
-        self._inference = inference
+    Texts are embedded one at a time, so a text's vector never depends on the batch it
+    came in (batched inference pads to the longest text, which moves the last bits).
+    """
+
+    def __init__(self, backend: Backend, model_id: str, min_similarity: float) -> None:
+        self._encode_one = backend.encode_one
         self._lock = threading.Lock()
+        self.dim = backend.dim
+        """Width of an embedding row."""
         self.model_id = model_id
-        """``wordllama/l2_supercat_256@sha256:<hex of the weights file>``."""
+        """``<model name>@sha256:<hex of the weights file>``."""
+        self.min_similarity = min_similarity
+        """Cosine similarity below which the embedding ranking drops a document."""
         self.texts_embedded = 0
         """How many texts :meth:`embed` has embedded in this process (a cost counter)."""
 
-    @property
-    def dim(self) -> int:
-        """Width of an embedding row."""
-        return int(self._inference.embedding.shape[1])
-
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """``(len(texts), dim)`` float32, each row of unit length (all-zero for an empty text).
-
-        Texts are embedded one at a time, so a text's vector never depends on its batch.
-        """
+        """``(len(texts), dim)`` float32, each row of unit length (all-zero for a blank text)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         with self._lock:
             for i, text in enumerate(texts):
                 if text.strip():
-                    out[i] = self._inference.embed([text], norm=False)[0]
+                    out[i] = self._encode_one(text)
             self.texts_embedded += len(texts)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
 
 
-_loaded: Embedder | None = None
+@dataclass(frozen=True)
+class ModelSpec:
+    """A registered embedding model."""
+
+    name: str
+    """The model's public name; the start of :attr:`Embedder.model_id`."""
+    load: Callable[[str], Backend]
+    """``mode`` (named in a missing-extra error) -> the loaded backend."""
+    min_similarity: float
+    """Cosine similarity below which ``embedding`` (and hybrid's embedding half) drops a
+    document; set from the model's similarity spread over the world's documents."""
+
+
+def sha256_of(path: Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _load_wordllama(mode: str) -> Backend:
+    from dabench.platform.embedding_wordllama import load
+
+    return load(mode)
+
+
+def _load_minilm(mode: str) -> Backend:
+    from dabench.platform.embedding_minilm import load
+
+    return load(mode)
+
+
+MODELS: dict[EmbeddingModelName, ModelSpec] = {
+    "wordllama-l2-supercat-256": ModelSpec(
+        "wordllama/l2_supercat_256", _load_wordllama, min_similarity=0.2
+    ),
+    "all-minilm-l6-v2": ModelSpec(
+        "sentence-transformers/all-MiniLM-L6-v2", _load_minilm, min_similarity=0.2
+    ),
+}
+"""Every model ``search.embedding_model`` can name."""
+
+MODEL_NAME = MODELS[DEFAULT_EMBEDDING_MODEL].name
+"""The default model's name: WordLlama's ``l2_supercat`` token embeddings at 256 dims."""
+
+_loaded: dict[str, Embedder] = {}
 _load_lock = threading.Lock()
 
 
-def _import_wordllama(mode: str) -> tuple[Any, Any, Any, Path]:
-    """Import wordllama without letting it reconfigure the root logger (it calls basicConfig)."""
-    root_logger = logging.getLogger()
-    handlers, level = list(root_logger.handlers), root_logger.level
-    try:
-        import wordllama
-        from safetensors import safe_open
-        from wordllama import WordLlama
-        from wordllama.inference import WordLlamaInference
-    except ImportError as exc:
-        raise UserInputError(
-            f"search.ranking '{mode}' needs the embeddings extra: pip install 'dabench[embeddings]'"
-        ) from exc
-    finally:
-        root_logger.handlers[:] = handlers
-        root_logger.setLevel(level)
-    return WordLlama, WordLlamaInference, safe_open, Path(wordllama.__file__).parent
-
-
-def load_embedder(mode: str) -> Embedder:
-    """The process's embedder, loaded once; ``mode`` is named in the missing-extra error."""
-    global _loaded
+def load_embedder(mode: str, model: EmbeddingModelName = DEFAULT_EMBEDDING_MODEL) -> Embedder:
+    """The process's embedder for ``model``, loaded once; ``mode`` is named in errors."""
     with _load_lock:
-        if _loaded is None:
-            word_llama, inference_cls, safe_open, root = _import_wordllama(mode)
-            weights = root.joinpath(*_WEIGHTS)
-            tokenizer_file = root.joinpath(*_TOKENIZER)
-            for path in (weights, tokenizer_file):
-                if not path.is_file():
-                    raise UserInputError(
-                        f"search.ranking '{mode}': the wordllama install lacks {path}; "
-                        "reinstall it: pip install --force-reinstall 'dabench[embeddings]'"
-                    )
-            digest = hashlib.sha256(weights.read_bytes()).hexdigest()
-            tokenizer = word_llama.load_tokenizer(tokenizer_file)
-            with safe_open(str(weights), framework="np") as fh:
-                matrix = fh.get_tensor("embedding.weight")
-            _loaded = Embedder(inference_cls(matrix, tokenizer), f"{MODEL_NAME}@sha256:{digest}")
-        return _loaded
+        embedder = _loaded.get(model)
+        if embedder is None:
+            spec = MODELS[model]
+            backend = spec.load(mode)
+            model_id = f"{spec.name}@sha256:{sha256_of(backend.weights)}"
+            embedder = _loaded[model] = Embedder(backend, model_id, spec.min_similarity)
+        return embedder

@@ -41,6 +41,12 @@ SearchKind = Literal["dataset", "column", "glossary", "knowledge_page", "curated
 SearchRanking = Literal["bm25", "embedding", "hybrid"]
 """How ``search`` orders results (see :mod:`dabench.platform.ranking`)."""
 
+EmbeddingModelName = Literal["wordllama-l2-supercat-256", "all-minilm-l6-v2"]
+"""The embedding models ``search`` can rank with (see :mod:`dabench.platform.embedding`)."""
+
+DEFAULT_EMBEDDING_MODEL: EmbeddingModelName = "wordllama-l2-supercat-256"
+"""The model of a profile that names none."""
+
 MEMORY_TOOLS = frozenset({"memory_capture", "memory_manage", "apply_knowledge"})
 
 
@@ -69,9 +75,23 @@ class SearchSettings(_Strict):
     kinds: list[SearchKind] = Field(default_factory=list)
     default_limit: int = Field(default=10, ge=1, le=100)
     ranking: SearchRanking = "bm25"
-    """Result order: ``bm25`` (lexical), ``embedding`` (cosine similarity of static text
-    embeddings) or ``hybrid`` (reciprocal rank fusion of both); the last two need the
-    ``embeddings`` extra. See :mod:`dabench.platform.ranking`."""
+    """Result order: ``bm25`` (lexical), ``embedding`` (cosine similarity of text embeddings
+    from :attr:`embedding_model`) or ``hybrid`` (reciprocal rank fusion of both); the last
+    two need that model's extra. See :mod:`dabench.platform.ranking`."""
+    embedding_model: EmbeddingModelName = DEFAULT_EMBEDDING_MODEL
+    """The model of the ``embedding`` and ``hybrid`` rankings: ``wordllama-l2-supercat-256``
+    (static, 256 dims, extra ``embeddings``) or ``all-minilm-l6-v2`` (sentence-transformers
+    MiniLM, 384 dims, extra ``embeddings-minilm`` on a CPU torch). Naming a non-default model
+    with ``ranking: bm25`` is an error, since bm25 would ignore it."""
+
+    @model_validator(mode="after")
+    def _model_used(self) -> SearchSettings:
+        if self.ranking == "bm25" and self.embedding_model != DEFAULT_EMBEDDING_MODEL:
+            raise ValueError(
+                f"embedding_model {self.embedding_model!r} is ignored by ranking 'bm25': "
+                "set ranking to 'embedding' or 'hybrid', or drop embedding_model"
+            )
+        return self
 
 
 class MemorySettings(_Strict):
@@ -113,7 +133,10 @@ DEFAULT_PERSONAS: dict[str, Persona] = {
 """Personas of a profile that defines none: the same as the shipped profiles'."""
 
 
-HASH_NEUTRAL_DEFAULTS: dict[tuple[str, str], object] = {("search", "ranking"): "bm25"}
+HASH_NEUTRAL_DEFAULTS: dict[tuple[str, str], object] = {
+    ("search", "ranking"): "bm25",
+    ("search", "embedding_model"): DEFAULT_EMBEDDING_MODEL,
+}
 """``(section, field) -> default`` left out of :meth:`Profile.canonical_json` at that default."""
 
 

@@ -4,7 +4,8 @@ Modes (``search.ranking`` of a profile) and the meaning of a result's ``score``:
 
 - ``bm25`` (default): the BM25 score of the query's tokens; only documents sharing a token.
 - ``embedding``: cosine similarity in [-1, 1] of the query's and the document's embeddings
-  (:mod:`dabench.platform.embedding`); only documents at or above :data:`MIN_SIMILARITY`.
+  (:mod:`dabench.platform.embedding`); only documents at or above the model's
+  ``min_similarity`` (:data:`MIN_SIMILARITY` for the default model).
 - ``hybrid``: reciprocal rank fusion of the two rankings above,
   ``sum(1 / (RRF_K + rank))`` over the rankings that contain the document (rank from 1).
 
@@ -19,12 +20,13 @@ from typing import TypeVar
 
 import numpy as np
 
-from dabench.platform.embedding import Embedder
+from dabench.platform.embedding import MODELS, Embedder
+from dabench.platform.profile import DEFAULT_EMBEDDING_MODEL
 
-MIN_SIMILARITY = 0.2
+MIN_SIMILARITY = MODELS[DEFAULT_EMBEDDING_MODEL].min_similarity
 """Cosine similarity below which ``embedding`` (and the embedding half of ``hybrid``) drops a
-document. With this model a query's median similarity over the world's documents is about
-0.1 and its relevant documents mostly score 0.2..0.65."""
+document with the default model. With it a query's median similarity over the world's
+documents is about 0.1 and its relevant documents mostly score 0.2..0.65."""
 
 RRF_K = 60
 """The reciprocal-rank-fusion constant (the value of Cormack et al., 2009)."""
