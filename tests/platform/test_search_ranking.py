@@ -142,13 +142,29 @@ def test_profile_ranking_field_and_unchanged_hashes() -> None:
     a2 = load_profile("a2")
     assert a2.search.ranking == "bm25"
     assert "ranking" not in a2.canonical_json()
+    assert "embedding_model" not in a2.canonical_json()
+    for name in ("a0", "a1", "a3"):
+        assert "embedding_model" not in load_profile(name).canonical_json()
     data = yaml.safe_load(yaml.safe_dump(a2.model_dump(mode="json")))
     data["search"]["ranking"] = "bm25"
     assert parse_profile(yaml.safe_dump(data), "x.yaml").profile_hash == a2.profile_hash
     data["search"]["ranking"] = "hybrid"
     assert parse_profile(yaml.safe_dump(data), "x.yaml").profile_hash != a2.profile_hash
+    data["search"]["embedding_model"] = "wordllama-l2-supercat-256"
+    hybrid_hash = parse_profile(yaml.safe_dump(data), "x.yaml").profile_hash
+    data["search"]["embedding_model"] = "all-minilm-l6-v2"
+    assert parse_profile(yaml.safe_dump(data), "x.yaml").profile_hash != hybrid_hash
+    data["search"]["ranking"] = "bm25"
+    with pytest.raises(UserInputError, match="embedding_model 'all-minilm-l6-v2' is ignored"):
+        parse_profile(yaml.safe_dump(data), "x.yaml")
+    data["search"]["embedding_model"] = "wordllama-l2-supercat-256"
+    assert parse_profile(yaml.safe_dump(data), "x.yaml").profile_hash == a2.profile_hash
     data["search"]["ranking"] = "dense"
     with pytest.raises(UserInputError, match=r"x\.yaml: invalid profile: search\.ranking"):
+        parse_profile(yaml.safe_dump(data), "x.yaml")
+    data["search"]["ranking"] = "embedding"
+    data["search"]["embedding_model"] = "bert"
+    with pytest.raises(UserInputError, match=r"search\.embedding_model"):
         parse_profile(yaml.safe_dump(data), "x.yaml")
 
 

