@@ -7,9 +7,9 @@ Every admin route needs ``Authorization: Bearer <admin key>``: 401 without a (kn
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -18,10 +18,60 @@ from dabench import __version__
 from dabench.platform.audit import AuditPage, AuditQuery
 from dabench.platform.auth import bearer_key
 from dabench.platform.service import PlatformService
-from dabench.platform.state import Changeset, Insight
+from dabench.platform.state import Changeset, Insight, InsightStatus
 from dabench.world.model import ColumnMeta, DatasetMeta, KnowledgePage
 
 PREFIX = "/api/v1/admin"
+
+
+class InsightQuery(BaseModel):
+    """Filters of ``GET /knowledge/insights``."""
+
+    model_config = ConfigDict(extra="forbid")
+    status: InsightStatus | None = None
+    captured_by: str | None = None
+
+
+class ChangesetQuery(BaseModel):
+    """Filters of ``GET /knowledge/changesets``."""
+
+    model_config = ConfigDict(extra="forbid")
+    insight_id: str | None = None
+    active: bool = False
+    """Only changesets that were not rolled back."""
+
+
+class ErrorBody(BaseModel):
+    """``{"error": {code, message}}`` of every 4xx answer."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: dict[str, str] = Field(description="code and message")
+
+
+class PageSummary(BaseModel):
+    """One entry of ``GET /knowledge/pages``."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    title: str
+    promoted: bool
+
+
+class PageList(BaseModel):
+    """``GET /knowledge/pages``."""
+
+    model_config = ConfigDict(extra="forbid")
+    pages: list[PageSummary]
+    total: int
+
+
+class EffectiveColumn(BaseModel):
+    """``GET /catalog/columns/{schema.table.column}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    dataset: str
+    column: ColumnMeta
+    promoted: bool
 
 
 class InsightList(BaseModel):
@@ -80,6 +130,31 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
+Q = TypeVar("Q", bound=BaseModel)
+
+
+def _query(request: Request, model: type[Q]) -> Q | JSONResponse:
+    """The request's query string validated by ``model``, or a 400 naming what is wrong.
+
+    Unknown parameters are refused (a misspelt filter must not silently return everything);
+    an empty value is a value, so ``until=`` is an invalid time rather than no bound.
+    """
+    params: dict[str, Any] = {}
+    for key, value in request.query_params.multi_items():
+        if key in params:
+            return _error(400, "INVALID_QUERY", f"{key}: given more than once")
+        params[key] = value
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        msg = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'query'}: "
+            + ("unknown parameter" if e["type"] == "extra_forbidden" else e["msg"])
+            for e in exc.errors()
+        )
+        return _error(400, "INVALID_QUERY", msg)
+
+
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -109,25 +184,24 @@ def admin_routes(service: PlatformService) -> list[Route]:
         return JSONResponse(body.model_dump(mode="json"))
 
     async def audit_events(request: Request) -> Response:
-        params: dict[str, Any] = {k: v for k, v in request.query_params.items() if v != ""}
-        try:
-            query = AuditQuery.model_validate(params)
-        except ValidationError as exc:
-            msg = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            return _error(400, "INVALID_QUERY", msg)
+        query = _query(request, AuditQuery)
+        if isinstance(query, JSONResponse):
+            return query
         page: AuditPage = service.audit.events(query)
         return JSONResponse(page.model_dump(mode="json"))
 
     async def insights(request: Request) -> Response:
-        status = request.query_params.get("status") or None
-        captured_by = request.query_params.get("captured_by") or None
-        items = service.state.insights(status=status, captured_by=captured_by)
+        query = _query(request, InsightQuery)
+        if isinstance(query, JSONResponse):
+            return query
+        items = service.state.insights(status=query.status, captured_by=query.captured_by)
         return JSONResponse(InsightList(insights=items, total=len(items)).model_dump(mode="json"))
 
     async def changesets(request: Request) -> Response:
-        insight_id = request.query_params.get("insight_id") or None
-        active = request.query_params.get("active") in ("1", "true")
-        items = service.state.changesets(insight_id=insight_id, active_only=active)
+        query = _query(request, ChangesetQuery)
+        if isinstance(query, JSONResponse):
+            return query
+        items = service.state.changesets(insight_id=query.insight_id, active_only=query.active)
         body = ChangesetList(changesets=items, total=len(items))
         return JSONResponse(body.model_dump(mode="json"))
 
@@ -146,14 +220,9 @@ def admin_routes(service: PlatformService) -> list[Route]:
         if hit is None:
             return _error(404, "NOT_FOUND", f"no column {request.path_params['column_id']!r}")
         col: ColumnMeta = hit[1]
-        cid = f"{hit[0].id}.{col.name}"
-        return JSONResponse(
-            {
-                "dataset": hit[0].id,
-                "column": col.model_dump(mode="json"),
-                "promoted": service.view.is_promoted(cid),
-            }
-        )
+        promoted = service.view.is_promoted(f"{hit[0].id}.{col.name}")
+        body = EffectiveColumn(dataset=hit[0].id, column=col, promoted=promoted)
+        return JSONResponse(body.model_dump(mode="json"))
 
     async def page(request: Request) -> Response:
         pid = request.path_params["page_id"]
@@ -164,16 +233,11 @@ def admin_routes(service: PlatformService) -> list[Route]:
         return JSONResponse(body.model_dump(mode="json"))
 
     async def pages(request: Request) -> Response:
-        items = service.view.pages()
-        return JSONResponse(
-            {
-                "pages": [
-                    {"id": p.id, "title": p.title, "promoted": service.view.is_promoted(p.id)}
-                    for p in items
-                ],
-                "total": len(items),
-            }
-        )
+        items = [
+            PageSummary(id=p.id, title=p.title, promoted=service.view.is_promoted(p.id))
+            for p in service.view.pages()
+        ]
+        return JSONResponse(PageList(pages=items, total=len(items)).model_dump(mode="json"))
 
     async def reset(request: Request) -> Response:
         service.reset_state(by="admin")
@@ -198,33 +262,59 @@ def admin_routes(service: PlatformService) -> list[Route]:
     ]
 
 
-def _q(name: str, schema: dict[str, Any], description: str = "") -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "schema": schema,
-        "description": description,
-    }
+def _query_params(model: type[BaseModel]) -> list[dict[str, Any]]:
+    """OpenAPI query parameters from a query model's JSON schema (one source of truth)."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    out = []
+    for name, prop in schema.get("properties", {}).items():
+        variants = prop.get("anyOf", [prop])
+        concrete = [v for v in variants if v.get("type") != "null"]
+        param_schema = {
+            k: v for k, v in (concrete[0] if concrete else prop).items() if k not in ("title",)
+        }
+        out.append(
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "schema": param_schema,
+                "description": prop.get("description", ""),
+            }
+        )
+    return out
 
 
 def _p(name: str) -> dict[str, Any]:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
 
 
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+
+
 def _op(
-    summary: str, model: type[BaseModel], params: list[dict[str, Any]] | None = None
+    summary: str,
+    model: type[BaseModel],
+    params: list[dict[str, Any]] | None = None,
+    errors: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+    responses: dict[str, Any] = {
+        "200": {"description": "OK", "content": {"application/json": {"schema": ref}}}
+    }
+    for status, text in {
+        **(errors or {}),
+        "401": "no or unknown key",
+        "403": "not an admin key",
+    }.items():
+        responses[status] = {
+            "description": text,
+            "content": {"application/json": {"schema": _ERROR_REF}},
+        }
     return {
         "summary": summary,
         "security": [{"bearer": []}],
         "parameters": params or [],
-        "responses": {
-            "200": {"description": "OK", "content": {"application/json": {"schema": ref}}},
-            "401": {"description": "no or unknown key"},
-            "403": {"description": "not an admin key"},
-        },
+        "responses": responses,
     }
 
 
@@ -234,31 +324,25 @@ def openapi_schema() -> dict[str, Any]:
         AuditPage,
         InsightList,
         ChangesetList,
+        PageList,
         EffectiveDataset,
+        EffectiveColumn,
         EffectivePage,
         ResetResult,
         Health,
+        ErrorBody,
     ]
     components: dict[str, Any] = {}
     for model in models:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(schema.pop("$defs", {}))
         components[model.__name__] = schema
-    s, i, b = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
-    dt = {"type": "string", "format": "date-time"}
-    audit_params = [
-        _q("session_id", s),
-        _q("user_id", s),
-        _q("tool_name", s),
-        _q("success", b),
-        _q("event_kind", s, "tool_call | session_start | admin"),
-        _q("since", dt, "inclusive lower bound"),
-        _q("until", dt, "exclusive upper bound"),
-        _q("limit", i, "1..10000, default 100"),
-        _q("offset", i),
-    ]
+    bad_query = {"400": "INVALID_QUERY: an unknown, repeated or invalid parameter"}
+    not_found = {"404": "NOT_FOUND"}
     health_op = _op("Health", Health)
     health_op.pop("security")
+    for status in ("401", "403"):
+        health_op["responses"].pop(status)
     return {
         "openapi": "3.1.0",
         "info": {"title": "dabench platform admin API", "version": __version__},
@@ -268,18 +352,24 @@ def openapi_schema() -> dict[str, Any]:
         },
         "paths": {
             "/healthz": {"get": health_op},
-            f"{PREFIX}/audit/events": {"get": _op("Audit events", AuditPage, audit_params)},
+            f"{PREFIX}/audit/events": {
+                "get": _op("Audit events", AuditPage, _query_params(AuditQuery), bad_query)
+            },
             f"{PREFIX}/knowledge/insights": {
-                "get": _op("Insights", InsightList, [_q("status", s), _q("captured_by", s)])
+                "get": _op("Insights", InsightList, _query_params(InsightQuery), bad_query)
             },
             f"{PREFIX}/knowledge/changesets": {
-                "get": _op("Changesets", ChangesetList, [_q("insight_id", s), _q("active", b)])
+                "get": _op("Changesets", ChangesetList, _query_params(ChangesetQuery), bad_query)
             },
+            f"{PREFIX}/knowledge/pages": {"get": _op("Knowledge pages", PageList)},
             f"{PREFIX}/knowledge/pages/{{page_id}}": {
-                "get": _op("Effective knowledge page", EffectivePage, [_p("page_id")])
+                "get": _op("Effective knowledge page", EffectivePage, [_p("page_id")], not_found)
             },
             f"{PREFIX}/catalog/datasets/{{dataset_id}}": {
-                "get": _op("Effective dataset", EffectiveDataset, [_p("dataset_id")])
+                "get": _op("Effective dataset", EffectiveDataset, [_p("dataset_id")], not_found)
+            },
+            f"{PREFIX}/catalog/columns/{{column_id}}": {
+                "get": _op("Effective column", EffectiveColumn, [_p("column_id")], not_found)
             },
             f"{PREFIX}/state/reset": {"post": _op("Reset platform state", ResetResult)},
         },

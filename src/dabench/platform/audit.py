@@ -12,12 +12,15 @@ and ``admin`` for state-changing admin API calls (``POST /state/reset``).
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dabench.platform.storage import Database
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 EventKind = Literal["tool_call", "session_start", "admin"]
 
@@ -63,10 +66,18 @@ class AuditQuery(BaseModel):
     tool_name: str | None = None
     success: bool | None = None
     event_kind: EventKind | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    limit: int = Field(default=100, ge=1, le=10000)
-    offset: int = Field(default=0, ge=0)
+    since: datetime | None = Field(default=None, description="inclusive lower bound")
+    until: datetime | None = Field(default=None, description="exclusive upper bound")
+    limit: int = Field(default=100, ge=1, le=10000, description="page size")
+    offset: int = Field(default=0, ge=0, le=2**62, description="events to skip")
+
+    @field_validator("since", "until", mode="before")
+    @classmethod
+    def _iso_only(cls, value: object) -> object:
+        # pydantic would read "0.5" as a Unix time; the API promises ISO 8601 date-times.
+        if isinstance(value, str) and not _ISO_DATE.match(value):
+            raise ValueError("expected an ISO 8601 date-time such as 2026-11-30T10:00:00Z")
+        return value
 
 
 class AuditPage(BaseModel):
