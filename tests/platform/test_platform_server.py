@@ -241,6 +241,25 @@ def test_admin_auth(platform_a0: RunningPlatform) -> None:
     assert reset.status_code == 401
 
 
+@pytest.mark.parametrize(
+    ("path", "params", "named"),
+    [
+        ("/audit/events", {"sesion_id": "dps_x"}, "sesion_id: unknown parameter"),
+        ("/audit/events", {"until": ""}, "until: Value error, expected an ISO 8601"),
+        ("/audit/events", {"limit": "0"}, "limit: Input should be greater than or equal to 1"),
+        ("/knowledge/changesets", {"active": "maybe"}, "active: Input should be a valid boolean"),
+        ("/knowledge/insights", {"status": "done"}, "status: Input should be 'pending'"),
+    ],
+)
+def test_admin_query_strings_are_validated(
+    platform_a0: RunningPlatform, path: str, params: dict[str, str], named: str
+) -> None:
+    resp = platform_a0.admin_get(path, **params)
+    assert resp.status_code == 400, resp.text
+    error = resp.json()["error"]
+    assert error["code"] == "INVALID_QUERY" and error["message"].startswith(named), error
+
+
 def test_mcp_requires_an_identity_key(platform_a0: RunningPlatform) -> None:
     resp = httpx.post(platform_a0.base_url + "/mcp", json={}, headers={"Authorization": "Bearer x"})
     assert resp.status_code == 401
