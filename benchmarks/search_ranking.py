@@ -1,5 +1,8 @@
 """Retrieval quality and cost of the ``search`` ranking modes (bm25, embedding, hybrid).
 
+The embedding and hybrid rows are measured with each embedding model: the default static
+WordLlama model and, when the ``embeddings-minilm`` extra is installed, all-MiniLM-L6-v2.
+
 For every trap of the world, the trap's question is searched and the rank of its FIRST fact
 location (``knowledge:<id>`` -> ``page:<id>``, ``glossary:<id>`` -> ``glossary:<id>``,
 ``catalog:<ds>`` -> ``dataset:<ds>``, ``catalog:<ds>.<col>`` -> ``column:<ds>.<col>``) gives
@@ -17,6 +20,7 @@ Without ``--world`` it builds world 930 at scale 1 into a temporary directory.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import tempfile
@@ -24,10 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dabench.platform.embedding import load_embedder
+from dabench.platform.embedding import MODELS, load_embedder
 from dabench.platform.knowledge import KnowledgeView
-from dabench.platform.profile import SearchRanking, load_profile
-from dabench.platform.ranking import MIN_SIMILARITY, RRF_K
+from dabench.platform.profile import EmbeddingModelName, SearchRanking, load_profile
+from dabench.platform.ranking import RRF_K
 from dabench.platform.search import SearchEngine
 from dabench.platform.state import StateStore
 from dabench.platform.storage import Database
@@ -35,6 +39,16 @@ from dabench.platform.world_content import load_world_content
 from dabench.world import build_world
 
 MODES: tuple[SearchRanking, ...] = ("bm25", "embedding", "hybrid")
+SHORT: dict[EmbeddingModelName, str] = {
+    "wordllama-l2-supercat-256": "wordllama",
+    "all-minilm-l6-v2": "minilm",
+}
+"""Row labels of the embedding models."""
+EXTRA_PACKAGE: dict[EmbeddingModelName, str] = {
+    "wordllama-l2-supercat-256": "wordllama",
+    "all-minilm-l6-v2": "sentence_transformers",
+}
+"""A package whose absence means the model's extra is not installed."""
 USER = "bench"
 
 PARAPHRASES: dict[str, str] = {
@@ -110,15 +124,26 @@ def main() -> None:
         content = load_world_content(world_dir)
         original, paraphrased = queries(world_dir)
         kinds = list(load_profile("a3").search.kinds)
-        t0 = time.perf_counter()
-        embedder = load_embedder("embedding")
-        load_s = time.perf_counter() - t0
+        models: list[tuple[EmbeddingModelName, str, float]] = []
+        absent: list[EmbeddingModelName] = []
+        for model in MODELS:
+            if importlib.util.find_spec(EXTRA_PACKAGE[model]) is None:
+                absent.append(model)
+                continue
+            t0 = time.perf_counter()
+            embedder = load_embedder("embedding", model)
+            models.append((model, embedder.model_id, time.perf_counter() - t0))
+        arms: list[tuple[str, SearchRanking, EmbeddingModelName]] = [
+            ("bm25", "bm25", "wordllama-l2-supercat-256")
+        ]
+        for model, _, _ in models:
+            arms += [(f"{m}/{SHORT[model]}", m, model) for m in MODES if m != "bm25"]
         rows = []
-        for mode in MODES:
-            state = StateStore(Database(sqlite_path=tmp / f"state-{mode}.sqlite"))
+        for label, mode, model in arms:
+            state = StateStore(Database(sqlite_path=tmp / f"state-{label.replace('/', '-')}.db"))
             view = KnowledgeView(content.catalog, content.pages, state)
             t0 = time.perf_counter()
-            engine = SearchEngine(view, kinds, mode)
+            engine = SearchEngine(view, kinds, mode, model)
             n_docs = engine.warm(USER, [])
             build_ms = (time.perf_counter() - t0) * 1000.0
             q_orig = quality(engine, kinds, original)
@@ -129,22 +154,27 @@ def main() -> None:
                     t0 = time.perf_counter()
                     engine.search(text, kinds, 10, USER, [])
                     latencies.append((time.perf_counter() - t0) * 1000.0)
-            rows.append((mode, q_orig, q_para, statistics.median(latencies), build_ms))
+            rows.append((label, q_orig, q_para, statistics.median(latencies), build_ms))
     print(f"\nworld {content.world_hash[:12]}, {n_docs} documents, kinds {kinds}")
-    print(f"embedding model {embedder.model_id}")
-    print(f"model load (first use in the process) {load_s * 1000.0:.0f} ms")
-    print(f"min similarity {MIN_SIMILARITY}, RRF k {RRF_K}")
+    for model, model_id, load_s in models:
+        print(
+            f"{SHORT[model]}: {model_id}, load (first use in the process) "
+            f"{load_s * 1000.0:.0f} ms, min similarity {MODELS[model].min_similarity}"
+        )
+    for model in absent:
+        print(f"{SHORT[model]}: not installed (extra for search.embedding_model {model!r})")
+    print(f"RRF k {RRF_K}")
     print(
         f"queries: {len(original)} trap questions; {len(paraphrased)} HAND-WRITTEN paraphrases "
         "(one per trap class, key terms removed on purpose)"
     )
-    head = f"{'mode':<10}{'q hit@1':>9}{'q hit@5':>9}{'q MRR':>8}"
+    head = f"{'mode/model':<19}{'q hit@1':>9}{'q hit@5':>9}{'q MRR':>8}"
     head += f"{'p hit@1':>9}{'p hit@5':>9}{'p MRR':>8}{'p50 ms':>9}{'build ms':>10}"
     print(head)
     for mode, qo, qp, p50, build in rows:
         cells = "".join(f"{v:>9.3f}" if i != 2 else f"{v:>8.3f}" for i, v in enumerate(qo))
         cells += "".join(f"{v:>9.3f}" if i != 2 else f"{v:>8.3f}" for i, v in enumerate(qp))
-        print(f"{mode:<10}{cells}{p50:>9.3f}{build:>10.1f}")
+        print(f"{mode:<19}{cells}{p50:>9.3f}{build:>10.1f}")
     print("q = trap questions, p = paraphrases; build = index build of a fresh engine")
 
 
