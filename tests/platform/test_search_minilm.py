@@ -163,7 +163,6 @@ def test_missing_extra_fails_at_platform_start(
         "install a CPU torch first (pip install torch --index-url "
         "https://download.pytorch.org/whl/cpu), then pip install 'dabench[embeddings-minilm]'"
     ) in proc.stderr
-    assert "torch" not in proc.stderr.split("error:")[0]
 
 
 async def test_minilm_hybrid_profile_served_end_to_end(
