@@ -133,6 +133,10 @@ class PlatformService:
         self.search_engine = SearchEngine(
             self.view, list(search.kinds), search.ranking, search.embedding_model
         )
+        if self.search_engine.embedding_model is not None:
+            # Embed the world's documents now, not inside the first session's first search
+            # (MiniLM takes seconds): its audited duration would otherwise carry the cost.
+            self.search_engine.warm("", [])
         self.memory = MemoryService(self.state, self.view, profile.memory.supersede_threshold)
         self._specs: dict[str, list[ToolSpec]] = {}
         self._allowed: dict[str, frozenset[str]] = {}
