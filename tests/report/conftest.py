@@ -25,3 +25,14 @@ def reported_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Report
     )
     run_dir = write_synthetic_run(tmp_path_factory.mktemp("rep") / "run", spec)
     return run_dir, write_reports(run_dir, resamples=1000)
+
+
+@pytest.fixture(scope="session")
+def ttft_reported(tmp_path_factory: pytest.TempPathFactory) -> ReportFiles:
+    """The reports of :func:`tests.stats.builders.ttft_run` (a Kibana-like arm with TTFT and an
+    LLM-provider arm without)."""
+    from tests.stats.builders import ttft_run
+
+    run_dir = tmp_path_factory.mktemp("ttft") / "run"
+    run_dir.mkdir()
+    return write_reports(ttft_run(run_dir), resamples=0)

@@ -137,3 +137,17 @@ def test_panel_of_an_episode_without_embedded_transcript(
     text = browser.evaluate(f"document.getElementById('ep-{ep.key}').textContent")
     assert "not embedded (report size limit)" in text and "used:" in text
     assert browser.errors() == []
+
+
+def test_ttft_kpi_is_rendered_in_the_arm_card(browser: Browser, ttft_reported: ReportFiles) -> None:
+    _load(browser, f"{ttft_reported.html_path.as_uri()}#arm-kb")
+    assert browser.errors() == []
+    kpis = browser.evaluate(
+        "Array.from(document.querySelectorAll('.kpi.ttft')).map(function (k) {"
+        " var r = k.getBoundingClientRect(), text = k.innerText.replace(/\\s+/g, ' ');"
+        " return [k.closest('article').id, text, r.width > 0 && r.height > 0]; })"
+    )
+    assert sorted(kpis) == [
+        ["arm-kb", "300 ms TTFT p50 (p95 480 ms, n 5)", True],
+        ["arm-llm", "— TTFT p50", True],
+    ]

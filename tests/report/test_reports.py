@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from dabench.report.build import ReportFiles, write_reports
+from dabench.report.context import TTFT_CAPTION
 from dabench.stats import load_run
 
 
@@ -112,3 +113,36 @@ def test_single_arm_and_empty_runs_still_report(tmp_path: Path) -> None:
     files = write_reports(empty, resamples=100)
     assert "The journal holds no episodes" in files.markdown_path.read_text(encoding="utf-8")
     assert files.stats.groups == [] and files.html_path.exists()
+
+
+def _ttft_column(md: str) -> dict[str, str]:
+    """The TTFT cell of each arm's row in report.md's efficiency table."""
+    section = md[md.index("## Efficiency (S4)") : md.index("Per suite:")]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ")]
+    col = rows[0].index("TTFT p50 / p95 (ms)")
+    return {row[0].strip("| `"): row[col] for row in rows[2:]}
+
+
+def test_ttft_beside_latency_for_a_streaming_arm(ttft_reported: ReportFiles) -> None:
+    md = ttft_reported.markdown_path.read_text(encoding="utf-8")
+    assert _ttft_column(md) == {"kb": "300 / 480 (n 5)", "llm": "—"}
+    assert f"\n{TTFT_CAPTION}\n" in md
+    assert "first message chunk as measured by the harness" in TTFT_CAPTION
+    html = ttft_reported.html_path.read_text(encoding="utf-8")
+    kb = html[html.index('id="arm-kb"') : html.index("</article>", html.index('id="arm-kb"'))]
+    assert "<b>300 ms</b><span>TTFT p50 (p95 480 ms, n 5)</span>" in kb
+    llm = html[html.index('id="arm-llm"') : html.index("</article>", html.index('id="arm-llm"'))]
+    assert "<b>—</b><span>TTFT p50</span>" in llm
+    efficiency = html[
+        html.index('<section id="efficiency"') : html.index('<section id="lifecycle"')
+    ]
+    assert '<th class="r">TTFT p50 / p95 (ms)</th>' in efficiency
+    assert '<td class="r">300 / 480 (n 5)</td>' in efficiency
+    assert html.count('class="sub ttft-caption"') == 2
+
+
+def test_no_ttft_figures_when_no_arm_streams(reported_run: tuple[Path, ReportFiles]) -> None:
+    _, files = reported_run
+    assert all(g.efficiency.ttft_n == 0 for g in files.stats.groups)
+    assert "TTFT" not in files.markdown_path.read_text(encoding="utf-8")
+    assert "TTFT" not in files.html_path.read_text(encoding="utf-8")

@@ -51,6 +51,7 @@ def episode(
     cost: float | None = 0.01,
     steps: list[StepRecord] | None = None,
     enrichment: int = 0,
+    ttft_ms: float | None = None,
 ) -> Episode:
     """One episode with sensible defaults."""
     calls = [c.model_copy(update={"index": i}) for i, c in enumerate(calls or [])]
@@ -78,6 +79,7 @@ def episode(
         usage=TokenUsage(input=tokens),
         cost_usd=cost,
         wall_ms=wall_s * 1000,
+        ttft_ms=ttft_ms,
         audit=AuditCheck(
             source="platform",
             expected_calls=len(calls),
@@ -172,3 +174,39 @@ def outcome_run(
                 episodes.append(ep)
                 grades.append(grade(ep, ok))
     return write_run(run_dir, episodes, grades, k=k, **kwargs)
+
+
+TTFT_VALUES_MS = (500.0, 100.0, 300.0, 200.0, 400.0)
+"""The times to first token of the completed episodes t1..t5 of arm ``kb`` in :func:`ttft_run`."""
+
+
+def ttft_run(run_dir: Path) -> Path:
+    """Two arms: ``kb`` (Kibana-like, streams: t1..t5 record :data:`TTFT_VALUES_MS`, t4 and t5
+    in suite s3; t6 completed without one; a timeout and a harness error with one) and ``llm``
+    (an LLM-provider arm: no episode records a time to first token)."""
+    kibana = {"agent": "kibana", "provider": None, "model": None, "target": "kibana:9.3.0"}
+    kb = [
+        episode("kb", f"t{i + 1}", ttft_ms=v, suite="s3" if i >= 3 else "s2").model_copy(
+            update=kibana
+        )
+        for i, v in enumerate(TTFT_VALUES_MS)
+    ]
+    kb += [
+        episode("kb", "t6").model_copy(update=kibana),
+        episode("kb", "t7", status="timeout", answer=None, ttft_ms=9000.0).model_copy(
+            update=kibana
+        ),
+        episode("kb", "t8", status="harness_error", answer=None, ttft_ms=7.0).model_copy(
+            update=kibana
+        ),
+    ]
+    llm = [episode("llm", f"t{i}") for i in (1, 2, 3)]
+    episodes = kb + llm
+    grades = [grade(ep, ep.status == "completed") for ep in episodes]
+    return write_run(
+        run_dir,
+        episodes,
+        grades,
+        k=1,
+        agents={"kb": {"kind": "kibana", "connector_id": "c1"}},
+    )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 import pytest
-from tests.stats.builders import call, episode, grade, outcome_run, write_run
+from tests.stats.builders import call, episode, grade, outcome_run, ttft_run, write_run
 
 from dabench.errors import UserInputError
 from dabench.journal.records import StepRecord
@@ -244,3 +245,21 @@ def test_not_a_run_directory(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text("{}", encoding="utf-8")
     with pytest.raises(Exception, match="manifest"):
         load_run(tmp_path)
+
+
+def test_time_to_first_token_per_arm(tmp_path: Path) -> None:
+    stats = compute_stats(load_run(ttft_run(tmp_path)), resamples=0)
+    kb, llm = stats.group("kb", "overall"), stats.group("llm", "overall")
+    assert kb is not None and llm is not None
+    # Completed episodes with a TTFT only: 100..500 (the timeout's 9000 and the harness
+    # error's 7 are left out, as is the completed episode without one).
+    assert (kb.efficiency.ttft_ms_p50, kb.efficiency.ttft_n) == (300.0, 5)
+    assert kb.efficiency.ttft_ms_p95 == pytest.approx(480.0)  # 400 + 0.8 * (500 - 400)
+    s3 = stats.group("kb", "suite", "s3")
+    assert s3 is not None and (s3.efficiency.ttft_ms_p50, s3.efficiency.ttft_n) == (300.0, 2)
+    assert s3.efficiency.ttft_ms_p95 == pytest.approx(390.0)
+    assert (llm.efficiency.ttft_ms_p50, llm.efficiency.ttft_ms_p95) == (None, None)
+    assert llm.efficiency.ttft_n == 0
+    written = json.loads(write_stats(tmp_path, stats).read_text(encoding="utf-8"))
+    eff = {g["arm"]: g["efficiency"] for g in written["groups"] if g["dimension"] == "overall"}
+    assert eff["llm"]["ttft_ms_p50"] is None and eff["kb"]["ttft_ms_p95"] == pytest.approx(480.0)

@@ -13,6 +13,15 @@ from dabench.stats.rundir import RunData, TaskInfo
 
 DIMENSIONS: tuple[Dimension, ...] = ("suite", "category", "difficulty", "trap_class")
 
+TTFT_CAPTION = (
+    "TTFT: time to first token, p50 / p95 in ms over completed episodes that recorded one "
+    "(n episodes). For Kibana (Elastic Agent Builder) arms it is the time from the episode's "
+    "first converse request to its first message chunk as measured by the harness, falling "
+    "back to Kibana's reported time_to_first_token. LLM-provider arms do not stream, so they "
+    "have none (—)."
+)
+"""The caption both reports print under their time-to-first-token figures."""
+
 
 @dataclass
 class TaskCell:
@@ -69,6 +78,11 @@ class ReportContext:
     def arms(self) -> list[str]:
         """Arm names in manifest order."""
         return self.stats.arms
+
+    @property
+    def has_ttft(self) -> bool:
+        """Whether any arm recorded a time to first token (the reports show TTFT only then)."""
+        return any(g.efficiency.ttft_n for g in self._groups.values() if g.dimension == "overall")
 
     def cell(self, arm: str, dimension: str, value: str = "all") -> GroupStats | None:
         """Group statistics of one arm and breakdown value."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dabench.stats.model import Interval
+from dabench.stats.model import Efficiency, Interval
 
 DASH = "—"
 
@@ -64,6 +64,15 @@ def verdict(interval: Interval | None) -> str:
     return "n.s."
 
 
+def ttft(efficiency: Efficiency) -> str:
+    """``850 / 1,240 (n 12)``: time to first token p50 / p95 in ms with its sample size,
+    ``—`` when no episode recorded one."""
+    if not efficiency.ttft_n:
+        return DASH
+    p50, p95 = num(efficiency.ttft_ms_p50, 0), num(efficiency.ttft_ms_p95, 0)
+    return f"{p50} / {p95} (n {efficiency.ttft_n})"
+
+
 FILTERS = {
     "pct": pct,
     "num": num,
@@ -72,5 +81,6 @@ FILTERS = {
     "delta": delta,
     "verdict": verdict,
     "points": signed_points,
+    "ttft": ttft,
 }
 """Jinja filters available in every report template."""

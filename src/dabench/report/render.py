@@ -7,6 +7,7 @@ from importlib import resources
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from dabench.report.context import TTFT_CAPTION
 from dabench.report.fmt import FILTERS
 from dabench.stats.model import FAILURE_CLASSES
 
@@ -24,6 +25,7 @@ def environment() -> Environment:
     )
     env.filters.update(FILTERS)
     env.globals["failure_classes"] = FAILURE_CLASSES
+    env.globals["ttft_caption"] = TTFT_CAPTION
     return env
 
 

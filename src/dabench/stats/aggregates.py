@@ -70,6 +70,17 @@ def _mean(values: npt.NDArray[np.float64] | Ints) -> float | None:
     return float(np.mean(values)) if values.size else None
 
 
+def _ttft(frame: EpisodeFrame, sel: Bools) -> tuple[float | None, float | None, int]:
+    """p50 and p95 of the time to first token over the completed episodes in ``sel`` that
+    recorded one, and how many did; ``None`` figures when none did."""
+    values = frame.ttft_ms[sel & frame.completed]
+    values = values[~np.isnan(values)]
+    if not values.size:
+        return None, None, 0
+    p50, p95 = np.quantile(values, [0.5, 0.95])
+    return float(p50), float(p95), int(values.size)
+
+
 def efficiency(frame: EpisodeFrame, mask: Bools, table: TaskTable) -> Efficiency:
     """Efficiency figures over the non-excluded episodes in ``mask``."""
     sel = mask & ~frame.harness
@@ -93,6 +104,7 @@ def efficiency(frame: EpisodeFrame, mask: Bools, table: TaskTable) -> Efficiency
         qpd = float(np.mean(score[has_cost])) / cost_mean
     calls_q = _quantiles(calls)
     wall_q = _quantiles(wall)
+    ttft_p50, ttft_p95, ttft_n = _ttft(frame, sel)
     return Efficiency(
         tool_calls_median=calls_q[0],
         tool_calls_p90=calls_q[1],
@@ -103,6 +115,9 @@ def efficiency(frame: EpisodeFrame, mask: Bools, table: TaskTable) -> Efficiency
         wall_s_p90=wall_q[1],
         latency_ok_s=_mean(wall[ok]),
         latency_all_s=_mean(frame.wall_capped_s[sel]),
+        ttft_ms_p50=ttft_p50,
+        ttft_ms_p95=ttft_p95,
+        ttft_n=ttft_n,
         tokens_mean=_mean(tokens),
         tokens_total=int(tokens.sum()),
         enrichment_tokens_mean=_mean(enrich),

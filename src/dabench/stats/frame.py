@@ -88,6 +88,8 @@ class EpisodeFrame:
     cost: Floats
     """NaN where the episode has no cost."""
     completed: Bools
+    ttft_ms: Floats
+    """Time to first token in ms; NaN where the episode has none (the target does not stream)."""
     scores: dict[str, Floats] = field(default_factory=dict)
     traps: dict[str, Bools] = field(default_factory=dict)
     min_calls: Floats = field(default_factory=lambda: np.zeros(0))
@@ -122,6 +124,7 @@ COLUMN_DTYPES: dict[str, Any] = {
     "enrichment": np.int64,
     "cost": np.float64,
     "completed": bool,
+    "ttft_ms": np.float64,
 }
 """The per-episode columns of an :class:`EpisodeFrame` and their NumPy dtypes."""
 
@@ -181,6 +184,7 @@ def build_frame(run: RunData) -> EpisodeFrame:
         cols["enrichment"].append(ep.audit.enrichment_tokens_delivered if ep.audit else 0)
         cols["cost"].append(np.nan if ep.cost_usd is None else ep.cost_usd)
         cols["completed"].append(ep.status == "completed")
+        cols["ttft_ms"].append(np.nan if ep.ttft_ms is None else ep.ttft_ms)
         for trap in info.trap_classes:
             if trap not in trap_cols:
                 trap_cols[trap] = np.zeros(n, dtype=bool)

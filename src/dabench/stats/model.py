@@ -67,6 +67,13 @@ class Efficiency(_Record):
     """Mean wall clock over completed episodes (no timeout, no failure status)."""
     latency_all_s: float | None = None
     """Mean wall clock over all episodes, timeouts counted at the episode time limit."""
+    ttft_ms_p50: float | None = None
+    """Median time to first token (ms) over completed episodes that recorded one; ``None``
+    when none did (targets that do not stream, e.g. LLM-provider arms)."""
+    ttft_ms_p95: float | None = None
+    """95th percentile of the same time-to-first-token values (linear interpolation)."""
+    ttft_n: int = 0
+    """Completed episodes with a time to first token (the sample behind ``ttft_ms_*``)."""
     tokens_mean: float | None = None
     tokens_total: int = 0
     enrichment_tokens_mean: float | None = None
