@@ -5,7 +5,8 @@
 (``event: <type>`` / ``data: {"data": {...}}``, errors as ``event: error`` /
 ``data: {"error": {...}}``). A responder decides each round from the request body. Also
 ``GET /api/status`` and tools/agents create (POST), read (GET) and update (PUT). Paths may
-carry a ``/s/<space>`` prefix. Every request is recorded.
+carry a ``/s/<space>`` prefix. Every request is recorded. :meth:`FakeKibana.fail` scripts
+transient failures ("429 with ``Retry-After: 0`` twice, then normally", "503 forever").
 """
 
 from __future__ import annotations
@@ -53,6 +54,31 @@ class Scripted:
 
 Responder = Callable[[dict[str, Any]], Scripted]
 
+CONVERSE_PATHS = ("/api/agent_builder/converse", "/api/agent_builder/converse/async")
+
+
+@dataclass
+class Fault:
+    """An HTTP error the fake answers instead of handling matching requests."""
+
+    status: int
+    times: int | None
+    """How many matching requests fail (``None``: every one)."""
+    paths: tuple[str, ...]
+    method: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def take(self, method: str, path: str) -> bool:
+        """True (and one fewer left) when this fault answers ``method path``."""
+        if path not in self.paths or (self.method and method != self.method):
+            return False
+        if self.times is None:
+            return True
+        if self.times <= 0:
+            return False
+        self.times -= 1
+        return True
+
 
 def tool_step(
     tool_id: str, params: dict[str, Any], results: list[dict[str, Any]], call_id: str = "tc-1"
@@ -91,8 +117,33 @@ class FakeKibana(LoopbackServer):
         self.tools: dict[str, dict[str, Any]] = {}
         self.agents: dict[str, dict[str, Any]] = {}
         self.conversations: dict[str, list[str]] = {}
+        self.faults: list[Fault] = []
         self._lock = threading.Lock()
         super().__init__()
+
+    def fail(
+        self,
+        status: int,
+        *,
+        times: int | None = 1,
+        paths: tuple[str, ...] = CONVERSE_PATHS,
+        method: str | None = None,
+        retry_after: str | None = None,
+    ) -> Fault:
+        """Answer the next ``times`` requests to ``paths`` (default: both converse endpoints;
+        ``None``: forever) with ``status`` and, when given, a ``Retry-After`` header."""
+        headers = {} if retry_after is None else {"Retry-After": retry_after}
+        fault = Fault(status, times, paths, method, headers)
+        self.faults.append(fault)
+        return fault
+
+    def calls(self, path: str, method: str | None = None) -> int:
+        """How many requests reached ``path`` (failed ones included)."""
+        return sum(1 for r in self.requests if r["path"] == path and method in (None, r["method"]))
+
+    def _fault(self, method: str, path: str) -> Fault | None:
+        with self._lock:
+            return next((f for f in self.faults if f.take(method, path)), None)
 
     def converse_bodies(self) -> list[dict[str, Any]]:
         """Bodies of every converse request, in order."""
@@ -113,20 +164,24 @@ class FakeKibana(LoopbackServer):
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-            def _json(self, status: int, body: Any) -> None:
+            def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _error(self, status: int, message: str) -> None:
-                names = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
-                self._json(
-                    status,
-                    {"statusCode": status, "error": names.get(status, "Error"), "message": message},
-                )
+            def _error(
+                self, status: int, message: str, headers: dict[str, str] | None = None
+            ) -> None:
+                names = {400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+                         429: "Too Many Requests", 503: "Service Unavailable"}  # fmt: skip
+                body = {"statusCode": status, "error": names.get(status, "Error"),
+                        "message": message}  # fmt: skip
+                self._json(status, body, headers)
 
             def _handle(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -147,6 +202,9 @@ class FakeKibana(LoopbackServer):
                     return self._error(401, "[security_exception] unable to authenticate")
                 if method != "GET" and not self.headers.get("kbn-xsrf"):
                     return self._error(400, "Request must contain a kbn-xsrf header.")
+                fault = fake._fault(method, path)
+                if fault is not None:
+                    return self._error(fault.status, "scripted fault", fault.headers)
                 if path == "/api/status":
                     return self._json(200, {"version": {"number": "9.3.0"}, "status": {}})
                 for kind, store in (("tools", fake.tools), ("agents", fake.agents)):

@@ -78,7 +78,12 @@ def experiment(tmp_path: Path, world_dir: Path, url: str) -> Path:
         arms.append(
             {
                 "name": name,
-                "target": {"kind": "kibana", "url": url, "api_key": "${FAKE_KIBANA_KEY}"},
+                "target": {
+                    "kind": "kibana",
+                    "url": url,
+                    "api_key": "${FAKE_KIBANA_KEY}",
+                    "retry": {"max_attempts": 3, "base_delay": 0.0},
+                },
                 "agent": {
                     "kind": "kibana",
                     "connector_id": name,
@@ -105,9 +110,11 @@ def test_run_grade_report_with_seed003_scores(
 ) -> None:
     monkeypatch.setenv("FAKE_KIBANA_KEY", "test-key")
     with FakeKibana(make_responder(truths(world_dir))) as server:
+        transient = [server.fail(429, retry_after="0"), server.fail(503)]  # lose nothing
         exp = experiment(tmp_path, world_dir, server.url)
         out = tmp_path / "run"
         result = CliRunner().invoke(app, ["run", str(exp), "--out", str(out), "--no-progress"])
+    assert [f.times for f in transient] == [0, 0]
     assert result.exit_code == 3, result.output  # harness errors (the broken connector)
     assert "harness error broken/es.store-count/0: kibana: POST" in result.output
     assert "no model used" not in result.output
@@ -158,6 +165,7 @@ def test_run_grade_report_with_seed003_scores(
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     arm = manifest["arms"][0]
     assert arm["target"]["kibana_version"] == "9.3.0" and arm["agent"]["connector_id"] == "good"
+    assert arm["target"]["retry"]["max_attempts"] == 3
     assert "test-key" not in json.dumps(manifest)
 
 
@@ -253,4 +261,4 @@ def test_unset_key_is_bad_input_and_unreachable_kibana_fails_the_run(
     monkeypatch.setenv("FAKE_KIBANA_KEY", "k")
     down = runner.invoke(app, ["run", str(exp), "--out", str(tmp_path / "b"), "--no-progress"])
     assert down.exit_code == 3
-    assert "did not start: kibana: GET /api/status failed" in down.output
+    assert "did not start: kibana: GET /api/status failed after 3 attempts" in down.output

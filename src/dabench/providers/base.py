@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.journal.records import TokenUsage
+from dabench.retry import RetryableError
 
 
 class ToolSpec(BaseModel):
@@ -67,14 +68,9 @@ class ModelResponse(BaseModel):
     latency_ms: float = 0.0
 
 
-class ProviderError(Exception):
+class ProviderError(RetryableError):
     """A provider call failed. ``retryable`` errors (429, 5xx, timeouts) may be retried;
     when retries are exhausted the episode is a harness error, not a model failure."""
-
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
-        super().__init__(message)
-        self.retryable = retryable
-        self.retry_after = retry_after
 
 
 @runtime_checkable

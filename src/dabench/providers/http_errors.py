@@ -7,13 +7,13 @@ Both SDK adapters (Anthropic, OpenAI-compatible) make their requests through
 
 from __future__ import annotations
 
-import email.utils
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from dabench.providers.base import ProviderError
+from dabench.retry import parse_retry_after as parse_retry_after  # re-exported
 
 E = TypeVar("E", bound=Exception)
 T = TypeVar("T")
@@ -25,33 +25,6 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 def is_retryable_status(status: int) -> bool:
     """True for 408/409/429, every 5xx and Anthropic's 529 ``overloaded_error``."""
     return status in RETRYABLE_STATUSES or status >= 500
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds to wait according to ``retry-after-ms`` or ``retry-after`` (seconds or HTTP date).
-
-    Returns ``None`` when neither header is present or parseable; negative waits become 0.
-    """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    raw_ms = lowered.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        parsed = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, parsed.timestamp() - current)
 
 
 def status_error(

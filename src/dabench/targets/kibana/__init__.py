@@ -4,6 +4,7 @@ Importing this package registers the kind.
 """
 
 from dabench.targets.kibana.client import KibanaClient
+from dabench.targets.kibana.retrying import KibanaRetryPolicy, retry_rule
 from dabench.targets.kibana.target import (
     KibanaAgentDefinition,
     KibanaSession,
@@ -17,10 +18,12 @@ __all__ = [
     "ConverseRound",
     "KibanaAgentDefinition",
     "KibanaClient",
+    "KibanaRetryPolicy",
     "KibanaSession",
     "KibanaTarget",
     "KibanaTargetConfig",
     "KibanaToolDefinition",
     "StreamAccumulator",
     "ToolStep",
+    "retry_rule",
 ]

@@ -1,26 +1,39 @@
 """An async HTTP client for the Kibana Agent Builder API (converse, tools, agents, status).
 
 Every request carries ``kbn-xsrf``, ``Authorization: ApiKey <key>`` and
-``elastic-api-version: 2023-10-31``; a space prefixes the path with ``/s/<space>``. Transport
-failures, timeouts, HTTP 4xx/5xx and ``error`` events in a stream raise
-:class:`~dabench.errors.HarnessError` with the cause: they are never graded as model failures.
+``elastic-api-version: 2023-10-31``; a space prefixes the path with ``/s/<space>``.
+
+Failures that are safe to repeat (:mod:`dabench.targets.kibana.retrying`: 429/503, connection
+failures before sending, and for idempotent requests also 502/504 and timeouts) are retried
+with :func:`dabench.retry.with_retries` under the client's :class:`~dabench.retry.RetryPolicy`;
+each retry is logged and counted. Every other transport failure, timeout, HTTP 4xx/5xx and
+``error`` event in a stream, and a retryable failure once the attempts are used up, raises
+:class:`~dabench.errors.HarnessError` with the cause: never graded as a model failure.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import random
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from dabench.errors import HarnessError
+from dabench.retry import RetryableError, RetryPolicy, SleepFn, parse_retry_after, with_retries
+from dabench.targets.kibana.retrying import KibanaRetryPolicy, RetryRule, retry_rule
 from dabench.targets.kibana.wire import ConverseRound, StreamAccumulator, parse_sync_response
 
 API = "/api/agent_builder"
 API_VERSION = "2023-10-31"
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def _error_text(resp: httpx.Response) -> str:
@@ -71,7 +84,12 @@ class KibanaClient:
         timeout_s: float = 600.0,
         connect_timeout_s: float = 10.0,
         verify_tls: bool = True,
+        retry: RetryPolicy | None = None,
+        sleep: SleepFn = asyncio.sleep,
+        rng: random.Random | None = None,
     ) -> None:
+        """``retry`` defaults to :class:`KibanaRetryPolicy`; ``sleep`` and ``rng`` are the
+        backoff's clock and jitter source (tests pass their own to see the delays)."""
         self.base_url = url.rstrip("/") + (f"/s/{space}" if space else "")
         self.label = url.rstrip("/") + (f" (space {space})" if space else "")
         self._http = httpx.AsyncClient(
@@ -86,41 +104,107 @@ class KibanaClient:
             verify=verify_tls,
         )
         self.timeout_s = timeout_s
+        self.retry = retry if retry is not None else KibanaRetryPolicy()
+        self._sleep = sleep
+        self._rng = rng
+        self.retries = 0
+        """Retries made by this client so far (every request)."""
 
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._http.aclose()
 
     @contextmanager
-    def _transport_errors(self, method: str, path: str, failed: str) -> Iterator[None]:
-        """Timeouts and other transport failures of a request as :class:`HarnessError`."""
+    def _transport_errors(
+        self, method: str, path: str, failed: str, rule: RetryRule
+    ) -> Iterator[None]:
+        """Transport failures of one attempt: :class:`RetryableError` when ``rule`` allows a
+        retry, else :class:`HarnessError` (a timeout says how long it waited)."""
         try:
             yield
-        except httpx.TimeoutException as exc:
-            raise HarnessError(
-                f"kibana: {method} {path} timed out after {self.timeout_s:.0f}s ({exc!r})"
-            ) from exc
         except httpx.HTTPError as exc:
+            if rule.retries_transport(exc):
+                raise RetryableError(repr(exc), retryable=True) from exc
+            if isinstance(exc, httpx.TimeoutException):
+                raise HarnessError(
+                    f"kibana: {method} {path} timed out after {self.timeout_s:.0f}s ({exc!r})"
+                ) from exc
             raise HarnessError(f"kibana: {method} {path} {failed}: {exc!r}") from exc
+
+    @staticmethod
+    def _check_status(method: str, path: str, resp: httpx.Response, rule: RetryRule) -> None:
+        """An HTTP error status of one attempt as :class:`RetryableError` (honouring
+        ``Retry-After``) when ``rule`` allows a retry, else as :class:`HarnessError`."""
+        if resp.status_code < 400:
+            return
+        cause = f"HTTP {resp.status_code}: {_error_text(resp)}"
+        if rule.retries_status(resp.status_code):
+            wait = parse_retry_after(resp.headers)
+            raise RetryableError(cause, retryable=True, retry_after=wait)
+        raise HarnessError(f"kibana: {method} {path} -> {cause}")
+
+    async def _retrying(
+        self, method: str, path: str, attempt: Callable[[], Awaitable[T]]
+    ) -> tuple[T, int]:
+        """Run ``attempt`` under the retry policy; the result and the retries it needed.
+        Attempts used up raise :class:`HarnessError` with their count and the last cause."""
+        attempts = 0
+
+        async def counted() -> T:
+            nonlocal attempts
+            attempts += 1
+            return await attempt()
+
+        def on_retry(number: int, error: RetryableError, delay: float) -> None:
+            self.retries += 1
+            log.warning(
+                "kibana: %s %s: %s (attempt %d of %d); retrying in %.2f s",
+                method,
+                path,
+                error,
+                number,
+                self.retry.max_attempts,
+                delay,
+            )
+
+        try:
+            result = await with_retries(
+                counted, self.retry, sleep=self._sleep, rng=self._rng, on_retry=on_retry
+            )
+        except RetryableError as exc:
+            plural = "" if attempts == 1 else "s"
+            raise HarnessError(
+                f"kibana: {method} {path} failed after {attempts} attempt{plural}; last: {exc}"
+            ) from exc
+        return result, attempts - 1
 
     async def request(
         self, method: str, path: str, body: dict[str, Any] | None = None, *, ok404: bool = False
     ) -> Any:
-        """A JSON request; ``None`` for a 404 when ``ok404``; errors as :class:`HarnessError`."""
-        with self._transport_errors(method, path, "failed"):
-            resp = await self._http.request(method, path, json=body)
-        if resp.status_code == 404 and ok404:
-            return None
-        if resp.status_code >= 400:
-            raise HarnessError(
-                f"kibana: {method} {path} -> HTTP {resp.status_code}: {_error_text(resp)}"
-            )
-        try:
-            return resp.json() if resp.content else None
-        except json.JSONDecodeError as exc:
-            raise HarnessError(
-                f"kibana: {method} {path} returned invalid JSON: {resp.text[:200]}"
-            ) from exc
+        """A JSON request, retried per :func:`retry_rule`; ``None`` for a 404 when ``ok404``;
+        errors as :class:`HarnessError`."""
+        result, _retries = await self._request(method, path, body, ok404=ok404)
+        return result
+
+    async def _request(
+        self, method: str, path: str, body: dict[str, Any] | None, *, ok404: bool
+    ) -> tuple[Any, int]:
+        rule = retry_rule(method)
+
+        async def once() -> Any:
+            with self._transport_errors(method, path, "failed", rule):
+                resp = await self._http.request(method, path, json=body)
+            if resp.status_code == 404 and ok404:
+                return None
+            self._check_status(method, path, resp, rule)
+            try:
+                return resp.json() if resp.content else None
+            except json.JSONDecodeError as exc:
+                raise HarnessError(
+                    f"kibana: {method} {path} returned invalid JSON: {resp.text[:200]}"
+                ) from exc
+
+        return await self._retrying(method, path, once)
 
     async def status(self) -> dict[str, Any]:
         """``GET /api/status`` (Kibana version and overall status)."""
@@ -128,36 +212,45 @@ class KibanaClient:
         return body if isinstance(body, dict) else {}
 
     async def converse(self, payload: dict[str, Any]) -> ConverseRound:
-        """``POST /api/agent_builder/converse``: one round, waiting for the whole response."""
+        """``POST /api/agent_builder/converse``: one round, waiting for the whole response.
+        Retried only on 429/503 and connection failures (the round was not applied)."""
         t0 = time.perf_counter()
-        body = await self.request("POST", f"{API}/converse", payload)
+        body, retries = await self._request("POST", f"{API}/converse", payload, ok404=False)
         rnd = parse_sync_response(body)
         rnd.wall_ms = (time.perf_counter() - t0) * 1000
+        rnd.retries = retries
         return rnd
 
     async def converse_stream(self, payload: dict[str, Any]) -> ConverseRound:
         """``POST /api/agent_builder/converse/async``: one round over server-sent events, with
-        the time to the first ``message_chunk`` measured here."""
+        the time to the first ``message_chunk`` measured here. Retried only on an error status
+        (429/503, before any event) and connection failures; never once events were read."""
         path = f"{API}/converse/async"
-        acc = StreamAccumulator()
-        t0 = time.perf_counter()
-        with self._transport_errors("POST", path, "failed mid-stream"):
-            async with self._http.stream("POST", path, json=payload) as resp:
-                if resp.status_code >= 400:
-                    await resp.aread()
-                    raise HarnessError(
-                        f"kibana: POST {path} -> HTTP {resp.status_code}: {_error_text(resp)}"
-                    )
-                async for event, data in iter_sse(resp.aiter_lines()):
-                    try:
-                        parsed = json.loads(data)
-                    except json.JSONDecodeError as exc:
-                        raise HarnessError(
-                            f"kibana: invalid JSON in a {event!r} event: {data[:200]}"
-                        ) from exc
-                    acc.feed(event, parsed, (time.perf_counter() - t0) * 1000)
+        rule = retry_rule("POST")
+        started = time.perf_counter()
+
+        async def once() -> StreamAccumulator:
+            acc = StreamAccumulator()
+            t0 = time.perf_counter()
+            with self._transport_errors("POST", path, "failed mid-stream", rule):
+                async with self._http.stream("POST", path, json=payload) as resp:
+                    if resp.status_code >= 400:
+                        await resp.aread()
+                        self._check_status("POST", path, resp, rule)
+                    async for event, data in iter_sse(resp.aiter_lines()):
+                        try:
+                            parsed = json.loads(data)
+                        except json.JSONDecodeError as exc:
+                            raise HarnessError(
+                                f"kibana: invalid JSON in a {event!r} event: {data[:200]}"
+                            ) from exc
+                        acc.feed(event, parsed, (time.perf_counter() - t0) * 1000)
+            return acc
+
+        acc, retries = await self._retrying("POST", path, once)
         rnd = acc.finish()
-        rnd.wall_ms = (time.perf_counter() - t0) * 1000
+        rnd.wall_ms = (time.perf_counter() - started) * 1000
+        rnd.retries = retries
         return rnd
 
     async def put_or_create(

@@ -21,6 +21,7 @@ from dabench.errors import HarnessError
 from dabench.providers.base import ToolSpec
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome
 from dabench.targets.kibana.client import KibanaClient
+from dabench.targets.kibana.retrying import KibanaRetryPolicy
 from dabench.targets.kibana.wire import ConverseRound
 from dabench.targets.mcp import expand_env
 from dabench.targets.registry import register_target
@@ -76,6 +77,9 @@ class KibanaTargetConfig(BaseModel):
     verify_tls: bool = True
     check_status: bool = True
     """Read ``GET /api/status`` at start (a failure means the target did not start)."""
+    retry: KibanaRetryPolicy = Field(default_factory=KibanaRetryPolicy)
+    """Retries of requests that are safe to repeat (429/503, connection failures; see
+    :mod:`dabench.targets.kibana.retrying`): ``{max_attempts: 4, base_delay: 1, max_delay: 30}``."""
 
 
 class KibanaSession(TargetSession):
@@ -162,6 +166,7 @@ class KibanaTarget(Target):
             timeout_s=self.config.request_timeout_s,
             connect_timeout_s=self.config.connect_timeout_s,
             verify_tls=self.config.verify_tls,
+            retry=self.config.retry,
         )
         try:
             if self.config.check_status:
@@ -216,6 +221,7 @@ class KibanaTarget(Target):
             "setup": dict(self.setup),
             "tools": [t.id for t in self.config.tools],
             "efficiency_source": self.efficiency_source,
+            "retry": self.config.retry.model_dump(),
         }
 
     async def open_session(self, identity: str = "default") -> KibanaSession:

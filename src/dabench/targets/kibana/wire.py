@@ -60,8 +60,12 @@ class ConverseRound:
     reported_ttft_ms: float | None = None
     reported_ttlt_ms: float | None = None
     measured_ttft_ms: float | None = None
-    """Arrival of the first ``message_chunk`` after the request was sent (streaming only)."""
+    """Arrival of the first ``message_chunk`` after the request was sent (streaming only;
+    timed from the attempt that succeeded)."""
     wall_ms: float = 0.0
+    """Wall time of the round, retries and their backoff included."""
+    retries: int = 0
+    """Requests repeated before the round was accepted (429/503, connection failures)."""
 
 
 def _num(value: Any) -> float | None:
