@@ -54,7 +54,7 @@ from dabench.platform.auth import DEV_AUTH
 from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService
 from dabench.platform.storage import Database
-from dabench.platform.warehouse import READ_ONLY_CONFIG
+from dabench.platform.warehouse import read_only_config
 from dabench.platform.world_content import load_world_content
 from dabench.targets.mcp_lean import LeanMcpConnection
 
@@ -346,7 +346,7 @@ def main() -> None:
         build_world(930, 1, world)
     content = load_world_content(world)
 
-    con = duckdb.connect(str(content.warehouse_path), read_only=True, config=READ_ONLY_CONFIG)
+    con = duckdb.connect(str(content.warehouse_path), read_only=True, config=read_only_config())
 
     def direct() -> None:
         cur = con.cursor()

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from platform_helpers import RunningPlatform, call, mcp_client, open_session
+
+from dabench.platform.warehouse import Warehouse, read_only_config
 
 REFUSED = [
     ("CREATE TABLE main.x AS SELECT 1", "SQL_NOT_READ_ONLY"),
@@ -112,3 +117,28 @@ async def test_hostile_inputs_are_bounded(platform_tight: RunningPlatform) -> No
     rows = platform_tight.audit(session_id=sid, event_kind="tool_call")
     assert len(rows) == 3
     assert len(rows[0]["parameters"]["sql"]) < 5000  # stored parameters are clipped
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sql_threads_setting_reaches_duckdb(world_dir: Path, threads: int) -> None:
+    warehouse = Warehouse(world_dir / "warehouse.duckdb", threads)
+    try:
+        cur = warehouse._con.cursor()
+        assert cur.execute("SELECT current_setting('threads')").fetchone() == (threads,)
+        cur.close()
+        with pytest.raises(ValueError, match="threads must be at least 1"):
+            read_only_config(0)
+    finally:
+        warehouse.close()
+
+
+def test_sql_threads_flag_is_validated(world_dir: Path, tmp_path: Path) -> None:
+    argv = [
+        sys.executable, "-m", "dabench.cli", "platform", "serve", "--world", str(world_dir),
+        "--sql-threads", "0", "--state-dir", str(tmp_path),
+    ]  # fmt: skip
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2
+    assert "Invalid value for '--sql-threads'" in proc.stderr
+    assert "greater than or equal to 1" in proc.stderr

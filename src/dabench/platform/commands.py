@@ -13,6 +13,7 @@ from dabench.platform.app import default_state_dir, serve_http, serve_stdio, std
 from dabench.platform.auth import DEV_AUTH, load_auth
 from dabench.platform.profile import SHIPPED_PROFILES, load_profile
 from dabench.platform.service import PlatformService
+from dabench.platform.warehouse import DEFAULT_SQL_THREADS
 from dabench.platform.world_content import load_world_content
 
 app = typer.Typer(no_args_is_help=True)
@@ -34,6 +35,12 @@ def serve(
     audit_dsn: str | None = typer.Option(
         None, "--audit-dsn", help="postgresql://... to keep audit and state in PostgreSQL."
     ),
+    sql_threads: int = typer.Option(
+        DEFAULT_SQL_THREADS,
+        "--sql-threads",
+        min=1,
+        help="DuckDB threads per query (1: sessions run in parallel, each query on one).",
+    ),
 ) -> None:
     """Serve the reference platform over MCP (streamable HTTP at /mcp, or stdio)."""
     if transport not in ("http", "stdio"):
@@ -49,6 +56,7 @@ def serve(
         auth_config,
         state_dir if state_dir is not None else default_state_dir(prof.name),
         audit_dsn=audit_dsn,
+        sql_threads=sql_threads,
     )
     err = Console(stderr=True)
     if auth is None:

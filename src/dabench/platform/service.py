@@ -51,7 +51,7 @@ from dabench.platform.tools import (
     SqlQueryArgs,
     input_schema,
 )
-from dabench.platform.warehouse import Warehouse
+from dabench.platform.warehouse import DEFAULT_SQL_THREADS, Warehouse
 from dabench.world.model import Catalog, KnowledgePage
 
 logger = logging.getLogger(__name__)
@@ -107,6 +107,7 @@ class PlatformService:
         auth: AuthConfig,
         state_dir: Path,
         audit_dsn: str | None = None,
+        sql_threads: int = DEFAULT_SQL_THREADS,
     ) -> None:
         missing = sorted({i.persona for i in auth.identities} - set(profile.personas))
         if missing:
@@ -117,7 +118,7 @@ class PlatformService:
         self.world = world
         self.profile = profile
         self.auth = auth
-        self.warehouse = Warehouse(world.warehouse_path)
+        self.warehouse = Warehouse(world.warehouse_path, sql_threads)
         self.tables = dict(self.warehouse.tables())
         if audit_dsn:
             audit_db = Database(dsn=audit_dsn)

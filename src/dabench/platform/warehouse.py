@@ -26,6 +26,19 @@ from dabench.world import OFFLINE_CONFIG
 READ_ONLY_CONFIG: dict[str, Any] = {**OFFLINE_CONFIG, "lock_configuration": True}
 """The world's offline settings, and no ``SET`` can change them afterwards."""
 
+DEFAULT_SQL_THREADS = 1
+"""DuckDB threads per query. One: a tool call's query runs on its own worker thread, so
+concurrent sessions already run in parallel, and for the small queries agents send, waking
+DuckDB's pool costs more than it saves (``benchmarks/platform_roundtrip.py``)."""
+
+
+def read_only_config(threads: int = DEFAULT_SQL_THREADS) -> dict[str, Any]:
+    """:data:`READ_ONLY_CONFIG` with DuckDB's thread count (every connection to one file in a
+    process must use the same configuration)."""
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    return {**READ_ONLY_CONFIG, "threads": threads}
+
 
 @dataclass(frozen=True)
 class QueryResult:
@@ -115,9 +128,10 @@ class Watchdog:
 class Warehouse:
     """The world's warehouse opened read-only."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, threads: int = DEFAULT_SQL_THREADS) -> None:
         self.path = path
-        self._con = duckdb.connect(str(path), read_only=True, config=READ_ONLY_CONFIG)
+        self.threads = threads
+        self._con = duckdb.connect(str(path), read_only=True, config=read_only_config(threads))
         self._watchdog = Watchdog()
 
     def tables(self) -> list[tuple[str, list[tuple[str, str]]]]:
