@@ -90,6 +90,9 @@ async def test_retryable_faults_are_retried(
     exp = exp.model_copy(update={"concurrency": 1})
     summary = await run(exp, tmp_path / "run")
     assert summary.statuses == {"completed": 3}
+    # the two injected failures were retried and are on the record, not lost
+    retries = [e.transient_retries for e in Journal(tmp_path / "run").load()]
+    assert sorted(retries) == [0, 0, 2]
 
 
 async def test_episode_time_limit(

@@ -33,6 +33,8 @@ class EpisodeTranscript:
     """Time to first token of the episode, where the target streams."""
     rounds: list[TargetRound] = field(default_factory=list)
     """Target-side rounds, for targets that run their own agent loop."""
+    transient_retries: int = 0
+    """Transient provider or target failures retried so far."""
 
     def add_usage(self, usage: TokenUsage, cost: float | None, cost_source: str) -> None:
         """Accumulate one model call's tokens and cost."""

@@ -175,8 +175,10 @@ class KibanaAgent(Agent):
                 ttlt_ms=rnd.reported_ttlt_ms,
                 reported_ttft_ms=rnd.reported_ttft_ms,
                 wall_ms=round(rnd.wall_ms, 3),
+                retries=rnd.retries,
             )
         )
+        transcript.transient_retries += rnd.retries
 
 
 def _factory(config: KibanaAgentConfig, context: AgentContext) -> Agent:

@@ -108,7 +108,9 @@ class LlmAgent(Agent):
         """The configured budget, else the task's."""
         return self.config.budget or task.budget
 
-    async def _complete(self, history: list[ChatMessage], tools: list[Any]) -> ModelResponse:
+    async def _complete(
+        self, history: list[ChatMessage], tools: list[Any], transcript: EpisodeTranscript
+    ) -> ModelResponse:
         async def once() -> ModelResponse:
             return await self._provider.complete(
                 history,
@@ -118,8 +120,11 @@ class LlmAgent(Agent):
                 temperature=self.config.temperature,
             )
 
+        def count(attempt: int, error: object, delay: float) -> None:
+            transcript.transient_retries += 1
+
         try:
-            return await with_retries(once, self.config.retries)
+            return await with_retries(once, self.config.retries, on_retry=count)
         except ProviderError as exc:
             kind = "retries exhausted" if exc.retryable else "non-retryable"
             raise HarnessError(f"provider {self.provider} failed ({kind}): {exc}") from exc
@@ -162,7 +167,7 @@ class LlmAgent(Agent):
                 if model_calls >= max_calls:
                     return "budget_exhausted"
                 model_calls += 1
-                resp = await self._complete(history, tools)
+                resp = await self._complete(history, tools, transcript)
                 transcript.add_usage(resp.usage, resp.cost_usd, resp.cost_source)
                 history.append(
                     ChatMessage(role="assistant", content=resp.text, tool_calls=resp.tool_calls)

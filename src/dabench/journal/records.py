@@ -128,6 +128,8 @@ class TargetRound(_Record):
     """Time to first token as reported by the target."""
     wall_ms: float = 0.0
     """Wall time of the request as measured by the harness."""
+    retries: int = 0
+    """Transient failures (429, 503, unsent requests) retried to complete this round."""
 
 
 class Episode(_Record):
@@ -166,6 +168,9 @@ class Episode(_Record):
     wall_ms: float = 0.0
     ttft_ms: float | None = None
     """Time to first token, where the target streams."""
+    transient_retries: int = 0
+    """Transient provider or target failures (429, 5xx, timeouts) retried during the episode;
+    they cost time, not correctness."""
     sessions: list[str] = Field(default_factory=list)
     audit: AuditCheck | None = None
     rounds: list[TargetRound] = Field(default_factory=list)

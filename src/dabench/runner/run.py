@@ -325,6 +325,7 @@ class ExperimentRun:
             cost_source=transcript.cost_source if transcript.cost_usd is not None else "none",
             wall_ms=round(played.wall_ms, 3),
             ttft_ms=transcript.ttft_ms,
+            transient_retries=transcript.transient_retries,
             sessions=transcript.sessions,
             audit=audit,
             rounds=transcript.rounds,
