@@ -9,6 +9,8 @@ transport. Rows:
 - in-process rows run back to back ("hot") and again with PACE_MS of idle before each call
   ("paced"), because a server sees a request after idling while the client works: on a
   2-core VM the same DuckDB query costs ~3x more after a few ms of idle than back to back;
+- "in-process ASGI": the bare SDK app and the platform app driven without a socket or client
+  (``benchmarks/asgi_driver.py``): what the server app itself costs per request;
 - "bare SDK server": the official SDK's low-level server with a constant answer, no platform
   logic (the SDK + uvicorn floor); "JSON-RPC POST" rows post the exact request the SDK client
   sends with a plain keep-alive HTTP client, separating server from client cost;
@@ -45,10 +47,13 @@ from typing import Any
 import duckdb
 import httpx
 import httpx2
+from benchmarks.asgi_driver import Lifespan
+from benchmarks.asgi_driver import call_tool as asgi_call_tool
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from dabench.platform.app import build_http_app
 from dabench.platform.audit import AuditQuery, AuditStore
 from dabench.platform.auth import DEV_AUTH
 from dabench.platform.profile import load_profile
@@ -217,15 +222,14 @@ def _raw_jsonrpc(url: str, calls: int) -> Timed:
         return _time(lambda: post("sql_query", {"session_id": sid, "sql": SQL}), calls), sid
 
 
-def _serve_sdk_floor(port: int) -> None:
-    """A bare MCP SDK server (same transport settings, no platform logic) on ``port``.
+def _sdk_floor_app() -> Any:
+    """A bare MCP SDK app (the platform's transport settings, no platform logic).
 
-    Its ``sql_query`` answers a constant: the latency it shows is the SDK + uvicorn floor.
+    Its ``sql_query`` answers a constant: the latency it shows is the SDK (+ uvicorn) floor.
     """
     import contextlib
 
     import mcp_types as types
-    import uvicorn
     from mcp.server import Server
     from mcp.server.streamable_http_manager import (
         StreamableHTTPASGIApp,
@@ -261,8 +265,31 @@ def _serve_sdk_floor(port: int) -> None:
         return JSONResponse({"status": "ok"})
 
     routes = [Route("/mcp", endpoint=StreamableHTTPASGIApp(manager)), Route("/healthz", health)]
-    app = Starlette(routes=routes, lifespan=lifespan)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def _serve_sdk_floor(port: int) -> None:
+    """Serve :func:`_sdk_floor_app` with uvicorn on ``port``."""
+    import uvicorn
+
+    uvicorn.run(_sdk_floor_app(), host="127.0.0.1", port=port, log_level="warning")
+
+
+async def _asgi(app: Any, key: str, calls: int, sql_session: bool) -> tuple[list[float], float]:
+    """Latencies of ``sql_query`` posted to ``app`` in-process, and CPU ms per call."""
+    async with Lifespan(app):
+        args: dict[str, Any] = {"sql": SQL}
+        if sql_session:
+            info = await asgi_call_tool(app, "platform_info", {}, key)
+            args["session_id"] = json.loads(info["content"][0]["text"])["session_id"]
+
+        async def one() -> None:
+            result = await asgi_call_tool(app, "sql_query", args, key)
+            assert not result.get("isError"), result
+
+        cpu0 = time.process_time()
+        latencies = await _atime(one, calls)
+        return latencies, (time.process_time() - cpu0) * 1000.0 / (calls + 20)
 
 
 def _spawn(argv: list[str], base: str) -> subprocess.Popen[bytes]:
@@ -362,6 +389,11 @@ def main() -> None:
     service_ms = _time(lambda: service.call(identity, "sql_query", args), opts.calls)
     service_paced_ms = _time(lambda: service.call(identity, "sql_query", args), opts.calls, PACE_MS)
     service.close()
+    floor_app_ms, floor_app_cpu = asyncio.run(_asgi(_sdk_floor_app(), KEY, opts.calls, False))
+    asgi_service = PlatformService(content, load_profile("a0"), DEV_AUTH, tmp / "asgi")
+    platform_app_ms, platform_app_cpu = asyncio.run(
+        _asgi(build_http_app(asgi_service), KEY, opts.calls, True)
+    )
 
     port = _free_port()
     floor_base = f"http://127.0.0.1:{port}"
@@ -419,6 +451,8 @@ def main() -> None:
         (f"duckdb in-process, {PACE_MS:g} ms idle first", direct_paced_ms, None),
         ("PlatformService.call (no MCP)", service_ms, None),
         (f"PlatformService.call, {PACE_MS:g} ms idle", service_paced_ms, None),
+        ("bare SDK app, in-process ASGI", floor_app_ms, None),
+        ("platform app, in-process ASGI", platform_app_ms, None),
         ("bare SDK server, JSON-RPC POST", floor_ms, None),
     ]
     rows += [(name, lat, transport) for name, (lat, transport) in runs.items()]
@@ -432,6 +466,10 @@ def main() -> None:
     print(
         "-direct / -paced: p50 minus the in-process query's p50 back to back / after idle. "
         "transport: latency minus the call's audited tool time."
+    )
+    print(
+        f"CPU per call, in-process ASGI (app + SDK, no socket or client): bare SDK app "
+        f"{floor_app_cpu:.2f} ms, platform app {platform_app_cpu:.2f} ms"
     )
     for name, (client_ms, server_ms) in cpu.items():
         print(f"CPU per call, {name}: client {client_ms:.2f} ms, server {server_ms:.2f} ms")
