@@ -95,6 +95,19 @@ def test_harness_errors_are_excluded_and_short_tasks_leave_pass_hat_k(tmp_path: 
     assert g.failures["harness_error"] == 1
     joined = " ".join(stats.caveats)
     assert "harness error" in joined and "fewer than k = 3" in joined
+    assert "transient" not in joined
+
+
+def test_transient_retries_are_a_caveat(tmp_path: Path) -> None:
+    eps = [episode("a", "t1", i) for i in range(3)] + [episode("b", "t1", i) for i in range(3)]
+    eps[1] = eps[1].model_copy(update={"transient_retries": 2})
+    eps[4] = eps[4].model_copy(update={"transient_retries": 1})
+    grades = [grade(e, True) for e in eps]
+    stats = compute_stats(load_run(write_run(tmp_path, eps, grades, k=3)), resamples=0)
+    assert (
+        "2 episode(s) needed 3 retries of transient provider or target failures "
+        "(429, 5xx, timeouts; arms a, b): their latency includes the backoff." in stats.caveats
+    )
 
 
 def test_failure_taxonomy_and_tool_figures(tmp_path: Path) -> None:

@@ -87,6 +87,14 @@ def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]
             f"{harness} episode(s) ended in a harness error ({per_arm}): excluded from accuracy, "
             "never counted as model failures."
         )
+    retried = [ep for ep in frame.episodes if ep.transient_retries]
+    if retried:
+        arms = sorted({ep.arm for ep in retried})
+        out.append(
+            f"{len(retried)} episode(s) needed {sum(ep.transient_retries for ep in retried)} "
+            f"retries of transient provider or target failures (429, 5xx, timeouts; arms "
+            f"{', '.join(arms)}): their latency includes the backoff."
+        )
     ungraded = int((frame.failure == "ungraded").sum())
     if ungraded:
         out.append(f"{ungraded} episode(s) have no grade (run `dabench grade`); they are excluded.")
