@@ -72,6 +72,9 @@ def test_probe_passes_more_traps_on_a2_than_on_a0(real_world: Path, tmp_path: Pa
         app, ["run", str(exp), "--world", str(real_world), "--out", str(out), "--no-progress"]
     )
     assert result.exit_code == 0, f"{result.output[-4000:]}\n{result.exception!r}"
+    assert "no model used: probe agent (answers a trap task with the gold SQL only" in " ".join(
+        result.output.split()
+    )
     grades = {str(g["key"]): g for g in _jsonl(out / "grades.jsonl")}
     episodes = {str(e["key"]): e for e in _jsonl(out / "episodes.jsonl")}
     assert len(grades) == len(episodes) >= 8

@@ -232,6 +232,6 @@ class RunManifest(_Record):
     judge: dict[str, Any] | None = None
     """Judge model and rubric version."""
     no_model: bool = False
-    """True when no LLM was used (oracle/replay agents only)."""
+    """True when no LLM was used (oracle, probe or replay agents only)."""
     started_at: datetime
     finished_at: datetime | None = None

@@ -27,13 +27,27 @@ from dabench.runner.experiment import (
 if TYPE_CHECKING:
     from dabench.runner.run import ExperimentRun, RunSummary
 
-NO_MODEL_NOTE = (
-    "no model used: oracle agent (answers from each task's gold SQL through the platform's "
-    "tools; it checks tasks, audit and graders end to end).\n"
+NO_MODEL_AGENTS = {
+    "oracle": "answers from each task's gold SQL through the platform's tools; it checks "
+    "tasks, audit and graders end to end",
+    "probe": "answers a trap task with the gold SQL only when the platform surfaced the "
+    "deciding fact, else with the naive SQL; it measures retrieval, not a model",
+    "replay": "plays recorded transcripts",
+}
+"""What each agent kind that calls no model does, for the end-of-run note."""
+
+TO_RUN_A_MODEL = (
     "To run a model: dabench run --smoke --model anthropic:claude-sonnet-4-5 "
     "(with ANTHROPIC_API_KEY set), or --model openai:<model> --base-url "
     "http://localhost:8000/v1 for any OpenAI-compatible server (vLLM, Ollama, llama.cpp)."
 )
+
+
+def no_model_note(exp: Experiment) -> str:
+    """The end-of-run note of a run whose agents call no model: which agents, what they do."""
+    kinds = sorted({str(a.agent.get("kind")) for a in exp.arms})
+    parts = [f"{kind} agent ({NO_MODEL_AGENTS.get(kind, 'no model')})" for kind in kinds]
+    return f"no model used: {'; '.join(parts)}.\n{TO_RUN_A_MODEL}"
 
 
 def _default_run_dir(exp: Experiment) -> Path:
@@ -184,7 +198,7 @@ def run(
     if summary.finished or summary.already_done:
         _post_run(run_dir, console, grade)
     if summary.no_model:
-        console.print(f"[bold]{NO_MODEL_NOTE}[/bold]", soft_wrap=True)
+        console.print(f"[bold]{no_model_note(exp)}[/bold]", soft_wrap=True)
     if summary.audit_gaps and not exp.allow_audit_gaps:
         console.print(
             f"[red]{len(summary.audit_gaps)} episode(s) with audit gaps; failing the run "

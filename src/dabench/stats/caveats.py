@@ -53,8 +53,8 @@ def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]
         out.append("The run has no finish time in its manifest: it may be incomplete.")
     if run.manifest.no_model:
         out.append(
-            "No model was used (oracle/replay agents): the numbers validate tasks, graders and "
-            "audit, not an LLM."
+            "No model was used (oracle, probe or replay agents): the numbers validate tasks, "
+            "graders and audit, not an LLM."
         )
     if stats.k < 3:
         out.append(
