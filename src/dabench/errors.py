@@ -21,3 +21,6 @@ class HarnessError(Exception):
     """An infrastructure failure during an episode (provider outage after retries, a target
     that died or timed out, a missing recording). The runner records the episode with
     ``status="harness_error"`` and this cause; it is never graded as a model failure."""
+
+    retries: int = 0
+    """Transient failures retried on the way to this error (set by the code that retried)."""

@@ -120,9 +120,14 @@ def test_run_grade_report_with_seed003_scores(
     assert "no model used" not in result.output
     episodes = [Episode.model_validate_json(line) for line in (out / "episodes.jsonl").open()]
     assert len(episodes) == 3 * 3 * 2
-    # the 429 and the 503 were retried and recorded on the rounds and episodes they delayed
+    # the 429 and the 503 were retried and recorded on the episodes they delayed (on the round
+    # too, unless the round then failed: a fault can land on the broken arm's request)
     assert sum(e.transient_retries for e in episodes) == 2
-    assert all(e.transient_retries == sum(r.retries for r in e.rounds) for e in episodes)
+    assert all(
+        e.transient_retries == sum(r.retries for r in e.rounds)
+        for e in episodes
+        if e.status != "harness_error"
+    )
     by_arm: dict[str, list[Episode]] = {}
     for ep in episodes:
         by_arm.setdefault(ep.arm, []).append(ep)

@@ -72,11 +72,29 @@ async def test_503_forever_uses_up_the_attempts(tmp_path: Path, stream: bool) ->
         await target.start()
         try:
             session = await target.open_session()
-            with pytest.raises(HarnessError, match=r"failed after 3 attempts; last: HTTP 503"):
+            with pytest.raises(
+                HarnessError, match=r"failed after 3 attempts; last: HTTP 503"
+            ) as raised:
                 await session.converse("q", connector_id="c", stream=stream)
         finally:
             await target.stop()
     assert server.calls(STREAM if stream else SYNC) == 3
+    assert raised.value.retries == 2  # the episode keeps the count although the round is lost
+
+
+async def test_a_server_error_after_retries_keeps_their_count(tmp_path: Path) -> None:
+    with FakeKibana(answer_42) as server:
+        server.fail(429, times=1, retry_after="0")
+        server.fail(500, times=1)
+        target = make(server, tmp_path, retry=QUICK)
+        await target.start()
+        try:
+            session = await target.open_session()
+            with pytest.raises(HarnessError, match="HTTP 500: scripted fault") as raised:
+                await session.converse("q", connector_id="c", stream=False)
+        finally:
+            await target.stop()
+    assert server.calls(SYNC) == 2 and raised.value.retries == 1
 
 
 @pytest.mark.parametrize(

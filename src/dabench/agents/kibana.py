@@ -117,9 +117,13 @@ class KibanaAgent(Agent):
         for turn, prompt in enumerate(request.task.messages):
             message = self._input(prompt)
             transcript.messages.append(Message(role="user", content=message))
-            rnd = await session.converse(
-                message, connector_id=self.config.connector_id, stream=self.config.stream
-            )
+            try:
+                rnd = await session.converse(
+                    message, connector_id=self.config.connector_id, stream=self.config.stream
+                )
+            except HarnessError as exc:  # the round is lost; the retries it took are not
+                transcript.transient_retries += exc.retries
+                raise
             self._record(rnd, turn, session, transcript)
             if len(transcript.tool_calls) > request.budget:
                 return "budget_exhausted"

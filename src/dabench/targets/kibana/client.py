@@ -173,9 +173,14 @@ class KibanaClient:
             )
         except RetryableError as exc:
             plural = "" if attempts == 1 else "s"
-            raise HarnessError(
+            error = HarnessError(
                 f"kibana: {method} {path} failed after {attempts} attempt{plural}; last: {exc}"
-            ) from exc
+            )
+            error.retries = attempts - 1
+            raise error from exc
+        except HarnessError as exc:  # a non-retryable failure after retried ones: keep the count
+            exc.retries = attempts - 1
+            raise
         return result, attempts - 1
 
     async def request(
