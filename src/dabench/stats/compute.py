@@ -276,7 +276,9 @@ def _summary(run: RunData, frame: EpisodeFrame, arm: str, group: GroupStats) -> 
     first = next((ep for ep, m in zip(frame.episodes, mask, strict=True) if m), None)
     return ArmSummary(
         arm=arm,
-        target=target_text or (first.target if first else ""),
+        # the target's own label (``reference:a2-embedding``, ``kibana:<agent>``) reads better
+        # than the manifest's ``kind:profile`` (a profile may be a long path)
+        target=(first.target if first else "") or target_text,
         agent=str(agent.get("kind", "")) or (first.agent if first else ""),
         provider=agent.get("provider") or (first.provider if first else None),
         model=agent.get("model") or (first.model if first else None),
