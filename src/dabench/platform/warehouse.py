@@ -130,7 +130,6 @@ class Warehouse:
 
     def __init__(self, path: Path, threads: int = DEFAULT_SQL_THREADS) -> None:
         self.path = path
-        self.threads = threads
         self._con = duckdb.connect(str(path), read_only=True, config=read_only_config(threads))
         self._watchdog = Watchdog()
 
