@@ -191,7 +191,7 @@ def run(
         None,
         help="Experiment YAML (or use --smoke, or --suite/--arms/--agent without a YAML).",
         show_default=False,
-        metavar="[EXPERIMENT.yaml]",
+        metavar="EXPERIMENT.yaml",
     ),
     smoke: bool = typer.Option(False, "--smoke", help="Run the built-in smoke experiment."),
     suite: str | None = typer.Option(
