@@ -13,7 +13,7 @@ from rich.table import Table
 
 from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows
 from dabench.report.build import write_reports
-from dabench.report.fmt import DASH, num, pct, usd
+from dabench.report.fmt import NA, num, pct, usd
 from dabench.report.history import history
 from dabench.report.html import MAX_TRANSCRIPTS
 from dabench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, load_run
@@ -71,7 +71,7 @@ def report(
 
 
 def _pts(value: float | None) -> str:
-    return DASH if value is None else f"{value:.1f}"
+    return NA if value is None else f"{value:.1f}"
 
 
 def _print_gate(result: GateResult) -> None:
@@ -94,7 +94,7 @@ def _print_gate(result: GateResult) -> None:
         ci = (
             f"[{r.accuracy_delta_low:+.1f}, {r.accuracy_delta_high:+.1f}]"
             if r.accuracy_delta_low is not None and r.accuracy_delta_high is not None
-            else DASH
+            else NA
         )
         table.add_row(
             r.arm,
@@ -104,8 +104,8 @@ def _print_gate(result: GateResult) -> None:
             ci,
             f"{_pts(r.baseline_pass_hat_k)} → {_pts(r.pass_hat_k)}",
             _pts(r.pass_hat_k_drop),
-            DASH if r.tool_call_ratio is None else f"{r.tool_call_ratio:.2f}",
-            DASH if r.enrichment_ratio is None else f"{r.enrichment_ratio:.2f}",
+            NA if r.tool_call_ratio is None else f"{r.tool_call_ratio:.2f}",
+            NA if r.enrichment_ratio is None else f"{r.enrichment_ratio:.2f}",
             "[bold red]REGRESSION[/]" if r.regressions else "[green]ok[/]",
         )
     console.print(table)

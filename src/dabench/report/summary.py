@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dabench.report.fmt import DASH, ci, delta, pct
+from dabench.report.fmt import NA, ci, delta, pct
 from dabench.stats.model import Interval, RunStats
 
 
@@ -37,7 +37,7 @@ def closing_summary(stats: RunStats, paths: list[Path]) -> list[str]:
     for arm in stats.arms:
         g = stats.group(arm, "overall")
         if g is None:
-            rows.append([arm, "0", "0", DASH, DASH])
+            rows.append([arm, "0", "0", NA, NA])
             continue
         rows.append(
             [
