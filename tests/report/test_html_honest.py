@@ -111,7 +111,7 @@ def test_a_metric_an_arm_lacks_is_na_and_never_drawn_as_0(
         "Array.from(document.querySelectorAll('#ranking tr[data-arm=a3] td'))"
         ".map(function (td) { return td.textContent.trim(); })"
     )
-    assert ranking[7] == "n/a" and ranking[9] == "n/a"  # expected-tool use, cost
+    assert ranking[6] == "n/a" and ranking[8] == "n/a"  # expected-tool use, cost
 
 
 def test_charts_without_data_become_a_one_line_note(
