@@ -35,6 +35,8 @@ def test_adhoc_experiment_from_flags() -> None:
 def test_flag_errors() -> None:
     with pytest.raises(UserInputError, match="a9 is not a shipped profile"):
         adhoc_experiment(["a0", "a9"])
+    with pytest.raises(UserInputError, match=r"--suite: unknown suite\(s\) s9; expected"):
+        apply_overrides(adhoc_experiment(["a0"]), suites=["s9"])
     with pytest.raises(UserInputError, match="--agent llm needs --model"):
         apply_overrides(adhoc_experiment(["a0"]), agent="llm")
     with pytest.raises(UserInputError, match="--agent probe calls no model"):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -194,6 +194,12 @@ def apply_overrides(
     """
     data = copy.deepcopy(exp.model_dump(mode="json"))
     if suites:
+        unknown = [x for x in suites if x not in get_args(Suite)]
+        if unknown:
+            raise UserInputError(
+                f"--suite: unknown suite(s) {', '.join(unknown)}; "
+                f"expected some of {', '.join(get_args(Suite))}"
+            )
         data["tasks"]["suites"] = suites
         kept = []
         for arm in data["arms"]:
