@@ -115,3 +115,19 @@ def test_history_defaults_to_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert json.loads(empty.stdout) == []
     table = _cli("history")
     assert "no run directories (with manifest.json) under runs" in table.stdout
+
+
+def test_providers_lists_take_a_format() -> None:
+    prices = list(
+        csv.DictReader(io.StringIO(_cli("providers", "prices", "--format", "csv").stdout))
+    )
+    assert prices and set(prices[0]) == {
+        "provider",
+        "model",
+        "input",
+        "output",
+        "cache_read",
+        "cache_write",
+    }
+    kinds = json.loads(_cli("providers", "kinds", "--format", "json").stdout)
+    assert {"kind": "fake", "base_url": "", "api_key": "", "notes": "scripted, no network"} in kinds
