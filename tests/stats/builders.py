@@ -52,6 +52,8 @@ def episode(
     steps: list[StepRecord] | None = None,
     enrichment: int = 0,
     ttft_ms: float | None = None,
+    ttft_source: str = "measured",
+    usage_known: bool = True,
 ) -> Episode:
     """One episode with sensible defaults."""
     calls = [c.model_copy(update={"index": i}) for i, c in enumerate(calls or [])]
@@ -77,9 +79,11 @@ def episode(
         tool_calls=calls,
         steps=steps or [],
         usage=TokenUsage(input=tokens),
+        usage_known=usage_known,
         cost_usd=cost,
         wall_ms=wall_s * 1000,
         ttft_ms=ttft_ms,
+        ttft_source=ttft_source if ttft_ms is not None else None,
         audit=AuditCheck(
             source="platform",
             expected_calls=len(calls),
