@@ -124,6 +124,7 @@ def write_run(
     experiment: dict[str, Any] | None = None,
     agents: dict[str, dict[str, Any]] | None = None,
     profiles: dict[str, str] | None = None,
+    started_at: datetime = T0,
 ) -> Path:
     """Write a run directory from explicit episodes and grades."""
     arm_names = arms or list(dict.fromkeys(e.arm for e in episodes))
@@ -149,8 +150,8 @@ def write_run(
             }
             for a in arm_names
         ],
-        started_at=T0,
-        finished_at=T0 + timedelta(hours=1),
+        started_at=started_at,
+        finished_at=started_at + timedelta(hours=1),
     )
     write_manifest(run_dir, manifest)
     with (run_dir / "episodes.jsonl").open("w", encoding="utf-8") as fh:
