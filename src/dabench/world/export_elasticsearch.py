@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -301,21 +300,16 @@ def export_world(
     return exporter.export()
 
 
-def export_command(
-    world_dir: Path = typer.Option(..., "--world", help="A built world directory."),
-    url: str = typer.Option(..., "--elasticsearch", help="Elasticsearch URL."),
-    api_key: str | None = typer.Option(
-        None, "--api-key", envvar="ES_API_KEY", help="API key (base64 id:key); env ES_API_KEY."
-    ),
-    prefix: str = typer.Option("dabench-", "--prefix", help="Index name prefix."),
-    recreate: bool = typer.Option(
-        False, "--recreate", help="Replace indices that hold another world."
-    ),
-    chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Documents per bulk request."),
-    datasets: list[str] | None = typer.Option(
-        None, "--dataset", help="Export only this dataset (repeatable); default: all."
-    ),
-    verify_certs: bool = typer.Option(True, "--verify-certs/--no-verify-certs"),
+def run_elasticsearch_export(
+    world_dir: Path,
+    url: str,
+    *,
+    api_key: str | None,
+    prefix: str,
+    recreate: bool,
+    chunk_size: int,
+    datasets: list[str] | None,
+    verify_certs: bool,
 ) -> None:
     """Index the world's tables (explicit mappings, catalog in _meta) and its knowledge pages
     into Elasticsearch; re-runs overwrite the same documents."""
