@@ -19,6 +19,8 @@ from dabench.platform import commands as platform_commands
 from dabench.providers import commands as providers_commands
 from dabench.report import commands as report_commands
 from dabench.runner import commands as runner_commands
+from dabench.stats import commands as stats_commands
+from dabench.store import commands as store_commands
 from dabench.tasks import commands as tasks_commands
 from dabench.world import commands as world_commands
 
@@ -51,6 +53,8 @@ app.command("grade")(grading_commands.grade_cmd)
 app.add_typer(judge_commands.app, name="judge", help="LLM judge calibration.")
 app.add_typer(providers_commands.app, name="providers", help="LLM provider kinds, prices, ping.")
 report_commands.register(app)  # report, compare, history
+app.command("publish")(store_commands.publish_cmd)
+app.command("plan")(stats_commands.plan_cmd)
 
 
 def _version_callback(value: bool) -> None:

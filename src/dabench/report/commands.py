@@ -18,6 +18,8 @@ from dabench.report.history import history
 from dabench.report.html import MAX_TRANSCRIPTS
 from dabench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, load_run
 from dabench.stats.gate import GateResult, compare_runs, load_thresholds
+from dabench.store.commands import print_store_history
+from dabench.store.open import open_store
 
 console = Console(width=None if sys.stdout.isatty() else 140)
 
@@ -150,8 +152,29 @@ def history_cmd(
         Path("runs"), help="A directory holding run directories.", metavar="DIR"
     ),
     fmt: ListFormat = FORMAT_OPTION,
+    store: str | None = typer.Option(
+        None,
+        "--store",
+        metavar="duckdb:PATH",
+        help="Answer across the runs published in this results store (dabench publish).",
+    ),
+    elasticsearch: str | None = typer.Option(
+        None, "--elasticsearch", metavar="URL", help="Read the results store in Elasticsearch."
+    ),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="ES_API_KEY", metavar="KEY", help="Elasticsearch API key."
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", metavar="FILE", help="With a store: also write the trends as HTML."
+    ),
 ) -> None:
-    """List the runs under DIR (default ./runs) with their headline numbers."""
+    """List the runs under DIR (default ./runs) with their headline numbers; with --store or
+    --elasticsearch, the trends of accuracy and pass^k per arm, model and suite across
+    published runs."""
+    if store or elasticsearch:
+        target, label = open_store(store, elasticsearch, api_key=api_key)
+        print_store_history(target, label, html)
+        return
     rows = history(root)
     columns = [
         Column("started", "started_at"),

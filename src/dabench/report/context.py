@@ -17,10 +17,11 @@ DIMENSIONS: tuple[Dimension, ...] = ("suite", "category", "difficulty", "trap_cl
 
 TTFT_CAPTION = (
     "TTFT: time to first token, p50 / p95 in ms over completed episodes that recorded one "
-    "(n episodes). For Kibana (Elastic Agent Builder) arms it is the time from the episode's "
-    "first converse request to its first message chunk as measured by the harness, falling "
-    "back to Kibana's reported time_to_first_token. LLM-provider arms do not stream, so they "
-    "have none (—)."
+    '(n episodes), labelled by source. "Measured by dabench": a streamed (SSE) Kibana round, '
+    "from the request to the first message chunk, which includes Kibana's stream flush "
+    'throttle (about 100 ms). "Reported by Kibana": Kibana\'s own time_to_first_token of a '
+    "synchronous round. The two are different figures: compare arms only when their source "
+    "is the same. LLM-provider arms do not stream, so they have none (—)."
 )
 """The caption both reports print under their time-to-first-token figures."""
 
@@ -184,6 +185,17 @@ class ReportContext:
     def has_ttft(self) -> bool:
         """Whether any arm recorded a time to first token (the reports show TTFT only then)."""
         return any(g.efficiency.ttft_n for g in self._groups.values() if g.dimension == "overall")
+
+    @property
+    def ttft_sources_differ(self) -> bool:
+        """Whether arms' TTFT figures come from different sources (measured vs reported):
+        the reports then say that they must not be compared."""
+        sources = {
+            g.efficiency.ttft_source
+            for g in self._groups.values()
+            if g.dimension == "overall" and g.efficiency.ttft_n
+        }
+        return len(sources) > 1 or "mixed" in sources
 
     def cell(self, arm: str, dimension: str, value: str = "all") -> GroupStats | None:
         """Group statistics of one arm and breakdown value."""

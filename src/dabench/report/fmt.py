@@ -78,13 +78,26 @@ def verdict_words(interval: Interval | None) -> str:
     return NA
 
 
+TTFT_SOURCES = {
+    "measured": "measured by dabench",
+    "reported": "reported by Kibana",
+    "mixed": "mixed: measured and reported",
+}
+"""How each time-to-first-token source is labelled wherever a figure is shown."""
+
+
 def ttft(efficiency: Efficiency) -> str:
-    """``850 / 1,240 (n 12)``: time to first token p50 / p95 in ms with its sample size,
-    ``n/a`` when no episode recorded one."""
+    """``850 / 1,240 (n 12, measured by dabench)``: time to first token p50 / p95 in ms with
+    its sample size and source, ``n/a`` when no episode recorded one."""
     if not efficiency.ttft_n:
         return NA
     p50, p95 = num(efficiency.ttft_ms_p50, 0), num(efficiency.ttft_ms_p95, 0)
-    return f"{p50} / {p95} (n {efficiency.ttft_n})"
+    return f"{p50} / {p95} (n {efficiency.ttft_n}, {ttft_source(efficiency)})"
+
+
+def ttft_source(efficiency: Efficiency) -> str:
+    """The label of an arm's time-to-first-token source (``measured by dabench``, ...)."""
+    return TTFT_SOURCES.get(efficiency.ttft_source or "", "source unknown")
 
 
 FILTERS = {
@@ -97,5 +110,6 @@ FILTERS = {
     "verdict_words": verdict_words,
     "points": signed_points,
     "ttft": ttft,
+    "ttft_source": ttft_source,
 }
 """Jinja filters available in every report template."""

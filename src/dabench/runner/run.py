@@ -321,10 +321,12 @@ class ExperimentRun:
             tool_calls=transcript.tool_calls,
             steps=played.steps,
             usage=transcript.usage,
+            usage_known=transcript.usage_known,
             cost_usd=transcript.cost_usd,
             cost_source=transcript.cost_source if transcript.cost_usd is not None else "none",
             wall_ms=round(played.wall_ms, 3),
             ttft_ms=transcript.ttft_ms,
+            ttft_source=transcript.ttft_source,
             transient_retries=transcript.transient_retries,
             sessions=transcript.sessions,
             audit=audit,
@@ -361,11 +363,13 @@ class ExperimentRun:
     # -- the run -------------------------------------------------------------------------
 
     def _build_arms(self, world_dir: Path) -> None:
+        shared: dict[str, object] = {}
         for i, arm in enumerate(self.exp.arms):
             ctx = TargetContext(
                 world_dir=world_dir,
                 work_dir=self.run_dir / "targets" / arm.name,
                 experiment_dir=self.experiment_dir,
+                shared=shared,
             )
             target = make_target(arm.target, ctx, f"arms[{i}].target")
             agent = make_agent(

@@ -87,13 +87,16 @@ class EpisodeFrame:
     wall_s: Floats
     wall_capped_s: Floats
     """Wall clock with timeouts counted at the episode time limit (when known)."""
-    tokens: Ints
+    tokens: Floats
+    """Tokens of the episode; NaN where its usage is unknown (a round did not report it)."""
     enrichment: Ints
     cost: Floats
     """NaN where the episode has no cost."""
     completed: Bools
     ttft_ms: Floats
     """Time to first token in ms; NaN where the episode has none (the target does not stream)."""
+    ttft_measured: Bools
+    """True where the time to first token was measured by dabench (not reported by the target)."""
     scores: dict[str, Floats] = field(default_factory=dict)
     traps: dict[str, Bools] = field(default_factory=dict)
     min_calls: Floats = field(default_factory=lambda: np.zeros(0))
@@ -124,11 +127,12 @@ COLUMN_DTYPES: dict[str, Any] = {
     "fast_path_used": bool,
     "wall_s": np.float64,
     "wall_capped_s": np.float64,
-    "tokens": np.int64,
+    "tokens": np.float64,
     "enrichment": np.int64,
     "cost": np.float64,
     "completed": bool,
     "ttft_ms": np.float64,
+    "ttft_measured": bool,
 }
 """The per-episode columns of an :class:`EpisodeFrame` and their NumPy dtypes."""
 
@@ -186,11 +190,12 @@ def build_frame(run: RunData) -> EpisodeFrame:
         cols["wall_s"].append(wall)
         capped = max(wall, limit) if ep.status == "timeout" and limit is not None else wall
         cols["wall_capped_s"].append(capped)
-        cols["tokens"].append(ep.usage.total)
+        cols["tokens"].append(ep.usage.total if ep.usage_known else np.nan)
         cols["enrichment"].append(ep.audit.enrichment_tokens_delivered if ep.audit else 0)
         cols["cost"].append(np.nan if ep.cost_usd is None else ep.cost_usd)
         cols["completed"].append(ep.status == "completed")
         cols["ttft_ms"].append(np.nan if ep.ttft_ms is None else ep.ttft_ms)
+        cols["ttft_measured"].append(ep.ttft_source == "measured")
         for trap in info.trap_classes:
             if trap not in trap_cols:
                 trap_cols[trap] = np.zeros(n, dtype=bool)

@@ -106,16 +106,50 @@ def validate_cmd(
     concurrency: int = typer.Option(
         4, "--concurrency", min=1, help="Oracle episodes in flight at once."
     ),
+    warehouse: str | None = typer.Option(
+        None,
+        "--warehouse",
+        metavar="DSN|FILE|DIR",
+        help="Instead: recompute every truth on this exported warehouse (PostgreSQL DSN, "
+        "DuckDB file or Parquet directory) and compare it with the world's.",
+    ),
 ) -> None:
     """Run the oracle over every task on every arm it applies to; check gold, graders, traps'
     naive answers, entity ids and duplicates. Exits 1 on any failure."""
     from dabench.tasks.validate import default_world, render_report, validate
 
     ts = select_tasks(_load(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
+    if warehouse is not None:
+        _validate_warehouse(ts, world or default_world(), warehouse)
+        return
     arm_list = [a.strip() for a in arms.split(",") if a.strip()]
     report = validate(
         world or default_world(), ts, arms=arm_list, run_dir=run_dir, concurrency=concurrency
     )
     render_report(report, ts, Console())
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _validate_warehouse(ts: TaskSet, world: Path, where: str) -> None:
+    """``tasks validate --warehouse``: the lock recomputed on an exported warehouse."""
+    from dabench.tasks.engines import check_warehouse, open_engine
+
+    lock = compute_lock(ts, world)
+    engine = open_engine(where)
+    try:
+        report = check_warehouse(ts, lock, engine)
+    finally:
+        engine.close()
+    console = Console()
+    for problem in report.problems:
+        console.print(f"mismatch: {problem}", markup=False, highlight=False, soft_wrap=True)
+    verdict = "ok" if report.ok else f"{len(report.problems)} mismatches"
+    console.print(
+        f"{verdict}: {report.checked} truths recomputed on {report.engine} "
+        f"(world {lock.world_hash[:12]})",
+        markup=False,
+        highlight=False,
+    )
     if not report.ok:
         raise typer.Exit(1)

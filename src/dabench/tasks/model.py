@@ -58,6 +58,9 @@ class Grading(_Spec):
     the whole result)."""
     naive_sql: str | None = None
     """For traps: the plausible-but-wrong answer; validation requires the grader to reject it."""
+    truth_sql_dialects: dict[Literal["postgres"], str] = Field(default_factory=dict)
+    """``truth_sql`` written for another engine, where the DuckDB SQL cannot be translated
+    (``dabench tasks validate --warehouse`` uses it on an exported world)."""
     entities: list[str] = Field(default_factory=list)
     """For ``entity``: catalog ids any of which is a correct answer."""
     aliases: list[str] = Field(default_factory=list)
