@@ -241,6 +241,23 @@ def run(
     progress: bool = typer.Option(
         True, "--progress/--no-progress", help="Show the progress bar (on stderr)."
     ),
+    until_decided: bool = typer.Option(
+        False,
+        "--until-decided",
+        help="Run in rounds; stop each arm once its delta vs the first arm is decided "
+        "(k = the most rounds).",
+    ),
+    min_delta: float | None = typer.Option(
+        None,
+        "--min-delta",
+        min=0.0,
+        max=1.0,
+        metavar="D",
+        help="With --until-decided: a delta inside ±D also decides (equivalent), e.g. 0.05.",
+    ),
+    alpha: float = typer.Option(
+        0.05, "--alpha", min=0.0001, max=0.5, metavar="A", help="With --until-decided: error level."
+    ),
 ) -> None:
     """Run an experiment's arms over its tasks k times; journal, audit-check, grade, report."""
     console = Console(stderr=True)
@@ -282,8 +299,24 @@ def run(
         exp, run_dir, experiment_dir=exp_dir, resume=resume is not None, console=console,
         progress=progress,
     )  # fmt: skip
+    if min_delta is not None and not until_decided:
+        raise UserInputError("--min-delta needs --until-decided")
     try:
-        summary = asyncio.run(_main(execution))
+        if until_decided:
+            summary = asyncio.run(
+                _until_decided(
+                    exp,
+                    run_dir,
+                    exp_dir,
+                    resume is not None,
+                    console,
+                    progress,
+                    alpha=alpha,
+                    min_delta=min_delta,
+                )
+            )
+        else:
+            summary = asyncio.run(_main(execution))
     except (KeyboardInterrupt, asyncio.CancelledError):
         console.print(
             f"[yellow]interrupted: finished episodes are in the journal; continue with "
@@ -313,6 +346,22 @@ def run(
             "(excluded from grading); exit code 3[/yellow]"
         )
         raise typer.Exit(3)
+
+
+async def _until_decided(
+    exp: Experiment, run_dir: Path, exp_dir: Path, resume: bool, console: Console,
+    progress: bool, *, alpha: float, min_delta: float | None,
+) -> RunSummary:  # fmt: skip
+    """``--until-decided``: rounds, each graded, each arm stopped once decided."""
+    from dabench.runner.until_decided import run_until_decided
+
+    grade = _entry_point(("dabench.grading.run",), "agrade_run")
+    if grade is None:
+        raise UserInputError("--until-decided needs the grading package (dabench.grading)")
+    return await run_until_decided(
+        exp, run_dir, experiment_dir=exp_dir, resume=resume, console=console,
+        progress=progress, grade=grade, alpha=alpha, min_delta=min_delta, execute=_main,
+    )  # fmt: skip
 
 
 async def _main(execution: ExperimentRun) -> RunSummary:
