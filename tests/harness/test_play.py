@@ -105,8 +105,9 @@ def test_scripted_agent_plays_the_smoke_tasks(real_world: Path, run_dir: Path) -
     first = play("next", "--run", str(run_dir))
     assert set(first) == {
         "done", "episode_id", "turn", "turns", "prompt", "budget", "calls_used", "tools",
-        "remaining",
+        "remaining", "instructions",
     }  # fmt: skip
+    assert "FINAL ANSWER:" in first["instructions"]
     assert first["episode_id"] == "ep-001" and "sql_query" in first["tools"]
     assert "platform_info" not in first["tools"]
     # The run directory holds no answer key while the agent plays (the scripted agent below
@@ -191,6 +192,7 @@ def test_multi_turn_task_keeps_one_session(real_world: Path, run_dir: Path) -> N
     play("call", "--run", str(run_dir), "list_tables", '{"pattern": "orders"}')
     second = play("answer", "--run", str(run_dir), "sales.orders")
     assert not second["recorded"] and second["next_turn"]["turn"] == 2
+    assert second["next_turn"]["instructions"] is None  # shown with the first turn only
     assert "refunds" in second["next_turn"]["prompt"]
     play("call", "--run", str(run_dir), "describe_table", '{"table": "sales.refunds"}')
     play("answer", "--run", str(run_dir), "sales.refunds")

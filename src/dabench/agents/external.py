@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
+from dabench.agents.llm import DEFAULT_SYSTEM_PROMPT, FINAL_ANSWER_PROTOCOL
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus
@@ -28,6 +29,9 @@ class ExternalAgentConfig(BaseModel):
     """What plays (a model name, ``human:<name>``...); recorded as the episodes' model."""
     budget: int | None = Field(default=None, ge=1)
     """Tool-call budget; default: the task's."""
+    system_prompt: str | None = None
+    """The instructions shown with each episode (default: the LLM agent's analyst prompt);
+    the final-answer protocol is always appended, as for the LLM agent."""
 
 
 class ExternalAgent(Agent):
@@ -38,10 +42,13 @@ class ExternalAgent(Agent):
     def __init__(self, config: ExternalAgentConfig) -> None:
         self.config = config
         self.model = config.label
+        self.instructions = (
+            f"{config.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{FINAL_ANSWER_PROTOCOL}"
+        )
 
     def describe(self) -> dict[str, Any]:
-        """Kind, label and budget."""
-        return self.config.model_dump()
+        """Kind, label, budget and the instructions shown."""
+        return {**self.config.model_dump(), "system_prompt": self.instructions}
 
     def budget_for(self, task: Task) -> int:
         """The configured budget, else the task's."""

@@ -73,6 +73,12 @@ def start_cmd(
         None, "--label", help="What plays, e.g. 'human:alice' (recorded as the model)."
     ),
     budget: int | None = typer.Option(None, "--budget", min=1, help="Tool-call budget."),
+    system_prompt: str | None = typer.Option(
+        None,
+        "--system-prompt",
+        help="Instructions shown with each episode (default: the LLM "
+        "agent's analyst prompt; the final-answer protocol is always appended).",
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Prepare a play run: plan the episodes and start the platform in the background."""
@@ -91,6 +97,7 @@ def start_cmd(
         arm=arm,
         label=label,
         budget=budget,
+        system_prompt=system_prompt,
     )
     state = start_play(run_dir, opts)
     info = {
@@ -112,6 +119,14 @@ def start_cmd(
 
 
 def _print_prompt(data: dict[str, Any], run_dir: Path) -> None:
+    if data.get("instructions"):
+        typer.echo("instructions:")
+        typer.echo(data["instructions"])
+        typer.echo(
+            f"(call a tool: dabench play call --run {run_dir} TOOL 'JSON'; list them: dabench "
+            f"play tools --run {run_dir}; answer: dabench play answer --run {run_dir} 'TEXT')"
+        )
+        typer.echo("")
     typer.echo(f"episode: {data['episode_id']}")
     typer.echo(f"turn: {data['turn']} of {data['turns']}")
     typer.echo(f"tool-call budget: {data['budget']} ({data['calls_used']} used)")

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 
 from dabench.agents.base import Agent, AgentContext, EpisodeTranscript, ToolRecorder
+from dabench.agents.external import ExternalAgent
 from dabench.agents.registry import make_agent
 from dabench.errors import DabenchError, HarnessError, UserInputError
 from dabench.journal.records import EpisodeStatus, Message, episode_key
@@ -94,6 +95,8 @@ class PlayOptions:
     """What plays (recorded as the episodes' model), e.g. ``human:alice``."""
     budget: int | None = None
     """Tool-call budget of every episode; default: each task's."""
+    system_prompt: str | None = None
+    """Instructions shown with each episode; default: the LLM agent's."""
 
 
 @dataclass
@@ -110,6 +113,8 @@ class NextPrompt:
     tools: list[str]
     remaining: int
     """Episodes not yet opened after this one."""
+    instructions: str | None = None
+    """The agent's instructions (with the first turn of an episode only)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -229,6 +234,8 @@ def _experiment(opts: PlayOptions, world_dir: Path | None) -> Experiment:
         agent["label"] = opts.label
     if opts.budget:
         agent["budget"] = opts.budget
+    if opts.system_prompt:
+        agent["system_prompt"] = opts.system_prompt
     exp = Experiment(
         name=f"play-{arm}",
         description="episodes played by an external agent through `dabench play`",
@@ -384,10 +391,17 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
 # -- next -----------------------------------------------------------------------------------
 
 
+def _instructions(play: _Play) -> str:
+    agent = play.agent
+    assert isinstance(agent, ExternalAgent)
+    return agent.instructions
+
+
 def _prompt(play: _Play, ep: OpenEpisode) -> NextPrompt:
     entry = play.state.plan[ep.index]
     task = play.task(entry.task_id)
     return NextPrompt(
+        instructions=_instructions(play) if ep.turn == 0 else None,
         episode_id=entry.episode_id,
         turn=ep.turn + 1,
         turns=ep.turns,
@@ -441,7 +455,10 @@ def next_episode(run_dir: Path, *, abandon: bool = False) -> NextPrompt | None:
                 budget=play.agent.budget_for(task),
                 tools=tools,
                 started_at=datetime.now(UTC),
-                messages=[Message(role="user", content=task.messages[0])],
+                messages=[
+                    Message(role="system", content=_instructions(play)),
+                    Message(role="user", content=task.messages[0]),
+                ],
             )
             state.next_index += 1
             write_state(run_dir, state)
