@@ -219,3 +219,28 @@ def test_start_refuses_an_existing_run_and_an_empty_selection(
     play(*args, "--task", "s1.orders-source")
     assert "already exists" in play(*args, "--task", "s1.orders-source", code=2)["error"]
     play("finish", "--run", str(run_dir), "--no-grade")
+
+
+@pytest.mark.slow
+def test_restart_after_the_platform_died(real_world: Path, run_dir: Path) -> None:
+    play(
+        "start", "--run", str(run_dir), "--world", str(real_world), "--task", "s1.orders-source",
+    )  # fmt: skip
+    first = play("next", "--run", str(run_dir))
+    play("call", "--run", str(run_dir), "list_tables", "{}")
+    server = read_state(run_dir).server
+    assert server is not None
+    play("restart", "--run", str(run_dir), code=2)  # it is running
+    stop_pid(server.pid)
+    down = play("call", "--run", str(run_dir), "list_tables", "{}", code=3)
+    assert "play restart" in down["error"]
+    assert play("restart", "--run", str(run_dir)) == {"restarted": True, "replanned": "ep-002"}
+    again = play("next", "--run", str(run_dir))
+    assert again["episode_id"] == "ep-002" and again["prompt"] == first["prompt"]
+    play("answer", "--run", str(run_dir), "FINAL ANSWER: sales.orders")
+    play("finish", "--run", str(run_dir))
+    (ep,) = Journal(run_dir).load()  # the retry replaced the harness error
+    assert ep.status == "completed" and ep.audit is not None and ep.audit.ok
+    journal = Journal(run_dir)
+    journal.load()
+    assert [r.harness_error for r in journal.retried] == ["the platform died during the episode"]

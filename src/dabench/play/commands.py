@@ -7,6 +7,7 @@
     dabench play tools  --run DIR                             # the open episode's tools
     dabench play call   --run DIR TOOL '{"sql": "..."}'       # one tool call
     dabench play answer --run DIR "TEXT"                      # end the turn / the episode
+    dabench play restart --run DIR                            # after the platform died
     dabench play finish --run DIR                             # grade and report
 
 Every command takes ``--json`` for scripts. Exit codes: 0 ok, 2 bad input or wrong state,
@@ -248,6 +249,24 @@ def status_cmd(run_dir: Path = RUN, as_json: bool = JSON) -> None:
         return
     for key, value in info.items():
         typer.echo(f"{key}: {value}")
+
+
+@app.command("restart")
+@_errors
+def restart_cmd(run_dir: Path = RUN, as_json: bool = JSON) -> None:
+    """Start the run's platform again after it died (an open episode is replayed later)."""
+    from dabench.play.session import restart_platform
+
+    replanned = restart_platform(run_dir)
+    if as_json:
+        _emit({"restarted": True, "replanned": replanned})
+        return
+    typer.echo(f"platform restarted for {run_dir}")
+    if replanned:
+        typer.echo(
+            f"the open episode lost its session: recorded as a harness error, to be played "
+            f"again as {replanned}"
+        )
 
 
 def _grade(run_dir: Path) -> object:

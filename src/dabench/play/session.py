@@ -293,8 +293,9 @@ def _run(play: _Play, work: Callable[[], Awaitable[T]]) -> T:
         raise UserInputError(f"{play.run_dir}: the play run is finished")
     if not pid_alive(server.pid):
         raise PlatformDown(
-            f"{play.run_dir}: the platform (pid {server.pid}) is not running; see "
-            f"{Path(server.work_dir) / 'platform.log'}"
+            f"{play.run_dir}: the platform (pid {server.pid}) is not running (see "
+            f"{Path(server.work_dir) / 'platform.log'}); start it again with `dabench play "
+            f"restart --run {play.run_dir}`"
         )
 
     async def main() -> T:
@@ -344,25 +345,10 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
                 "nothing to play: the selection holds only S5 lifecycle protocols, which "
                 "`dabench play` does not run"
             )
-        target = _make_target(exp, run_dir, world_dir)
-        target.detached = True
-        asyncio.run(target.start())
-        proc = target.process
-        assert proc is not None and proc.pid is not None
+        target, server = _spawn_platform(exp, run_dir, world_dir)
         try:
             state = PlayState(
-                run_id=run_dir.name,
-                arm=arm.name,
-                plan=plan,
-                skipped=skipped,
-                server=PlatformServer(
-                    pid=proc.pid,
-                    port=target.port,
-                    admin_key=target.admin_key,
-                    keys=target.keys,
-                    work_dir=str((run_dir / PLATFORM_DIR).resolve()),
-                    health=target.health,
-                ),
+                run_id=run_dir.name, arm=arm.name, plan=plan, skipped=skipped, server=server
             )
             manifest = new_manifest(
                 run_id=run_dir.name,
@@ -383,9 +369,67 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
             write_manifest(run_dir, manifest)
             write_state(run_dir, state)
         except BaseException:
-            stop_pid(proc.pid)
+            stop_pid(server.pid)
             raise
         return state
+
+
+def _spawn_platform(
+    exp: Experiment, run_dir: Path, world_dir: Path
+) -> tuple[ReferenceTarget, PlatformServer]:
+    """Start the arm's platform as a detached process (fresh keys; the state directory in the
+    run is reused)."""
+    target = _make_target(exp, run_dir, world_dir)
+    target.detached = True
+    asyncio.run(target.start())
+    proc = target.process
+    assert proc is not None and proc.pid is not None
+    server = PlatformServer(
+        pid=proc.pid,
+        port=target.port,
+        admin_key=target.admin_key,
+        keys=target.keys,
+        work_dir=str((run_dir / PLATFORM_DIR).resolve()),
+        health=target.health,
+    )
+    return target, server
+
+
+def restart_platform(run_dir: Path) -> str | None:
+    """Start the run's platform again after it died. An episode that was open lost its session
+    with the platform: it is journaled as a harness error (excluded from grading) and planned
+    again at the end under a new episode id, which is returned."""
+    with locked(run_dir):
+        play = _load(run_dir)
+        state = play.state
+        if state.finished:
+            raise UserInputError(f"{run_dir}: the play run is finished")
+        if state.server is not None and pid_alive(state.server.pid):
+            raise UserInputError(
+                f"{run_dir}: the platform is running (pid {state.server.pid}); nothing to restart"
+            )
+        replanned: str | None = None
+        ep = state.open
+        if ep is not None:
+            entry = state.plan[ep.index]
+
+            async def record() -> None:
+                try:
+                    await _record(play, ep, "harness_error", "the platform died during the episode")
+                finally:
+                    await play.target.stop()
+
+            asyncio.run(record())
+            replanned = f"ep-{len(state.plan) + 1:03d}"
+            state.plan.append(
+                PlannedPlay(episode_id=replanned, task_id=entry.task_id, attempt=entry.attempt)
+            )
+            state.open = None
+            write_state(run_dir, state)
+        assert play.exp.world.dir is not None
+        _target, state.server = _spawn_platform(play.exp, run_dir, Path(play.exp.world.dir))
+        write_state(run_dir, state)
+        return replanned
 
 
 # -- next -----------------------------------------------------------------------------------
