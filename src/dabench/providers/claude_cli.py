@@ -12,7 +12,6 @@ parsed: ``system`` (init: session id, model), ``assistant`` (text and ``tool_use
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from dabench.journal.records import TokenUsage
 from dabench.providers.base import ProviderError
 from dabench.providers.pricing import CostSource, PriceOverrides, PriceTable, resolve_cost
 from dabench.providers.usage import anthropic_usage
+from dabench.sandbox import run_sealed
 
 MAX_TURNS_SUBTYPE = "error_max_turns"
 """The ``result`` subtype when the CLI ran out of turns: an agent outcome, not a harness error."""
@@ -340,24 +340,9 @@ async def run_claude_cli(
 async def _run(
     argv: list[str], prompt: str, timeout: float, env: dict[str, str], cwd: Path | None
 ) -> tuple[str, str, int]:
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-    )
-    try:
-        out, err = await asyncio.wait_for(process.communicate(prompt.encode("utf-8")), timeout)
-    except TimeoutError as exc:
-        process.kill()
-        await process.wait()
+    result = await run_sealed(argv, cwd=cwd or Path.cwd(), env=env, stdin=prompt, timeout_s=timeout)
+    if result.timed_out:
         raise ProviderError(
-            f"claude-cli: no result within {timeout:g} s (process killed)", retryable=True
-        ) from exc
-    return (
-        out.decode("utf-8", errors="replace"),
-        err.decode("utf-8", errors="replace"),
-        process.returncode if process.returncode is not None else -1,
-    )
+            f"claude-cli: no result within {timeout:g} s (process group killed)", retryable=True
+        )
+    return result.stdout, result.stderr, result.returncode
