@@ -6,7 +6,10 @@ together so that no package needs to import another's CLI.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer.core import TyperOption
 
 from dabench import __version__
 from dabench.errors import DabenchError
@@ -19,6 +22,19 @@ from dabench.report import commands as report_commands
 from dabench.runner import commands as runner_commands
 from dabench.tasks import commands as tasks_commands
 from dabench.world import commands as world_commands
+
+_display_type_rich = TyperOption.display_type_rich
+
+
+def _flag_shows_no_type(self: TyperOption, ctx: Any) -> str | None:
+    """The help's type column of an option: nothing for an on/off flag (typer prints
+    ``<bool>`` there, though a flag takes no value), else typer's ``<int>``, ``<path>``..."""
+    if self.is_flag and self.metavar is None:
+        return None
+    return _display_type_rich(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_shows_no_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="dabench",

@@ -149,5 +149,5 @@ def test_ttft_kpi_is_rendered_in_the_arm_card(browser: Browser, ttft_reported: R
     )
     assert sorted(kpis) == [
         ["arm-kb", "300 ms TTFT p50 (p95 480 ms, n 5)", True],
-        ["arm-llm", "— TTFT p50", True],
+        ["arm-llm", "n/a TTFT p50", True],
     ]

@@ -389,6 +389,20 @@ class ExperimentRun:
             for a in self.arms
         ]
 
+    def _with_tools(self, arms: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The manifest's arms with ``tools``: the tool names each target showed its
+        sessions, where the target reports them (grading never counts an expected tool the
+        arm does not offer against it)."""
+        runtimes = {a.name: a for a in self.arms}
+        out = []
+        for entry in arms:
+            rt = runtimes.get(str(entry.get("name")))
+            shown = rt.target.known_tools() if rt is not None else None
+            if shown is not None and "tools" not in entry:
+                entry = {**entry, "tools": sorted({t.name for t in shown})}
+            out.append(entry)
+        return out
+
     async def execute(self) -> RunSummary:
         """Prepare, start the targets, run every missing episode, stop the targets. Nothing
         is written to the run directory before the experiment has been fully validated."""
@@ -436,7 +450,9 @@ class ExperimentRun:
             await self._run_plan(plan)
         finally:
             await self._stop_targets()
-            manifest = manifest.model_copy(update={"finished_at": datetime.now(UTC)})
+            manifest = manifest.model_copy(
+                update={"finished_at": datetime.now(UTC), "arms": self._with_tools(manifest.arms)}
+            )
             write_manifest(self.run_dir, manifest)
         return self.summary
 

@@ -12,7 +12,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dabench.grading.tool_equivalents import accepted_tools
+from dabench.grading.tool_equivalents import (
+    accepted_tools,
+    manifest_offered_tools,
+    offered_expected_tools,
+)
 from dabench.journal.records import Episode, RunManifest
 from dabench.stats.rundir import RunData, TaskInfo
 from dabench.stats.taxonomy import classify_failure, episode_calls, tool_trace
@@ -141,6 +145,7 @@ def build_frame(run: RunData) -> EpisodeFrame:
     cols: dict[str, list[Any]] = {name: [] for name in COLUMN_DTYPES}
     score_cols: dict[str, Floats] = {}
     trap_cols: dict[str, Bools] = {}
+    offered = manifest_offered_tools(run.manifest)
     for i, ep in enumerate(episodes):
         info = tasks.get(ep.task_id) or TaskInfo(id=ep.task_id)
         grade = run.grades.get(ep.key)
@@ -171,9 +176,10 @@ def build_frame(run: RunData) -> EpisodeFrame:
         cols["calls"].append(trace.calls)
         cols["errors"].append(trace.errors)
         cols["retries"].append(trace.retries)
-        cols["tool_expected"].append(bool(info.expected_tools))
+        expected = offered_expected_tools(info.expected_tools, offered.get(ep.arm))
+        cols["tool_expected"].append(bool(expected))
         cols["tool_mismatch"].append(
-            bool(info.expected_tools) and not (trace.names & accepted_tools(info.expected_tools))
+            bool(expected) and not (trace.names & accepted_tools(expected))
         )
         cols["fast_path_task"].append(bool(info.fast_path))
         cols["fast_path_used"].append(trace.fast_path_used)

@@ -365,7 +365,9 @@ def export_command(
     datasets: list[str] | None = typer.Option(
         None, "--dataset", help="Export only this dataset (repeatable); default: all."
     ),
-    verify_certs: bool = typer.Option(True, "--verify-certs/--no-verify-certs"),
+    verify_certs: bool = typer.Option(
+        True, "--verify-certs/--no-verify-certs", help="Check the cluster's TLS certificate."
+    ),
 ) -> None:
     """Index the world's tables (explicit mappings, catalog in _meta) and its knowledge pages
     into Elasticsearch; re-runs overwrite the same documents."""
