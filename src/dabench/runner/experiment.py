@@ -106,9 +106,9 @@ class Experiment(_Spec):
         return any(a.agent.get("kind") in MODEL_AGENT_KINDS for a in self.arms)
 
 
-MODEL_AGENT_KINDS = frozenset({"llm", "kibana", "claude-cli"})
+MODEL_AGENT_KINDS = frozenset({"llm", "kibana", "claude-cli", "command"})
 """Agent kinds that call a model (the ``kibana`` agent's model runs inside Kibana, the
-``claude-cli`` agent's inside the claude CLI)."""
+``claude-cli`` agent's inside the claude CLI, a ``command`` agent's inside its program)."""
 
 
 def validate_arms(exp: Experiment, where: str) -> None:
