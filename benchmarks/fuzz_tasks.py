@@ -298,7 +298,8 @@ def m_bad_number(base: Base, rng: random.Random) -> Mutant:
         key = rng.choice(["tolerance_rel", "tolerance_abs"])
         value = rng.choice(["nan", "inf", "-inf", "neg", "1e999", "-1e999"])
         grading[key] = PH
-        raw = {"nan": ".nan", "inf": ".inf", "-inf": "-.inf", "1e999": "1e999", "-1e999": "-1e999"}
+        raw = {"nan": ".nan", "inf": ".inf", "-inf": "-.inf"}
+        raw |= {"1e999": "1.0e+999", "-1e999": "-1.0e+999"}
         snippet = raw.get(value) or repr(-rng.choice([1e-9, 0.001, 0.5, 3, 1e300]))
         return dump(data).replace(PH, snippet, 1).encode(), "invalid"
     item = rng.choice(base.items(data))
