@@ -157,8 +157,9 @@ def m_edge_values(base: Base, rng: random.Random) -> Mutant:
     data = copy.deepcopy(base.data)
     item = rng.choice(base.items(data))
     choice = rng.randrange(5)
-    if choice == 0:
-        item["id"] = "x" * 100
+    if choice == 0:  # a protocol's id and step names also make each step episode's id
+        longest = max((len(s["name"]) + 1 for s in item.get("steps", [])), default=0)
+        item["id"] = "x" * (100 - longest)
     elif choice == 1:
         item["tags"] = [" padded ", "ünïcödé ✓", "emoji \U0001f600"]
     elif choice == 2 and "grading" in item:

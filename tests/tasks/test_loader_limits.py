@@ -233,6 +233,7 @@ def test_invalid_task_values_are_refused(tmp_path: Path, old: str, new: str, exp
         ),
         ("prompt: Remember it.", "prompt: '\t'", "field 'steps.0.prompt': must not be blank"),
         ("name: captured", "name: teach", "field '<item>': step name 'teach' is used twice"),
+        ("id: p.one", "id: " + "p" * 92, "'" + "p" * 92 + ".captured' (the id of step 'captured'"),
         (
             "name: captured",
             "name: Captured Step",

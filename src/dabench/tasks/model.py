@@ -220,6 +220,11 @@ class Protocol(_AuthoredSpec):
         for step in self.steps:
             if step.name in seen:
                 raise ValueError(f"step name {step.name!r} is used twice")
+            if len(self.id) + 1 + len(step.name) > 100:
+                raise ValueError(
+                    f"'{self.id}.{step.name}' (the id of step {step.name!r}'s episode) is longer "
+                    "than 100 characters"
+                )
             seen.add(step.name)
         return self
 
