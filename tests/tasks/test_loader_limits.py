@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -137,15 +136,13 @@ def test_alias_limits(tmp_path: Path) -> None:
     assert refused(many) == f"{many}:10: more than {MAX_ALIASES} YAML aliases"
 
 
-def test_alias_bombs_are_refused_fast(tmp_path: Path) -> None:
-    # 9 levels of 9: about 640 bytes that PyYAML alone expands to 9**9 strings.
+def test_alias_bombs_are_refused_before_expansion(tmp_path: Path) -> None:
+    # 9 levels of 9 aliases: under 700 bytes, 9**9 strings once PyYAML expands them.
     expect = bomb(9, 9)
     assert len(expect) < 700
     path = write(tmp_path, PROTOCOL.replace("{contains: agent 5}", expect))
-    started = time.perf_counter()
-    msg = refused(path)
-    assert time.perf_counter() - started < 5  # a generous bound: it takes milliseconds
-    assert msg == f"{path}:8: more than {MAX_NODES:,} YAML nodes once aliases are expanded"
+    expected = f"{path}:8: more than {MAX_NODES:,} YAML nodes once aliases are expanded"
+    assert refused(path) == expected
 
 
 def test_shared_structure_within_limits_loads(tmp_path: Path) -> None:
