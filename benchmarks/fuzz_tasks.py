@@ -30,7 +30,6 @@ import contextlib
 import copy
 import math
 import multiprocessing
-import os
 import queue
 import random
 import re
@@ -753,5 +752,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONHASHSEED", "0")
     sys.exit(main())
