@@ -123,7 +123,7 @@ def load_experiment(path: Path) -> Experiment:
     root = compose_file(path)
     if root is None:
         raise UserInputError(f"{path}: empty experiment file")
-    data = node_data(root)
+    data = node_data(root, path)
     if not isinstance(data, dict):
         raise UserInputError(f"{path}:1: an experiment is a mapping (name, world, tasks, arms...)")
     try:
