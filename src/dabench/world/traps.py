@@ -210,20 +210,20 @@ TRAP_SPECS: list[TrapSpec] = [
         _revenue("2023-01-01", "2023-06-30"),
     ),
     TrapSpec(
-        "freshness_cutoff.revenue_nov_2025", "freshness_cutoff",
-        "What was revenue in November 2025, in US dollars?",
+        "freshness_cutoff.store_revenue_2025", "freshness_cutoff",
+        "What revenue did the retail stores generate in 2025, in US dollars?",
         _FRESH, _LOC_FRESH,
-        _revenue("2025-11-01", "2025-11-30"),
-        "SELECT sum(revenue) FROM analytics.daily_sales "
-        "WHERE sales_date BETWEEN DATE '2025-11-01' AND DATE '2025-11-30'",
+        _revenue("2025-01-01", "2025-12-31", "channel = 'store'"),
+        "SELECT sum(revenue) FROM analytics.daily_sales WHERE channel = 'store' "
+        "AND sales_date BETWEEN DATE '2025-01-01' AND DATE '2025-12-31'",
     ),
     TrapSpec(
-        "freshness_cutoff.orders_q4_2025", "freshness_cutoff",
-        "How many completed orders were placed from October to December 2025?",
+        "freshness_cutoff.web_orders_2025h2", "freshness_cutoff",
+        "How many completed orders were placed in the web shop from July to December 2025?",
         _FRESH, _LOC_FRESH,
-        _orders("2025-10-01", "2025-12-31", "o.status = 'completed'"),
-        "SELECT sum(orders) FROM analytics.daily_sales "
-        "WHERE sales_date BETWEEN DATE '2025-10-01' AND DATE '2025-12-31'",
+        _orders("2025-07-01", "2025-12-31", "o.status = 'completed' AND o.channel = 'web'"),
+        "SELECT sum(orders) FROM analytics.daily_sales WHERE channel = 'web' "
+        "AND sales_date BETWEEN DATE '2025-07-01' AND DATE '2025-12-31'",
         0.0,
     ),
     TrapSpec(
