@@ -152,10 +152,10 @@ keeps every account, and its lifetime figures include test accounts' orders).
             f"""
 # Customer data retention and erasure
 
-When a customer asks to be forgotten, the account is **erased**: name and e-mail are blanked
-and `row_state` is set to **{ERASED_ROW_STATE}**. (The other codes are 1 = active,
-2 = inactive, 3 = on credit hold; all three are customers. Store customers may have no name
-or e-mail without being erased.) The row is kept (a soft delete) so that historical orders
+When a customer asks to be forgotten, the account is **erased**: name and e-mail are
+replaced by a generated pseudonym (so nothing in them shows the erasure) and `row_state` is
+set to **{ERASED_ROW_STATE}**. The other codes are 1 = active, 2 = inactive, 3 = on credit
+hold; all three are customers. The row is kept (a soft delete) so that historical orders
 still join. Erased accounts are **not customers any more**: filter
 `row_state <> {ERASED_ROW_STATE}` in every customer count, customer list and breakdown by a
 customer attribute.

@@ -69,17 +69,20 @@ FROM _customer_base b
 LEFT JOIN (SELECT customer_id, min(order_date) AS first_order FROM _orders GROUP BY 1) f
   USING (customer_id)"""
     # Nothing in a row gives a test account away but its signup source, and nothing gives an
-    # erased account away but its row_state code: store customers may leave name and e-mail
-    # empty too, and the other state codes are as common.
-    anonymous = f"(NOT erased AND {r.u('c_anon', 'customer_id')} < 0.12)"
+    # erased account away but its row_state code: erasure replaces name and e-mail with a
+    # generated pseudonym drawn like any name, store customers of every state may leave both
+    # empty, and the other state codes are as common.
+    anonymous = f"({r.u('c_anon', 'customer_id')} < 0.12)"
     source = r.weighted(
         "c_source", "customer_id", [("web", 0.55), ("store", 0.3), ("partner", 0.15)]
     )
+    first = f"CASE WHEN erased THEN {r.pick('c_pfirst', 'customer_id', FIRST)} ELSE first_name END"
+    last = f"CASE WHEN erased THEN {r.pick('c_plast', 'customer_id', LAST)} ELSE last_name END"
     customers_select = f"""
 SELECT customer_id,
-  CASE WHEN erased OR {anonymous} THEN NULL ELSE first_name || ' ' || last_name END AS full_name,
-  CASE WHEN erased OR {anonymous} THEN NULL
-       ELSE lower(first_name) || '.' || lower(last_name) || customer_id || '@' || mail_domain
+  CASE WHEN {anonymous} THEN NULL ELSE ({first}) || ' ' || ({last}) END AS full_name,
+  CASE WHEN {anonymous} THEN NULL
+       ELSE lower({first}) || '.' || lower({last}) || customer_id || '@' || mail_domain
   END AS email,
   signup_date, segment, region, tier,
   CASE WHEN is_test THEN '{TEST_SIGNUP_SOURCE}' ELSE {source} END AS signup_source,
@@ -125,10 +128,13 @@ FROM _customer_signup"""
             owner=OWNER,
             columns={
                 "customer_id": Col("Customer identifier."),
-                "full_name": Col("First and last name; empty once the account is erased."),
+                "full_name": Col(
+                    "First and last name; empty when the customer gave none (store "
+                    "customers); a generated pseudonym once the account is erased."
+                ),
                 "email": Col(
-                    "Login e-mail address; empty for store customers who gave none and for "
-                    "erased accounts."
+                    "Login e-mail address; empty for store customers who gave none; a "
+                    "generated pseudonym address once the account is erased."
                 ),
                 "signup_date": Col("Date the account was created."),
                 "segment": Col("Customer segment (customers.segments)."),
