@@ -54,10 +54,11 @@ async def test_session_required_and_audited(platform_a0: RunningPlatform) -> Non
         assert is_error and body["error"]["code"] == "SESSION_REQUIRED"
         is_error, body = await call(client, "list_tables", {"session_id": "dps_forged"})
         assert is_error and body["error"]["code"] == "SESSION_REQUIRED"
-    rows = platform_a0.audit(session_id="dps_forged")
-    assert [(r["tool_name"], r["success"], r["error_code"]) for r in rows] == [
-        ("list_tables", False, "SESSION_REQUIRED")
+    rows = platform_a0.audit(presented_session_id="dps_forged")
+    assert [(r["tool_name"], r["success"], r["error_code"], r["session_id"]) for r in rows] == [
+        ("list_tables", False, "SESSION_REQUIRED", None)
     ]
+    assert platform_a0.audit(session_id="dps_forged") == []
 
 
 async def test_session_of_another_identity_is_refused(platform_a0: RunningPlatform) -> None:
@@ -75,7 +76,8 @@ async def test_session_header_is_accepted(platform_a0: RunningPlatform) -> None:
         is_error, body = await call(client, "list_tables", {})
     assert not is_error, body
     assert body["tables"]
-    assert platform_a0.audit(session_id=sid)[-1]["tool_name"] == "list_tables"
+    calls = platform_a0.audit(session_id=sid, event_kind="tool_call")
+    assert [r["tool_name"] for r in calls] == ["list_tables"]
 
 
 async def test_invalid_arguments(platform_a0: RunningPlatform) -> None:
@@ -279,7 +281,7 @@ def test_openapi_served(platform_a0: RunningPlatform) -> None:
         "id", "timestamp", "duration_ms", "session_id", "user_id", "persona", "tool_name",
         "parameters", "success", "error_code", "request_chars", "response_chars",
         "enrichment_applied", "enrichment_tokens_full", "enrichment_tokens_delivered",
-        "event_kind",
+        "event_kind", "presented_session_id", "escaped",
     }  # fmt: skip
 
 
