@@ -302,8 +302,18 @@ def admin_routes(service: PlatformService) -> list[Route]:
         body = ResetResult(status="reset", state_version=service.state.version)
         return JSONResponse(body.model_dump(mode="json"))
 
+    first = service.world.catalog.datasets[0] if service.world.catalog.datasets else None
+    examples = {}
+    if first is not None:
+        examples["dataset_id"] = first.id
+        if first.columns:
+            examples["column_id"] = f"{first.id}.{first.columns[0].name}"
+    if service.world.pages:
+        examples["page_id"] = service.world.pages[0].id
+    document = openapi_schema(examples)
+
     async def openapi(request: Request, query: NoQuery) -> Response:
-        return JSONResponse(openapi_schema())
+        return JSONResponse(document)
 
     return [
         route("/healthz", health, admin=False),
@@ -342,11 +352,16 @@ def _query_params(model: type[BaseModel]) -> list[dict[str, Any]]:
     return out
 
 
-def _p(name: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+def _p(name: str, example: str | None = None) -> dict[str, Any]:
+    param: dict[str, Any] = {"name": name, "in": "path", "required": True}
+    param["schema"] = {"type": "string"}
+    if example is not None:
+        param["example"] = example
+    return param
 
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+_BAD_QUERY = "INVALID_QUERY: an unknown, repeated or invalid parameter"
 
 
 def _op(
@@ -354,30 +369,43 @@ def _op(
     model: type[BaseModel],
     params: list[dict[str, Any]] | None = None,
     errors: dict[str, str] | None = None,
+    links: dict[str, Any] | None = None,
+    secured: bool = True,
 ) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{model.__name__}"}
-    responses: dict[str, Any] = {
-        "200": {"description": "OK", "content": {"application/json": {"schema": ref}}}
-    }
-    for status, text in {
-        **(errors or {}),
-        "401": "no or unknown key",
-        "403": "not an admin key",
-    }.items():
+    ok: dict[str, Any] = {"description": "OK", "content": {"application/json": {"schema": ref}}}
+    if links:
+        ok["links"] = links
+    responses: dict[str, Any] = {"200": ok}
+    documented = {"400": _BAD_QUERY, **(errors or {})}
+    if secured:
+        documented |= {"401": "no or unknown key", "403": "not an admin key"}
+    for status, text in documented.items():
         responses[status] = {
             "description": text,
             "content": {"application/json": {"schema": _ERROR_REF}},
         }
-    return {
-        "summary": summary,
-        "security": [{"bearer": []}],
-        "parameters": params or [],
-        "responses": responses,
-    }
+    op: dict[str, Any] = {"summary": summary, "parameters": params or [], "responses": responses}
+    if secured:
+        op["security"] = [{"bearer": []}]
+    return op
 
 
-def openapi_schema() -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the admin API."""
+def _link(operation: str, parameters: dict[str, str], description: str) -> dict[str, Any]:
+    return {"operationRef": operation, "parameters": parameters, "description": description}
+
+
+def _ref(path: str, method: str = "get") -> str:
+    return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
+
+
+def openapi_schema(examples: dict[str, str] | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the admin API.
+
+    ``examples`` (``dataset_id``, ``column_id``, ``page_id``) name real objects of the
+    served world, so clients and fuzzers can reach the 200 answers of the path routes.
+    """
+    ex = examples or {}
     models: list[type[BaseModel]] = [
         AuditPage,
         InsightList,
@@ -395,12 +423,12 @@ def openapi_schema() -> dict[str, Any]:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(schema.pop("$defs", {}))
         components[model.__name__] = schema
-    bad_query = {"400": "INVALID_QUERY: an unknown, repeated or invalid parameter"}
     not_found = {"404": "NOT_FOUND"}
-    health_op = _op("Health", Health)
-    health_op.pop("security")
-    for status in ("401", "403"):
-        health_op["responses"].pop(status)
+    events, insights = f"{PREFIX}/audit/events", f"{PREFIX}/knowledge/insights"
+    changesets, pages = f"{PREFIX}/knowledge/changesets", f"{PREFIX}/knowledge/pages"
+    page, reset = f"{PREFIX}/knowledge/pages/{{page_id}}", f"{PREFIX}/state/reset"
+    dataset = f"{PREFIX}/catalog/datasets/{{dataset_id}}"
+    column = f"{PREFIX}/catalog/columns/{{column_id}}"
     return {
         "openapi": "3.1.0",
         "info": {"title": "dabench platform admin API", "version": __version__},
@@ -409,26 +437,95 @@ def openapi_schema() -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "paths": {
-            "/healthz": {"get": health_op},
-            f"{PREFIX}/audit/events": {
-                "get": _op("Audit events", AuditPage, _query_params(AuditQuery), bad_query)
+            "/healthz": {"get": _op("Health", Health, secured=False)},
+            events: {
+                "get": _op(
+                    "Audit events",
+                    AuditPage,
+                    _query_params(AuditQuery),
+                    links={
+                        "SameSession": _link(
+                            _ref(events),
+                            {"session_id": "$response.body#/events/0/session_id"},
+                            "the other events of the first event's session",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/knowledge/insights": {
-                "get": _op("Insights", InsightList, _query_params(InsightQuery), bad_query)
+            insights: {
+                "get": _op(
+                    "Insights",
+                    InsightList,
+                    _query_params(InsightQuery),
+                    links={
+                        "Changesets": _link(
+                            _ref(changesets),
+                            {"insight_id": "$response.body#/insights/0/id"},
+                            "the changesets of the first insight",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/knowledge/changesets": {
-                "get": _op("Changesets", ChangesetList, _query_params(ChangesetQuery), bad_query)
+            changesets: {"get": _op("Changesets", ChangesetList, _query_params(ChangesetQuery))},
+            pages: {
+                "get": _op(
+                    "Knowledge pages",
+                    PageList,
+                    links={
+                        "Page": _link(
+                            _ref(page),
+                            {"page_id": "$response.body#/pages/0/id"},
+                            "the first page",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/knowledge/pages": {"get": _op("Knowledge pages", PageList)},
-            f"{PREFIX}/knowledge/pages/{{page_id}}": {
-                "get": _op("Effective knowledge page", EffectivePage, [_p("page_id")], not_found)
+            page: {
+                "get": _op(
+                    "Effective knowledge page",
+                    EffectivePage,
+                    [_p("page_id", ex.get("page_id"))],
+                    not_found,
+                )
             },
-            f"{PREFIX}/catalog/datasets/{{dataset_id}}": {
-                "get": _op("Effective dataset", EffectiveDataset, [_p("dataset_id")], not_found)
+            dataset: {
+                "get": _op(
+                    "Effective dataset",
+                    EffectiveDataset,
+                    [_p("dataset_id", ex.get("dataset_id"))],
+                    not_found,
+                    links={
+                        "Dataset": _link(
+                            _ref(dataset),
+                            {"dataset_id": "$response.body#/dataset/id"},
+                            "the same dataset again",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/catalog/columns/{{column_id}}": {
-                "get": _op("Effective column", EffectiveColumn, [_p("column_id")], not_found)
+            column: {
+                "get": _op(
+                    "Effective column",
+                    EffectiveColumn,
+                    [_p("column_id", ex.get("column_id"))],
+                    not_found,
+                    links={
+                        "Dataset": _link(
+                            _ref(dataset),
+                            {"dataset_id": "$response.body#/dataset"},
+                            "the column's dataset",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/state/reset": {"post": _op("Reset platform state", ResetResult)},
+            reset: {
+                "post": _op(
+                    "Reset platform state",
+                    ResetResult,
+                    links={
+                        "Insights": _link(_ref(insights), {}, "insights after the reset (none)")
+                    },
+                )
+            },
         },
     }
