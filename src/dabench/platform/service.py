@@ -324,7 +324,8 @@ class PlatformService:
         if isinstance(args, FetchArgs):
             return self._fetch(args, user), NO_ENRICHMENT
         if isinstance(args, MemoryCaptureArgs):
-            return self.memory.capture(args, user, session.id), NO_ENRICHMENT
+            reviewer = "apply_knowledge" in self._allowed_tools(identity.persona)
+            return self.memory.capture(args, user, session.id, reviewer), NO_ENRICHMENT
         if isinstance(args, MemoryManageArgs):
             return self.memory.manage(args, user), NO_ENRICHMENT
         if isinstance(args, ApplyKnowledgeArgs):
