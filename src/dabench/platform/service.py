@@ -470,7 +470,7 @@ class PlatformService:
         if kind == "curated_query":
             q = next((q for q in self.view.catalog.curated_queries if q.id == ident), None)
             return None if q is None else q.model_dump(mode="json")
-        memory = next((m for m in self.state.visible_insights(user) if m.id == ident), None)
+        memory = self.state.visible_insight(ident, user)
         return None if memory is None else memory.model_dump(mode="json")
 
     def record_request(
