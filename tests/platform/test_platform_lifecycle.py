@@ -288,3 +288,21 @@ async def test_reviewer_may_supersede_anyones_approved(
     )
     assert not is_error and body["superseded"] == [approved], body
     assert _status(platform_a3, approved) == "superseded"
+
+
+async def test_memory_lookup_is_an_index_search(platform_a3: RunningPlatform) -> None:
+    """The server's own state database answers the visibility lookup from its indexes: other
+    users' pending memories are never scanned (benchmarks/memory_lookup.py has the cost)."""
+    import sqlite3
+
+    from dabench.platform.state import VISIBLE_SQL
+
+    _, body = await _capture(platform_a3, "teacher", content="index probe memory")
+    assert body["insight"]["status"] == "pending"
+    conn = sqlite3.connect(f"file:{platform_a3.state_dir / 'state.sqlite'}?mode=ro", uri=True)
+    try:
+        plan = [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + VISIBLE_SQL, ("x",))]
+    finally:
+        conn.close()
+    searches = [p for p in plan if p.startswith(("SEARCH", "SCAN")) and "insights" in p]
+    assert len(searches) == 2 and all(p.startswith("SEARCH") for p in searches), plan

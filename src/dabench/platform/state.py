@@ -23,6 +23,13 @@ Sink = Literal["description", "knowledge_page"]
 
 LIVE_STATUSES: tuple[str, ...] = ("pending", "approved")
 
+VISIBLE_SQL = (
+    "SELECT * FROM (SELECT * FROM insights WHERE status = 'approved' UNION ALL "
+    "SELECT * FROM insights WHERE status = 'pending' AND captured_by = ?) AS v ORDER BY seq"
+)
+"""The insights one user may see. UNION ALL, not OR: each half is an index search, where an
+OR lets SQLite prefer a scan in ``seq`` order."""
+
 
 class Insight(BaseModel):
     """A captured memory. ``approved`` means promoted into knowledge (visible to everyone)."""
@@ -238,12 +245,7 @@ class StateStore:
     def visible_insights(self, user: str) -> list[Insight]:
         """Live insights ``user`` may see: their own pending, everyone's approved (in capture
         order). An indexed lookup: other users' pending insights are never read."""
-        rows = self.db.query(  # UNION ALL: each half uses its index (an OR would scan)
-            "SELECT * FROM (SELECT * FROM insights WHERE status = 'approved' UNION ALL "
-            "SELECT * FROM insights WHERE status = 'pending' AND captured_by = ?) AS v "
-            "ORDER BY seq",
-            (user,),
-        )
+        rows = self.db.query(VISIBLE_SQL, (user,))
         return [_insight(r) for r in rows]
 
     def visible_insight(self, insight_id: str, user: str) -> Insight | None:
