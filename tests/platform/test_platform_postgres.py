@@ -153,6 +153,14 @@ def test_unstorable_text_and_foreign_handles_in_postgres(
     assert any(r["presented_session_id"] == "dps_\\u0000\\ud800" for r in refused), refused
     foreign = platform_pg.audit(presented_session_id=sid)
     assert [(r["user_id"], r["error_code"]) for r in foreign] == [("learner", "SESSION_REQUIRED")]
+    # state text with a NUL is refused as such, not a database error
+    for tool, args in (
+        ("memory_capture", {"content": "a\x00b"}),
+        ("memory_manage", {"action": "forget", "insight_id": "ins_\x00"}),
+    ):
+        body = raw_tool_call(platform_pg, "teacher", tool, {"session_id": sid, **args})
+        error = json.loads(body["result"]["content"][0]["text"])["error"]
+        assert error["code"] == "INVALID_ARGUMENTS" and "NUL" in error["message"], error
     # the insights table's indexes exist on PostgreSQL too
     import psycopg
 

@@ -27,10 +27,22 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from dabench.platform.errors import ToolError
 from dabench.platform.knowledge import KnowledgeView
 from dabench.platform.state import LIVE_STATUSES, Changeset, Insight, StateStore, new_id, similarity
 from dabench.platform.tools import ApplyKnowledgeArgs, MemoryCaptureArgs, MemoryManageArgs
+
+
+def _refuse_nul(args: BaseModel) -> None:
+    """No NUL in anything the state store keeps or looks up (PostgreSQL TEXT cannot hold it)."""
+    for name, value in args:
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and "\x00" in v for v in values):
+            raise ToolError(
+                "INVALID_ARGUMENTS", f"{name}: must not contain NUL", "remove the NUL character"
+            )
 
 
 def _not_found(kind: str, ident: str | None) -> ToolError:
@@ -63,6 +75,7 @@ class MemoryService:
     ) -> dict[str, Any]:
         """Store an insight or supersede a near-duplicate (``reviewer``: the caller may
         supersede other users' approved insights)."""
+        _refuse_nul(args)
         self._check_related(args.related_ids)
         visible = self.state.visible_insights(user)
         victims: list[Insight] = []
@@ -113,6 +126,7 @@ class MemoryService:
 
     def manage(self, args: MemoryManageArgs, user: str) -> dict[str, Any]:
         """List, update or forget the caller's own insights."""
+        _refuse_nul(args)
         if args.action == "list":
             mine = self.state.insights(status=args.status, captured_by=user)
             return {"insights": [_insight_json(i) for i in mine]}
@@ -149,6 +163,7 @@ class MemoryService:
 
     def apply_knowledge(self, args: ApplyKnowledgeArgs, user: str) -> dict[str, Any]:
         """Review actions: list, apply, reject, rollback."""
+        _refuse_nul(args)
         if args.action == "list":
             return {
                 "pending": [_insight_json(i) for i in self.state.insights(status="pending")],
