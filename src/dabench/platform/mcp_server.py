@@ -56,11 +56,13 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         identity = _identity(ctx, fixed_identity)
+        if isinstance(ctx.request, Request):
+            # service.call writes this request's row (whatever happens, even if the client
+            # goes away meanwhile), so the gate must not write a second one
+            ctx.request.scope.setdefault("state", {})[AUDITED_STATE_KEY] = True
         outcome = await anyio.to_thread.run_sync(
             service.call, identity, params.name, params.arguments, _header_session(ctx)
         )
-        if isinstance(ctx.request, Request):  # the gate writes no second row
-            ctx.request.scope.setdefault("state", {})[AUDITED_STATE_KEY] = True
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)],
             structured_content=outcome.payload,

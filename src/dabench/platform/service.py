@@ -210,10 +210,16 @@ class PlatformService:
         enrichment = NO_ENRICHMENT
         # Attribution first: the row names a session only when it is the caller's own, so a
         # refused call never counts as a call of the handle's owner.
-        session = self.sessions.resolve(presented, identity.user) if presented else None
+        unresolved: Exception | None = None
+        try:
+            session = self.sessions.resolve(presented, identity.user) if presented else None
+        except Exception as exc:  # the state store failed: still one row, INTERNAL_ERROR
+            session, unresolved = None, exc
         audited_session = session.id if session is not None else None
         touched: PlatformSession | None = session
         try:
+            if unresolved is not None:
+                raise unresolved
             if request_chars > MAX_REQUEST_CHARS:
                 raise ToolError(
                     "INPUT_TOO_LARGE",
@@ -287,7 +293,10 @@ class PlatformService:
             is_error = True
             error_code = err.code
         if touched is not None:
-            self.sessions.save(touched)  # gate and enrichment state, before the response
+            try:
+                self.sessions.save(touched)  # gate and enrichment state, before the response
+            except Exception:  # the row below must still be written
+                logger.exception("saving session %s failed", touched.id)
         text = json.dumps(payload, ensure_ascii=False, default=str)
         self.audit.record(
             timestamp=timestamp,
