@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from platform_helpers import (
@@ -69,9 +70,9 @@ async def _seed(platform: RunningPlatform, dataset: str) -> None:
 
 @pytest.mark.slow
 async def test_admin_api_conforms_to_its_openapi(
-    fuzz_platform: RunningPlatform, world: object, tmp_path: Path
+    fuzz_platform: RunningPlatform, world: Any, tmp_path: Path
 ) -> None:
-    dataset = str(world.catalog.datasets[0].id)  # type: ignore[attr-defined]
+    dataset = str(world.catalog.datasets[0].id)
     await _seed(fuzz_platform, dataset)
     argv = [
         sys.executable, "-m", "schemathesis.cli", "run",
