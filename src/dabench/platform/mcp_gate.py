@@ -157,9 +157,9 @@ class McpAuditGate:
             headers = [(b"content-type", b"application/json")]
             if status == 401:
                 headers.append((b"www-authenticate", b"Bearer"))
+            await self._audit(identity, request, started, timestamp, code, len(body), len(payload))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
-            await self._audit(identity, request, started, timestamp, code, len(body), len(payload))
             return
         state = scope.setdefault("state", {})
         state[IDENTITY_STATE_KEY] = identity
@@ -176,6 +176,25 @@ class McpAuditGate:
         status = 0
         out = bytearray()
         sent_bytes = 0
+        written = False
+
+        async def write_row() -> None:
+            """This request's row, unless the tool handler wrote it (at most once)."""
+            nonlocal written
+            if written or state.get(AUDITED_STATE_KEY):
+                return
+            written = True
+            rpc = _RPC_ERROR.search(bytes(out))
+            failure: str | None = None
+            if rpc is not None:
+                number = int(rpc.group(1))
+                failure = _RPC_CODES.get(number, f"JSONRPC_{number}")
+            elif status == 0 or status >= 400:
+                failure = f"HTTP_{status}" if status else "NO_RESPONSE"
+            with anyio.CancelScope(shield=True):
+                await self._audit(
+                    identity, request, started, timestamp, failure, len(body), sent_bytes
+                )
 
         async def capture(message: Message) -> None:
             nonlocal status, sent_bytes
@@ -186,23 +205,14 @@ class McpAuditGate:
                 sent_bytes += len(chunk)
                 if len(out) < _CAPTURE:
                     out.extend(chunk[: _CAPTURE - len(out)])
+                if not message.get("more_body", False):
+                    await write_row()  # committed before the response's last byte leaves
             await send(message)
 
         try:
             await self.app(scope, replay, capture)
         finally:
-            if not state.get(AUDITED_STATE_KEY):
-                rpc = _RPC_ERROR.search(bytes(out))
-                failure: str | None = None
-                if rpc is not None:
-                    number = int(rpc.group(1))
-                    failure = _RPC_CODES.get(number, f"JSONRPC_{number}")
-                elif status == 0 or status >= 400:
-                    failure = f"HTTP_{status}" if status else "NO_RESPONSE"
-                with anyio.CancelScope(shield=True):
-                    await self._audit(
-                        identity, request, started, timestamp, failure, len(body), sent_bytes
-                    )
+            await write_row()  # no (complete) response was sent
 
     async def _audit(
         self,
