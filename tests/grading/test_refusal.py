@@ -22,7 +22,7 @@ def test_refusals_pass(text: str) -> None:
 
 def test_answer_is_not_refusal() -> None:
     check = check_refusal("The average loyalty score is 42.", "refusal")
-    assert not check.passed and "no refusal phrase" in check.reason
+    assert not check.passed and "expresses no refusal" in check.reason
 
 
 @pytest.mark.parametrize(
