@@ -46,11 +46,16 @@ HEDGE_WORDS: tuple[str, ...] = (
     "if",
     "unless",
     "depending",
+    "depends",
+    "possible",
+    "ambiguous",
+    "unclear",
+    "uncertain",
 )
 """Words that make a second candidate value a hedge."""
 _CONDITIONAL = {"if", "unless", "depending"}
 _WORD_RE = re.compile(r"[A-Za-z]+")
-_RANGE_RE = re.compile(r"[ \t]?[-–][ \t]?")
+_RANGE_RE = re.compile(r"[ \t]?[-–/][ \t]?")
 
 
 def tolerance(expected: float, tolerance_abs: float, tolerance_rel: float) -> float:
@@ -76,6 +81,26 @@ def _year_like(mention: NumberMention) -> bool:
     )
 
 
+_MAGNITUDE_RE = re.compile(
+    r"\d\s?(?P<word>k|thousand|mm|m|million|bn|b|billion|lakh|crore)\b", re.IGNORECASE
+)
+_MAGNITUDE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mm": 1e6, "million": 1e6}
+_MAGNITUDE |= {"b": 1e9, "bn": 1e9, "billion": 1e9, "lakh": 1e5, "crore": 1e7}
+
+
+def restates(other: NumberMention, hit: NumberMention) -> bool:
+    """True when ``other`` is ``hit``'s value rounded to ``other``'s written precision
+    (``$1.23k`` restates ``$1,234.50``; ``$1,240.10`` does not)."""
+    digits = re.sub(r"[^\d.,]", "", other.text)
+    tail = re.search(r"[.,](\d{1,2})$", digits)
+    decimals = len(tail.group(1)) if tail else 0
+    magnitude = _MAGNITUDE_RE.search(other.text)
+    step = (_MAGNITUDE[magnitude.group("word").lower()] if magnitude else 1.0) * 10.0**-decimals
+    return any(
+        abs(math.floor(v / step + 0.5) * step - other.value) <= step * 1e-6 for v in hit.readings()
+    )
+
+
 def _hedge_words(sentence: str, after: int | None) -> list[str]:
     """Hedge words in ``sentence``; conditional ones only from offset ``after`` on."""
     words: list[str] = []
@@ -87,6 +112,43 @@ def _hedge_words(sentence: str, after: int | None) -> list[str]:
             continue
         words.append(word)
     return words
+
+
+_BOLD_RE = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+_COPULA_BEFORE_RE = re.compile(
+    r"(?:(?<!which )(?<!that )\b(?:is|are|was|were|equals|totals?|totall?ed|comes to|came to"
+    r"|amounts to|amounted to|gives|yields|leaves|becomes)|=|:|→|≈)"
+    r"[ \t*_]*(?:approximately|about|around|roughly|exactly|just|only|~)?[ \t*_~]*$",
+    re.IGNORECASE,
+)
+
+
+def _same_kind(a: NumberMention, b: NumberMention) -> bool:
+    return a.percent == b.percent and a.currency == b.currency
+
+
+def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
+    """The value ``sentence`` commits to when it is not ``hit`` (the truth), else ``None``.
+
+    Among the numbers of the same kind as ``hit``: when the sentence bolds numbers, the last
+    bolded one is committed; else when numbers follow a copula (``is``, ``was``, ``=``,
+    ``:``, ``totals``, ``gives``...; not ``which is``), the last such one; else any.
+    """
+    mentions = [m for m in find_all_numbers(sentence) if not m.ambiguous and _same_kind(m, hit)]
+    bold = [
+        m
+        for b in _BOLD_RE.finditer(sentence)
+        for m in mentions
+        if b.start() <= m.start and m.end <= b.end()
+    ]
+    if bold:
+        last = bold[-1]
+    else:
+        bound = [m for m in mentions if _COPULA_BEFORE_RE.search(sentence[: m.start][-40:])]
+        if not bound:
+            return None
+        last = bound[-1]
+    return None if last.start == hit.start else last
 
 
 def find_hedge(
@@ -102,7 +164,8 @@ def find_hedge(
             if not m.ambiguous
             and m.percent == hit.percent
             and m.currency == hit.currency
-            and not _hits(m, expected, tol_abs, tol_rel)
+            and not math.isclose(m.value, hit.value, rel_tol=1e-9, abs_tol=1e-12)
+            and not restates(m, hit)
             and (truth_is_year or not _year_like(m))
         ]
 
@@ -184,6 +247,13 @@ def check_numeric(
         return fail(
             f"{where} ({statement.sentence[:100]!r}) states {', '.join(found)}; "
             f"none is within {bound}{unparsed}"
+        )
+    hits = [m for m in parsed if _hits(m, expected, *tols)]
+    committed = committed_value(statement.sentence, hit)
+    if committed is not None and all(committed.start != m.start for m in hits):
+        return fail(
+            f"{where} ({statement.sentence[:100]!r}) commits to {committed.text}; "
+            f"{hit.text} appears only as an intermediate figure; expected {bound}"
         )
     hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel)
     if hedge is not None:

@@ -52,7 +52,10 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         rf"(?:{_BE}|has|have)(?: not|n't)(?: been)? (?:recorded|stored|tracked|captured|logged"
         r"|kept|collected|saved|taught|documented|shared|told|mentioned|provided|available"
         r"|present|included|covered)",
-        r"not (?:recorded|stored|tracked|captured|logged|collected|available|covered)",
+        r"not (?:recorded|stored|tracked|captured|logged|collected|available|covered|documented"
+        r"|saved|taught|known)",
+        r"nothing (?:about|on|regarding|concerning) [\w .,'-]{0,80}?(?:has been|have been|was|is"
+        r"|were) (?:taught|recorded|saved|documented|stored|mentioned|shared)",
         rf"{_DONT} (?:record|store|track|capture|log|keep|hold|cover|go back|extend)",
         r"no (?:record|records|data|information|info|knowledge|memory|memories|insight|insights"
         r"|mention|history|entry|entries|notes?|facts?) (?:of|about|on|for|regarding|that|in"
@@ -133,10 +136,17 @@ _COPULA_VALUE_RE = re.compile(
 )
 _GUESS_RE = re.compile(
     r"(?:not sure|not certain|don't know|do not know|can't confirm|cannot confirm|can't verify"
-    r"|cannot verify|no way to be sure|unknown|can't be sure|cannot be sure|not able to confirm)"
-    r"[^.!?\n]{0,40}?\b(?:but|however|though|although)\b,?\s+(?:\w+\s+){0,4}?"
-    r"(?:is|are|was|were|'s|would be|should be|probably|likely|i'd guess|i would guess"
-    r"|my (?:best )?guess|around|about|approximately)\b"
+    r"|cannot verify|no way to be sure|unknown|can't be sure|cannot be sure|not able to confirm"
+    r"|isn't documented|not documented|isn't recorded|not recorded|don't have it|do not have it"
+    r"|couldn't find|could not find|can't find|cannot find|isn't a column|not a column)"
+    r"[^.!?\n]{0,60}?\b(?:but|however|though|although)\b[^.!?\n]{0,60}?"
+    r"(?:\b(?:is|are|was|were|would be|should be|probably|likely|i'd guess|i would guess"
+    r"|my (?:best )?guess|around|about|approximately|typically|usually|estimat\w*|gives)\b|'s\b)"
+    r"|(?:^|[.!?;]\s)(?:most likely|probably|my best guess|i'd guess|i would guess|likely)\b"
+)
+_MEASURE_OF_RE = re.compile(
+    rf"\b(?:average|mean|median|total|sum|rate|score|count|revenue|value|share)\s+"
+    rf"(?:[\w-]+\s+){{0,3}}?(?:of|at)\s+(?P<val>{_VALUE})"
 )
 _TABLE_VALUE_RE = re.compile(r"\|\s*(?:[$€£¥₹]\s?)?[-−]?[\d][\d,.' ]*%?\s*\|")
 _DATE_LIKE_RE = re.compile(r"^\d{4}-\d{2}")
@@ -189,6 +199,9 @@ def find_commitment(text: str, *, marked_line: str | None = None) -> str | None:
         if _DATE_LIKE_RE.match(norm[match.start("val") :]):
             continue
         return f"it states a value ({match.group(0)!r})"
+    measure = _MEASURE_OF_RE.search(norm)
+    if measure is not None and not _DATE_LIKE_RE.match(norm[measure.start("val") :]):
+        return f"it states a value ({measure.group(0)!r})"
     table = _TABLE_VALUE_RE.search(text)
     if table is not None:
         return f"it gives a table of values ({table.group(0).strip()!r})"
