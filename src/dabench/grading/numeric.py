@@ -117,18 +117,47 @@ def _hedge_words(sentence: str, after: int | None) -> list[str]:
 _BOLD_RE = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
 _COPULA_BEFORE_RE = re.compile(
     r"(?:(?<!which )(?<!that )\b(?:is|are|was|were|equals|totals?|totall?ed|comes to|came to"
-    r"|amounts to|amounted to|gives|yields|leaves|becomes)|=|:|→|≈)"
+    r"|amounts to|amounted to|gives|yields|leaves|becomes|reached|reaches|stands at|stood at"
+    r"|(?:rose|fell|dropped|grew|increased|decreased|declined|climbed|jumped|went up|went down"
+    r"|changed|corrected|revised|adjusted|updated) to)|(?<=\w)'s|=|:|→|≈)"
     r"[ \t*_]*(?:approximately|about|around|roughly|exactly|just|only|~)?[ \t*_~]*$",
     re.IGNORECASE,
 )
+
+
+_META_COUNT_RE = re.compile(
+    r"^[ \t]+(?:rows?|records?|lines?|columns?|tables?|results?|quer(?:y|ies)|(?:tool )?calls?)\b",
+    re.IGNORECASE,
+)
+_COMPARISON_RE = re.compile(
+    r"\b(?:compared (?:with|to)|versus|vs\.?|against|relative to|in contrast to)\b", re.IGNORECASE
+)
+
+
+def _meta_count(sentence: str, mention: NumberMention) -> bool:
+    """``1,234 rows``: a count of query results or schema objects, never the answer."""
+    return bool(_META_COUNT_RE.match(sentence[mention.end :]))
 
 
 def _same_kind(a: NumberMention, b: NumberMention) -> bool:
     return a.percent == b.percent and a.currency == b.currency
 
 
+_NEGATED_RE = re.compile(
+    r"(?:\bnot|n't|\bnever|\binstead of|\brather than|\bnor|\bexcept)[ \t*_]*"
+    r"(?:(?:exactly|quite|just|simply|really|the|a|an)[ \t*_]+)?[ \t*_]*$",
+    re.IGNORECASE,
+)
+
+
+def negated(sentence: str, mention: NumberMention) -> bool:
+    """True when ``mention`` is denied in ``sentence`` (``not $1,234.50``, ``instead of``)."""
+    return bool(_NEGATED_RE.search(sentence[: mention.start][-30:]))
+
+
 def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
-    """The value ``sentence`` commits to when it is not ``hit`` (the truth), else ``None``.
+    """The value ``sentence`` commits to, of the same kind as ``hit`` (the truth), or ``None``
+    when the sentence marks none.
 
     Among the numbers of the same kind as ``hit``: when the sentence bolds numbers, the last
     bolded one is committed; else when numbers follow a copula (``is``, ``was``, ``=``,
@@ -148,7 +177,7 @@ def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
         if not bound:
             return None
         last = bound[-1]
-    return None if last.start == hit.start else last
+    return last
 
 
 def find_hedge(
@@ -203,7 +232,7 @@ def check_numeric(
     statement = commitment(answer)
     where = statement.where
     mentions = find_all_numbers(statement.sentence)
-    parsed = [m for m in mentions if not m.ambiguous]
+    parsed = [m for m in mentions if not m.ambiguous and not _meta_count(statement.sentence, m)]
     ambiguous = [m.text for m in mentions if m.ambiguous]
     tol = tolerance(expected, tolerance_abs, tolerance_rel)
     bound = (
@@ -220,6 +249,11 @@ def check_numeric(
 
     tols = (tolerance_abs, tolerance_rel)
     hit = next((m for m in parsed if _hits(m, expected, *tols)), None)
+    if hit is not None and negated(statement.sentence, hit):
+        return fail(
+            f"{where} ({statement.sentence[:100]!r}) denies {hit.text} (the truth); "
+            f"expected {bound}"
+        )
     naive_differs = (
         naive is not None
         and not math.isnan(naive)
@@ -255,6 +289,17 @@ def check_numeric(
             f"{where} ({statement.sentence[:100]!r}) commits to {committed.text}; "
             f"{hit.text} appears only as an intermediate figure; expected {bound}"
         )
+    if _COMPARISON_RE.search(statement.sentence):
+        rival = [
+            m
+            for m in parsed
+            if _same_kind(m, hit) and not _hits(m, expected, *tols) and not restates(m, hit)
+        ]
+        if rival:
+            return fail(
+                f"{where} ({statement.sentence[:100]!r}) compares {hit.text} with "
+                f"{rival[0].text} without saying which is the answer; expected {bound}"
+            )
     hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel)
     if hedge is not None:
         return fail(f"{where} states {hit.text} but hedges: {hedge}; a hedge fails")

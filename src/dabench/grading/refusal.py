@@ -40,8 +40,10 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         rf"(?:no|not an?) {_ENTITY}s? (?:named|called|like|for|by that name|matching)",
         rf"{_DONT} (?:have|contain|include|expose|define|list|carry|offer) (?:an?|any|such an?)"
         rf" ?[\w.-]{{0,30}} ?{_ENTITY}",
-        rf"{_BE}(?: not|n't) (?:an? )?(?:existing|valid|known|real|defined|recognised|recognized)"
-        rf" {_ENTITY}",
+        rf"{_BE}(?: not|n't) (?:an? |any )?(?:(?:existing|valid|known|real|defined|recognised"
+        rf"|recognized) )?{_ENTITY}",
+        rf"none of (?:them|these|those|the \w+) (?:has|have|contains?|includes?|exposes?)"
+        rf" (?:an?|any)? ?[\w.-]{{0,30}} ?{_ENTITY}",
         rf"{_BE}(?: not|n't) (?:part of|in|among|listed in|defined in) (?:the|any|this|our)"
         r" (?:schema|catalog|table|dataset|data model|warehouse|model)",
         r"(?:not|n't|never) (?:found|present|defined|listed|included) (?:in|anywhere|among)",
@@ -69,6 +71,8 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"|period covered|available data|data's range)",
         r"not (?:in|part of) (?:the|my|our) (?:data|records|knowledge|memory|warehouse|dataset"
         r"|notes)",
+        r"there(?:'s| is| are| was| were) no [\w -]{0,30}?(?:data|information|records?|values?"
+        r"|history|tracking)\b",
     ),
     "impossible or contradictory": (
         r"\bimpossible",
@@ -103,6 +107,7 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"|rows|trace|evidence|reference|answer)",
         rf"{_DONT} (?:find|return|turn up|show|see)",
         r"nothing (?:came up|matched|was found|turned up)",
+        r"(?:nothing|no [\w-]+) to (?:report|average|show|compute|sum|count|aggregate)",
     ),
     "out of scope": (
         r"out(?:side)? (?:of )?(?:the |my |this |our )?(?:scope|domain|coverage)",
@@ -130,9 +135,11 @@ _COMPILED = {
 
 _VALUE = r"(?:[$€£¥₹]\s?)?[-−]?\d(?:[\d,.']*\d)?%?"
 _COPULA_VALUE_RE = re.compile(
-    rf"(?:\b(?:is|are|was|were|equals|totals?|comes to|amounts to|would be|should be|will be)"
-    rf"|=|≈|(?<![\d\s]):)\s+(?:(?:about|approximately|approx\.|around|roughly|exactly|just|only"
-    rf"|probably|likely|estimated(?: at)?|an estimated|~)\s+)?~?(?P<val>{_VALUE})"
+    rf"(?:\b(?:is|are|was|were|equals|totals?|comes to|amounts to|would be|should be|will be"
+    rf"|scores?|averages?|averaged|stands at|sits at|reaches|reached|works out to|i'd say"
+    rf"|i would say|estimate(?:d)? (?:at|to be))|(?<=\w)'s"
+    rf"|=|≈|(?<![\d\s]):)[ \t]+(?:(?:about|approximately|approx\.|around|roughly|exactly|just"
+    rf"|only|probably|likely|estimated(?: at)?|an estimated|~)[ \t]+)?~?(?P<val>{_VALUE})"
 )
 _GUESS_RE = re.compile(
     r"(?:not sure|not certain|don't know|do not know|can't confirm|cannot confirm|can't verify"
@@ -143,11 +150,14 @@ _GUESS_RE = re.compile(
     r"(?:\b(?:is|are|was|were|would be|should be|probably|likely|i'd guess|i would guess"
     r"|my (?:best )?guess|around|about|approximately|typically|usually|estimat\w*|gives)\b|'s\b)"
     r"|(?:^|[.!?;]\s)(?:most likely|probably|my best guess|i'd guess|i would guess|likely)\b"
+    r"|\b(?:my (?:best )?guess (?:is|would be)|i'd guess|i would guess|i'd estimate"
+    r"|i would estimate|i'd assume|i would assume)\b"
 )
 _MEASURE_OF_RE = re.compile(
     rf"\b(?:average|mean|median|total|sum|rate|score|count|revenue|value|share)\s+"
     rf"(?:[\w-]+\s+){{0,3}}?(?:of|at)\s+(?P<val>{_VALUE})"
 )
+_LIST_MARKER_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _TABLE_VALUE_RE = re.compile(r"\|\s*(?:[$€£¥₹]\s?)?[-−]?[\d][\d,.' ]*%?\s*\|")
 _DATE_LIKE_RE = re.compile(r"^\d{4}-\d{2}")
 
@@ -194,7 +204,7 @@ def find_commitment(text: str, *, marked_line: str | None = None) -> str | None:
         numbers = find_numbers(line)
         if numbers and len(numbers[0].text) >= len(line) * 0.5:
             return f"the final-answer line is a value ({line[:60]!r})"
-    norm = normalise(text)
+    norm = "\n".join(normalise(_LIST_MARKER_RE.sub("", line)) for line in text.splitlines())
     for match in _COPULA_VALUE_RE.finditer(norm):
         if _DATE_LIKE_RE.match(norm[match.start("val") :]):
             continue
