@@ -46,7 +46,7 @@ from dabench.grading.exec_sql import (
     compare_results,
     normalize_rows,
 )
-from dabench.grading.formats import check_format
+from dabench.grading.formats import check_format, numeric_part
 from dabench.grading.numeric import check_numeric
 from dabench.grading.refusal import check_refusal
 from dabench.journal.records import GradeCheck
@@ -141,10 +141,13 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
     if kind in ("refusal", "abstain"):
         return check_refusal(answer, kind)
     if kind == "format":
-        check = check_format(answer, FormatSpec.model_validate(group["format"]))
+        spec = FormatSpec.model_validate(group["format"])
+        check = check_format(answer, spec)
         if check.passed and "truth" in group:
             return check_numeric(
-                answer, float(group["truth"]), tolerance_rel=group.get("tolerance_rel", 0.005)
+                numeric_part(answer, spec),
+                float(group["truth"]),
+                tolerance_rel=group.get("tolerance_rel", 0.005),
             )
         return check
     mode = group.get("mode", "set")
