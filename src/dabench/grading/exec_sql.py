@@ -10,16 +10,19 @@ timeout and a row cap.
 Comparison modes (the grade records which one was used and how columns were aligned):
 
 - ``set`` (BIRD execution accuracy): the results are equal as sets of rows (order and exact
-  duplicates ignored; numbers are normalised to 12 significant digits first).
+  duplicates ignored).
 - ``multiset``: equal as bags of rows (duplicates count, order ignored).
 - ``ordered``: equal as sequences of rows.
 
-Cells compare equal when both are numbers within the task's tolerance
-(``max(tolerance_abs, tolerance_rel * |gold|)``, applied per column as in Spider 2.0), or when
-their normalised text is equal (dates as ISO strings, strings trimmed, case kept). Columns are
-first compared by position; when that fails and the shapes differ, each gold column is
-matched to a distinct predicted column with the same values (Spider 2.0: column names and
-extra predicted columns are ignored) and the rows are compared again on those columns.
+Cells keep full precision (``int`` and ``Decimal`` compare exactly as decimals, so 19-digit
+ids that differ by 1 differ). A gold column whose non-NULL cells are all non-integer numbers
+(``float``/``Decimal``) is *tolerant*: cells compare within
+``max(tolerance_abs, tolerance_rel * |gold|)`` (per column, as in Spider 2.0). Every other
+column (integers, ids, years, counts, dates as ISO text, strings trimmed, booleans) is
+*exact*. A ``float`` on either side also allows binary noise of ``1e-9 * max(1, |gold|)``.
+Columns are first compared by position; when that fails, gold columns are assigned to
+distinct predicted columns with the same values by an exhaustive (capped) search
+(:func:`align_columns`; names and extra predicted columns ignored, Spider 2.0).
 """
 
 from __future__ import annotations
