@@ -103,6 +103,13 @@ SUPPORTING_STARTS: tuple[str, ...] = (
 itself (``This covers 42 orders.``, ``Note: 3 rows were NULL.``)."""
 
 
+_ANSWER_HEADING_RE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*|__)(?:final[ \t]+|short[ \t]+)?answer(?:\*\*|__)?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_NEXT_HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]|\*\*[^*\n]+\*\*[ \t]*$)", re.MULTILINE)
+
+
 @dataclass(frozen=True)
 class Commitment:
     """The statement an answer commits to (see :func:`commitment`)."""
@@ -138,17 +145,28 @@ def commitment(text: str) -> Commitment:
     """The committed statement of an answer.
 
     With a final-answer marker: the final-answer line, followed by the rest of the section.
-    Without one: fenced code blocks are dropped, the text is split into paragraphs (blank
-    lines) and the paragraph used is the last one with a digit, skipping trailing paragraphs
-    that open with a supporting remark; in it, the committed sentence is the last sentence
-    (lines and ``. `` boundaries) with a digit that is not a supporting remark (else the last
-    one with a digit). ``following`` holds the sentences after it in that paragraph.
+    Else, with an answer heading (``### Answer``, ``**Final answer**`` alone on a line): the
+    first non-empty line under the last such heading, followed by the rest of its section
+    (to the next heading). Else: fenced code blocks are dropped, the text is split into
+    paragraphs (blank lines) and the paragraph used is the last one with a digit, skipping
+    trailing paragraphs that open with a supporting remark; in it, the committed sentence
+    is the last sentence (lines and ``. `` boundaries) with a digit that is not a supporting
+    remark (else the last one with a digit). ``following`` holds the sentences after it in
+    that paragraph.
     """
     where = focus(text)
     if where.marked:
         after = where.section[where.section.find(where.line) + len(where.line) :]
         return Commitment(where.line, tuple(_sentences(after)), "the final-answer line")
     body = _FENCED_RE.sub("", text)
+    headings = list(_ANSWER_HEADING_RE.finditer(body))
+    if headings:
+        heading = headings[-1]
+        section = _NEXT_HEADING_RE.split(body[heading.end() :], maxsplit=1)[0]
+        lines = [line.strip() for line in section.splitlines() if line.strip()]
+        if lines:
+            rest = _sentences("\n".join(lines[1:]))
+            return Commitment(lines[0], tuple(rest), "the answer heading's first line")
     paragraphs = [p for p in re.split(r"\n[ \t]*\n", body) if _DIGIT_RE.search(p)]
     if not paragraphs:
         return Commitment("", (), "the concluding statement")

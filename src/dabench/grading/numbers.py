@@ -102,6 +102,8 @@ class NumberMention:
     start: int = 0
     """Offset of the mention in the searched text."""
     end: int = 0
+    before: str = ""
+    """Up to 30 characters of the text just before the mention (for context words)."""
 
     def readings(self) -> tuple[float, ...]:
         """The values this mention may stand for: a percentage reads as ``p`` and ``p/100``;
@@ -161,8 +163,10 @@ def find_all_numbers(text: str) -> list[NumberMention]:
         start, end = match.start() + lead, match.start() + lead + len(written)
         currency = bool(match.group("cur") or match.group("cur2"))
         percent = bool(match.group("pct"))
+        before = text[max(0, start - 30) : start]
         if digits is None:
-            found.append(NumberMention(written, float("nan"), percent, currency, True, start, end))
+            nan = float("nan")
+            found.append(NumberMention(written, nan, percent, currency, True, start, end, before))
             continue
         value = float(digits + (match.group("exp") or ""))
         word = match.group("word") or match.group("suffix")
@@ -170,7 +174,7 @@ def find_all_numbers(text: str) -> list[NumberMention]:
             value *= _MULTIPLIER[word.lower()]
         if (match.group("sign") or "") in ("-", "−") or match.group("sign2"):
             value = -value
-        found.append(NumberMention(written, value, percent, currency, False, start, end))
+        found.append(NumberMention(written, value, percent, currency, False, start, end, before))
     return found
 
 

@@ -51,6 +51,8 @@ HEDGE_WORDS: tuple[str, ...] = (
     "ambiguous",
     "unclear",
     "uncertain",
+    "probably",
+    "likely",
 )
 """Words that make a second candidate value a hedge."""
 _CONDITIONAL = {"if", "unless", "depending"}
@@ -88,9 +90,23 @@ _MAGNITUDE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mm": 1e6, "million": 1e6}
 _MAGNITUDE |= {"b": 1e9, "bn": 1e9, "billion": 1e9, "lakh": 1e5, "crore": 1e7}
 
 
+_APPROX_BEFORE_RE = re.compile(
+    r"(?:\babout|\baround|\broughly|\bapproximately|\bapprox\.|~|≈|\bi\.e\.|\bor so)[ \t*_]*$",
+    re.IGNORECASE,
+)
+
+
+def _context_before(mention: NumberMention) -> str:
+    return mention.before[-25:]
+
+
 def restates(other: NumberMention, hit: NumberMention) -> bool:
-    """True when ``other`` is ``hit``'s value rounded to ``other``'s written precision
-    (``$1.23k`` restates ``$1,234.50``; ``$1,240.10`` does not)."""
+    """True when ``other`` is shorthand (a magnitude suffix or word, or after ``about``,
+    ``~``, ``≈``, ``i.e.``) for ``hit``'s value rounded to ``other``'s written precision
+    (``$1.23k`` restates ``$1,234.50``; ``$1,240.10`` and ``4 days`` for 3.5 do not)."""
+    shorthand = _MAGNITUDE_RE.search(other.text) or _APPROX_BEFORE_RE.search(_context_before(other))
+    if not shorthand:
+        return False
     digits = re.sub(r"[^\d.,]", "", other.text)
     tail = re.search(r"[.,](\d{1,2})$", digits)
     decimals = len(tail.group(1)) if tail else 0
@@ -132,6 +148,39 @@ _META_COUNT_RE = re.compile(
 _COMPARISON_RE = re.compile(
     r"\b(?:compared (?:with|to)|versus|vs\.?|against|relative to|in contrast to)\b", re.IGNORECASE
 )
+
+
+_REFERENCE_BEFORE_RE = re.compile(
+    r"(?:\bfrom|\bthan|\bsince|\bpreviously|\bprior|\bbefore|\bout of|\bof|\bacross|\bover"
+    r"|\bvs\.?|\bversus|\bcompared (?:with|to)|\bnot|n't|\binstead of|\brather than"
+    r"|\blast (?:year|quarter|month|week)|\bin (?:q[1-4]|[a-z]+ \d{4})|\bwhich (?:is|was)"
+    r"|\bthat is|\bi\.e\.|\b(?:difference|change|gap|increase|decrease|drop|rise) of)"
+    r"[ \t*_$€£¥₹~≈]*$",
+    re.IGNORECASE,
+)
+
+
+_CONTRAST_RE = re.compile(
+    r"\b(?:but|however|although|though|actually|correction|corrected|instead)\b", re.IGNORECASE
+)
+
+
+def _in_bold(sentence: str, mention: NumberMention) -> bool:
+    return any(
+        b.start() <= mention.start and mention.end <= b.end() for b in _BOLD_RE.finditer(sentence)
+    )
+
+
+def _outside_parentheses(text: str) -> list[bool]:
+    """Per character of ``text``: True when it is not inside ``(...)``."""
+    depth, out = 0, []
+    for char in text:
+        if char == "(":
+            depth += 1
+        out.append(depth == 0)
+        if char == ")" and depth:
+            depth -= 1
+    return out
 
 
 def _meta_count(sentence: str, mention: NumberMention) -> bool:
@@ -299,6 +348,26 @@ def check_numeric(
             return fail(
                 f"{where} ({statement.sentence[:100]!r}) compares {hit.text} with "
                 f"{rival[0].text} without saying which is the answer; expected {bound}"
+            )
+    if not _in_bold(statement.sentence, hit):
+        outside = _outside_parentheses(statement.sentence)
+        rivals = [
+            m
+            for m in parsed
+            if _same_kind(m, hit)
+            and outside[m.start]
+            and not _hits(m, expected, *tols)
+            and not restates(m, hit)
+            and not (_year_like(m) and not _year_like(hit))
+            and not _REFERENCE_BEFORE_RE.search(m.before)
+            and not (
+                m.end <= hit.start and _CONTRAST_RE.search(statement.sentence[m.end : hit.start])
+            )
+        ]
+        if rivals:
+            return fail(
+                f"{where} ({statement.sentence[:100]!r}) states {hit.text} and also "
+                f"{rivals[0].text} for what may be the asked quantity; expected {bound}"
             )
     hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel)
     if hedge is not None:

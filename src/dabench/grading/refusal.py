@@ -67,6 +67,10 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"(?:never|hasn't|has not|haven't|have not) been (?:taught|told|recorded|given|shared"
         r"|saved|documented)",
         r"(?:i|we) (?:have|had) no (?:record|memory|information|knowledge|data|notes?)",
+        r"nothing (?:in|from|among) [\w .,'-]{0,80}?(?:mentions?|records?|says|covers|contains"
+        r"|describes|refers to|documents)",
+        r"no (?:[\w-]+ )?(?:page|insight|note|record|document|entry|source)s? (?:mentions?|records?"
+        r"|covers|describes|refers to|documents)",
         r"(?:beyond|outside|before|after) (?:the end of )?the (?:data|date range|coverage"
         r"|period covered|available data|data's range)",
         r"not (?:in|part of) (?:the|my|our) (?:data|records|knowledge|memory|warehouse|dataset"
