@@ -53,6 +53,12 @@ HEDGE_WORDS: tuple[str, ...] = (
     "uncertain",
     "probably",
     "likely",
+    "actually",
+    "instead",
+    "correction",
+    "corrected",
+    "rather",
+    "after",
 )
 """Words that make a second candidate value a hedge."""
 _CONDITIONAL = {"if", "unless", "depending"}
@@ -244,6 +250,7 @@ def find_hedge(
             and m.currency == hit.currency
             and not math.isclose(m.value, hit.value, rel_tol=1e-9, abs_tol=1e-12)
             and not restates(m, hit)
+            and not _REFERENCE_BEFORE_RE.search(m.before)
             and (truth_is_year or not _year_like(m))
         ]
 

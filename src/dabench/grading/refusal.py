@@ -25,7 +25,11 @@ from dabench.grading.answer import focus
 from dabench.grading.numbers import find_numbers
 from dabench.journal.records import GradeCheck
 
-_ENTITY = r"(?:column|field|attribute|table|dataset|metric|measure|property|dimension|view|kpi)"
+_ENTITY = (
+    r"(?:column|field|attribute|table|dataset|metric|measure|property|dimension|view|kpi"
+    r"|region|store|segment|channel|country|city|market|category|product|customer|team"
+    r"|department|tier|status|account|campaign|supplier|warehouse)"
+)
 _DONT = r"(?:doesn't|does not|don't|do not|didn't|did not)"
 _CANT = r"(?:cannot|can not|can't|could not|couldn't)"
 _BE = r"(?:is|are|was|were)"
@@ -35,7 +39,7 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"(?:does|do|did)(?: not|n't) exist",
         r"non-?existent",
         r"no such \w+",
-        rf"there(?: is|'s| are| was| were) no(?: such)? [\w .-]{{0,40}}?{_ENTITY}",
+        rf"there(?: is|'s| are| was| were) no(?: such)? [\w .'\"-]{{0,40}}?{_ENTITY}",
         rf"(?:no|not an?|without an?) [\w.-]{{0,30}} ?{_ENTITY}s? (?:named|called|by that name)",
         rf"(?:no|not an?) {_ENTITY}s? (?:named|called|like|for|by that name|matching)",
         rf"{_DONT} (?:have|contain|include|expose|define|list|carry|offer) (?:an?|any|such an?)"
@@ -47,6 +51,8 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         rf"{_BE}(?: not|n't) (?:part of|in|among|listed in|defined in) (?:the|any|this|our)"
         r" (?:schema|catalog|table|dataset|data model|warehouse|model)",
         r"(?:not|n't|never) (?:found|present|defined|listed|included) (?:in|anywhere|among)",
+        rf"(?:isn't|is not|aren't|are not|wasn't|was not) (?:one of|among) (?:the|our|its|any)"
+        rf" [\w -]{{0,20}}?{_ENTITY}s?",
         r"no (?:customer|product|order|store|region|employee|account|user|team|entity)s? "
         r"(?:named|called|with (?:the )?(?:name|id))",
     ),
@@ -112,6 +118,7 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         rf"{_DONT} (?:find|return|turn up|show|see)",
         r"nothing (?:came up|matched|was found|turned up)",
         r"(?:nothing|no [\w-]+) to (?:report|average|show|compute|sum|count|aggregate)",
+        r"no (?:[\w-]+ )?(?:figure|number|value|result|answer)s? (?:for|to report|available)",
     ),
     "out of scope": (
         r"out(?:side)? (?:of )?(?:the |my |this |our )?(?:scope|domain|coverage)",
