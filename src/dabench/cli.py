@@ -6,18 +6,37 @@ together so that no package needs to import another's CLI.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer.core import TyperOption
 
 from dabench import __version__
 from dabench.errors import DabenchError
 from dabench.grading import commands as grading_commands
 from dabench.judge import commands as judge_commands
 from dabench.platform import commands as platform_commands
+from dabench.play import commands as play_commands
 from dabench.providers import commands as providers_commands
 from dabench.report import commands as report_commands
 from dabench.runner import commands as runner_commands
+from dabench.stats import commands as stats_commands
+from dabench.store import commands as store_commands
 from dabench.tasks import commands as tasks_commands
 from dabench.world import commands as world_commands
+
+_display_type_rich = TyperOption.display_type_rich
+
+
+def _flag_shows_no_type(self: TyperOption, ctx: Any) -> str | None:
+    """The help's type column of an option: nothing for an on/off flag (typer prints
+    ``<bool>`` there, though a flag takes no value), else typer's ``<int>``, ``<path>``..."""
+    if self.is_flag and self.metavar is None:
+        return None
+    return _display_type_rich(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_shows_no_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="dabench",
@@ -34,7 +53,12 @@ app.command("run")(runner_commands.run)
 app.command("grade")(grading_commands.grade_cmd)
 app.add_typer(judge_commands.app, name="judge", help="LLM judge calibration.")
 app.add_typer(providers_commands.app, name="providers", help="LLM provider kinds, prices, ping.")
+app.add_typer(
+    play_commands.app, name="play", help="Play episodes as an external agent, step by step."
+)
 report_commands.register(app)  # report, compare, history
+app.command("publish")(store_commands.publish_cmd)
+app.command("plan")(stats_commands.plan_cmd)
 
 
 def _version_callback(value: bool) -> None:

@@ -3,7 +3,8 @@ official client's index and bulk calls.
 
 ``HEAD/PUT/DELETE /<index>`` (create with ``mappings``; field ``meta`` limits and strict
 dynamic mappings enforced), ``GET /<index>/_mapping``, ``POST /<index>/_refresh`` and
-``PUT|POST /_bulk`` (NDJSON, per-item results: 201 created / 200 updated / 400 refused).
+``PUT|POST /_bulk`` (NDJSON, per-item results: 201 created / 200 updated / 400 refused) and
+``GET|POST /<index>/_search`` (``match_all``, ``size``, ``sort`` on top-level fields).
 Every response carries ``X-Elastic-Product: Elasticsearch`` (the client checks it).
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from .loopback import LoopbackServer
 
-ES_TYPES = {"long", "double", "boolean", "date", "keyword", "text", "integer", "float"}
+ES_TYPES = {"long", "double", "boolean", "date", "keyword", "text", "integer", "float", "object"}
 
 
 def check_mapping(mappings: dict[str, Any]) -> str | None:
@@ -86,6 +87,21 @@ class FakeElasticsearch(LoopbackServer):
                 items.append({op: item})
         return {"took": 1, "errors": errors, "items": items}
 
+    def _search(self, index: str, raw: bytes) -> dict[str, Any]:
+        body = json.loads(raw or b"{}")
+        query = body.get("query", {"match_all": {}})
+        if query != {"match_all": {}}:
+            raise ValueError(f"the fake supports match_all only, not {query}")
+        docs = list(self.indices[index]["docs"].items())
+        for spec in reversed(body.get("sort", [])):
+            ((name, order),) = spec.items()
+            order = order["order"] if isinstance(order, dict) else order
+            docs.sort(key=lambda d, n=name: str(d[1].get(n, "")), reverse=order == "desc")
+        hits = [{"_index": index, "_id": i, "_source": s} for i, s in docs]
+        size = int(body.get("size", 10))
+        total = {"value": len(hits), "relation": "eq"}
+        return {"took": 1, "timed_out": False, "hits": {"total": total, "hits": hits[:size]}}
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -143,6 +159,8 @@ class FakeElasticsearch(LoopbackServer):
                         )
                     if parts[1] == "_refresh":
                         return self._send(200, {"_shards": {"total": 1, "successful": 1}})
+                    if parts[1] == "_search" and method in ("GET", "POST"):
+                        return self._send(200, fake._search(parts[0], raw))
                 if parts and parts[0] not in fake.indices:
                     return self._error(404, "index_not_found_exception", parts[0])
                 return self._error(400, "illegal_argument_exception", f"{method} {path}")

@@ -1,4 +1,4 @@
-"""A local HTTP server that follows the documented Agent Builder API contract (Kibana 9.3).
+"""A local HTTP server that follows the documented Agent Builder API contract.
 
 ``POST /api/agent_builder/converse`` answers the round flattened into the body;
 ``POST /api/agent_builder/converse/async`` streams it as server-sent events
@@ -7,6 +7,19 @@
 ``GET /api/status`` and tools/agents create (POST), read (GET) and update (PUT). Paths may
 carry a ``/s/<space>`` prefix. Every request is recorded. :meth:`FakeKibana.fail` scripts
 transient failures ("429 with ``Retry-After: 0`` twice, then normally", "503 forever").
+
+Like Kibana, it validates request bodies (unknown or missing keys and wrong types are a 400
+naming the key) and refuses to ``POST`` an id that exists (HTTP 400 "Tool with id X already
+exists"). ``generation`` picks the documented shapes of one Kibana generation:
+
+- ``9.2`` (the ``onechat`` plugin): a synchronous body carries only ``conversation_id``,
+  ``trace_id``, ``steps`` and ``response``; rounds report no ``model_usage`` and no timings.
+- ``9.3`` (``agent_builder``): rounds with ``model_usage`` and timings, ``tabular_data`` and
+  ``resource`` results.
+- ``main``: ``tabular_data`` results are ``esql_results`` and ``resource`` results are one
+  ``resource_list``; an unknown ``conversation_id`` silently starts a new conversation
+  (9.2/9.3: HTTP 404 on the sync route, HTTP 200 and an ``error`` event ``conversationNotFound``
+  on the async route).
 """
 
 from __future__ import annotations
@@ -55,6 +68,58 @@ class Scripted:
 Responder = Callable[[dict[str, Any]], Scripted]
 
 CONVERSE_PATHS = ("/api/agent_builder/converse", "/api/agent_builder/converse/async")
+GENERATIONS = ("9.2", "9.3", "main")
+VERSION_NUMBER = {"9.2": "9.2.4", "9.3": "9.3.0", "main": "9.4.0-SNAPSHOT"}
+
+# Documented request bodies: key -> (required, accepted Python types).
+TOOL_CREATE = {"id": (True, str), "type": (True, str), "description": (False, str),
+               "tags": (False, list), "configuration": (True, dict)}  # fmt: skip
+TOOL_UPDATE = {"description": (False, str), "tags": (False, list), "configuration": (False, dict)}
+AGENT_CREATE = {"id": (True, str), "name": (True, str), "description": (False, str),
+                "labels": (False, list), "avatar_color": (False, str),
+                "avatar_symbol": (False, str), "configuration": (True, dict)}  # fmt: skip
+AGENT_UPDATE = {k: (False, t) for k, (_req, t) in AGENT_CREATE.items() if k != "id"}
+AGENT_CONFIGURATION = {"instructions": (False, str), "tools": (False, list)}
+CONVERSE = {"input": (True, str), "agent_id": (False, str), "connector_id": (False, str),
+            "conversation_id": (False, str), "capabilities": (False, dict),
+            "attachments": (False, list)}  # fmt: skip
+TOOL_TYPES = ("esql", "index_search", "workflow", "mcp")
+
+
+def schema_error(body: Any, schema: dict[str, tuple[bool, type]], where: str) -> str | None:
+    """Kibana's validation message for ``body`` against ``schema``, ``None`` when valid."""
+    if not isinstance(body, dict):
+        return f"[{where}]: expected a plain object value, but found [{type(body).__name__}]"
+    for key in body:
+        if key not in schema:
+            return f"[{where}.{key}]: definition for this key is missing"
+    for key, (required, kind) in schema.items():
+        if key not in body:
+            if required:
+                expected = kind.__name__
+                return f"[{where}.{key}]: expected value of type [{expected}] but got [undefined]"
+            continue
+        if not isinstance(body[key], kind):
+            return f"[{where}.{key}]: expected value of type [{kind.__name__}]"
+    return None
+
+
+def for_generation(generation: str, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool results (written in the 9.3 shapes) as ``generation`` sends them."""
+    if generation != "main":
+        return results
+    out: list[dict[str, Any]] = []
+    resources = [r["data"] for r in results if r.get("type") == "resource"]
+    for r in results:
+        if r.get("type") == "tabular_data":
+            data = {k: r["data"][k] for k in ("query", "columns", "values") if k in r["data"]}
+            out.append({**r, "type": "esql_results", "data": data})
+        elif r.get("type") != "resource":
+            out.append(r)
+    if resources:
+        out.append({"tool_result_id": "rl", "type": "resource_list",
+                    "data": {"resources": resources}})  # fmt: skip
+    return out
 
 
 @dataclass
@@ -110,9 +175,13 @@ def tabular(query: str, columns: list[str], values: list[list[Any]]) -> dict[str
 class FakeKibana(LoopbackServer):
     """The server; use as a context manager."""
 
-    def __init__(self, responder: Responder, *, api_key: str = "test-key") -> None:
+    def __init__(
+        self, responder: Responder, *, api_key: str = "test-key", generation: str = "9.3"
+    ) -> None:
+        assert generation in GENERATIONS, generation
         self.responder = responder
         self.api_key = api_key
+        self.generation = generation
         self.requests: list[dict[str, Any]] = []
         self.tools: dict[str, dict[str, Any]] = {}
         self.agents: dict[str, dict[str, Any]] = {}
@@ -206,24 +275,52 @@ class FakeKibana(LoopbackServer):
                 if fault is not None:
                     return self._error(fault.status, "scripted fault", fault.headers)
                 if path == "/api/status":
-                    return self._json(200, {"version": {"number": "9.3.0"}, "status": {}})
+                    number = VERSION_NUMBER[fake.generation]
+                    return self._json(200, {"version": {"number": number}, "status": {}})
                 for kind, store in (("tools", fake.tools), ("agents", fake.agents)):
                     base = f"/api/agent_builder/{kind}"
                     if path == base and method == "POST":
-                        store[body["id"]] = body
+                        error = self._invalid(kind, body, create=True)
+                        if error:
+                            return self._error(400, error)
+                        with fake._lock:
+                            if body["id"] in store:
+                                noun = kind[:-1].capitalize()
+                                message = f"{noun} with id {body['id']} already exists"
+                                return self._error(400, message)
+                            store[body["id"]] = body
                         return self._json(200, body)
                     if path.startswith(base + "/"):
                         item = path[len(base) + 1 :]
                         if item not in store:
                             return self._error(404, f"{kind[:-1]} {item} not found")
                         if method == "PUT":
+                            error = self._invalid(kind, body, create=False)
+                            if error:
+                                return self._error(400, error)
                             store[item] = {**store[item], **body}
                         return self._json(200, store[item])
-                if path == "/api/agent_builder/converse" and method == "POST":
-                    return self._converse(body, stream=False)
-                if path == "/api/agent_builder/converse/async" and method == "POST":
-                    return self._converse(body, stream=True)
+                if path in CONVERSE_PATHS and method == "POST":
+                    error = schema_error(body, CONVERSE, "request body")
+                    if error:
+                        return self._error(400, error)
+                    return self._converse(body, stream=path.endswith("/async"))
                 return self._error(404, f"no route {method} {path}")
+
+            def _invalid(self, kind: str, body: Any, *, create: bool) -> str | None:
+                """Kibana's 400 message for an invalid tools/agents body, else ``None``."""
+                if kind == "tools":
+                    error = schema_error(body, TOOL_CREATE if create else TOOL_UPDATE,
+                                         "request body")  # fmt: skip
+                    if not error and create and body["type"] not in TOOL_TYPES:
+                        error = f"[request body.type]: unknown tool type {body['type']}"
+                    return error
+                error = schema_error(body, AGENT_CREATE if create else AGENT_UPDATE,
+                                     "request body")  # fmt: skip
+                if not error and "configuration" in body:
+                    error = schema_error(body["configuration"], AGENT_CONFIGURATION,
+                                         "request body.configuration")  # fmt: skip
+                return error
 
             def do_GET(self) -> None:
                 self._handle("GET")
@@ -237,7 +334,12 @@ class FakeKibana(LoopbackServer):
             def _converse(self, body: dict[str, Any], *, stream: bool) -> None:
                 cid = body.get("conversation_id")
                 if cid is not None and cid not in fake.conversations:
-                    return self._error(404, f"Conversation {cid} not found")
+                    if fake.generation == "main":  # silently starts a new conversation
+                        cid = None
+                    elif stream:
+                        return self._lost_conversation_stream(cid)
+                    else:
+                        return self._error(404, f"Conversation {cid} not found")
                 script = fake.responder(body)
                 if script.delay_s:
                     time.sleep(script.delay_s)
@@ -246,22 +348,41 @@ class FakeKibana(LoopbackServer):
                 new = cid is None
                 cid = cid or fake._new_conversation()
                 fake.conversations[cid].append(body.get("input", ""))
+                steps = [
+                    {**s, "results": for_generation(fake.generation, s["results"])}
+                    if s.get("type") == "tool_call"
+                    else s
+                    for s in script.steps
+                ]
                 rnd: dict[str, Any] = {
                     "id": f"{cid}-round-{len(fake.conversations[cid])}",
                     "status": "completed",
                     "input": {"message": body.get("input", "")},
-                    "steps": script.steps,
+                    "steps": steps,
                     "response": {"message": script.message},
-                    "started_at": "2026-01-01T00:00:00.000Z",
-                    "time_to_first_token": 850,
-                    "time_to_last_token": 1300,
                 }
-                if script.model_usage is not None:
-                    rnd["model_usage"] = script.model_usage
+                if fake.generation != "9.2":  # 9.2 rounds carry no timings and no usage
+                    rnd["started_at"] = "2026-01-01T00:00:00.000Z"
+                    rnd["time_to_first_token"] = 850
+                    rnd["time_to_last_token"] = 1300
+                    if script.model_usage is not None:
+                        rnd["model_usage"] = script.model_usage
                 if not stream:
+                    if fake.generation == "9.2":
+                        sync = {"conversation_id": cid, "trace_id": "trace-1", "steps": steps,
+                                "response": rnd["response"]}  # fmt: skip
+                        return self._json(200, sync)
                     flat = {k: v for k, v in rnd.items() if k not in ("id", "input")}
                     return self._json(200, {"conversation_id": cid, "round_id": rnd["id"], **flat})
-                self._stream(cid, new, rnd, script)
+                self._stream(cid, new, {**rnd, "steps": steps}, script)
+
+            def _lost_conversation_stream(self, cid: str) -> None:
+                """9.2/9.3 async route: HTTP 200, then an ``error`` event."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                err = {"code": "conversationNotFound", "message": f"Conversation {cid} not found"}
+                self._event("error", {"error": err})
 
             def _event(self, name: str, payload: dict[str, Any]) -> None:
                 self.wfile.write(f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode())
@@ -281,7 +402,8 @@ class FakeKibana(LoopbackServer):
                     elif step.get("type") == "tool_call":
                         call = {k: step[k] for k in ("tool_call_id", "tool_id", "params")}
                         self._event("tool_call", {"data": call})
-                        result = {k: step[k] for k in ("tool_call_id", "tool_id", "results")}
+                        result = {k: step[k] for k in ("tool_call_id", "tool_id")}
+                        result["results"] = for_generation(fake.generation, step["results"])
                         self._event("tool_result", {"data": result})
                 if script.stream_error:
                     err = {"code": "internalError", "message": script.stream_error}
@@ -291,7 +413,8 @@ class FakeKibana(LoopbackServer):
                     return
                 if script.chunk_delay_s:
                     time.sleep(script.chunk_delay_s)
-                self._event("thinking_complete", {"data": {"time_to_first_token": 850}})
+                if fake.generation != "9.2":
+                    self._event("thinking_complete", {"data": {"time_to_first_token": 850}})
                 words = script.message.split(" ")
                 for i, word in enumerate(words):
                     chunk = word if i == 0 else " " + word

@@ -149,6 +149,8 @@ def test_run_grade_report_with_seed003_scores(
     assert [m.role for m in good.messages[1:4]] == ["assistant", "tool", "assistant"]
     bad = by_arm["bad"][0]
     assert bad.usage.total == 0 and bad.cost_usd is None and bad.rounds[0].model_usage is None
+    assert not bad.usage_known and good.usage_known  # unreported usage is unknown, never 0
+    assert good.ttft_source == "measured" and good.rounds[0].ttft_source == "measured"
     assert all(e.status == "harness_error" for e in by_arm["broken"])
     assert "HTTP 500" in (by_arm["broken"][0].harness_error or "")
     assert all(e.audit is None or e.audit.source == "harness" for e in episodes)
@@ -161,14 +163,21 @@ def test_run_grade_report_with_seed003_scores(
     assert all(grades[e.key].excluded for e in by_arm["broken"])
 
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "adjusted overall" in report and "reliability" in report
+    assert "composite score" in report and "reliability" in report
     assert "latency OK / all" in report
     ranking = [line for line in report.splitlines() if re.match(r"\| \d \| `", line)]
-    assert ranking[0].startswith("| 1 | `good` | 99.") and "| 100.0% [100.0, 100.0] |" in ranking[0]
-    assert ranking[2].startswith("| 3 | `broken` | — |")
+    assert ranking[0].startswith("| 1 | `good` | 100.0% [100.0, 100.0] |")
+    assert ranking[1].startswith("| 2 | `bad` | 0.0% ")
+    assert ranking[2].startswith("| 1 | `broken` | n/a |")  # every episode excluded
     costs = next(line for line in report.splitlines() if line.startswith("| `good` | $"))
     assert costs.split(" | ")[3] != "—", "quality per dollar is computed from model_usage"
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    overall = {g["arm"]: g for g in stats["groups"] if g["dimension"] == "overall"}
+    assert overall["bad"]["efficiency"]["tokens_mean"] is None
+    assert overall["bad"]["efficiency"]["tokens_n"] == 0
+    assert overall["good"]["efficiency"]["tokens_n"] == 6
+    assert overall["good"]["efficiency"]["ttft_source"] == "measured"
+    assert "measured by dabench" in report
     assert "good" in json.dumps(stats) and (out / "report.html").exists()
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     arm = manifest["arms"][0]

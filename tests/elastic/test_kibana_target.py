@@ -124,7 +124,7 @@ async def test_failures_are_harness_errors_with_their_cause(
             await target.stop()
 
 
-async def test_bad_key_and_unknown_conversation_are_harness_errors(tmp_path: Path) -> None:
+async def test_bad_key_and_tool_calls_are_harness_errors(tmp_path: Path) -> None:
     with FakeKibana(answer_42) as server:
         bad = make(server, tmp_path, api_key="wrong")
         with pytest.raises(HarnessError, match="HTTP 401"):
@@ -133,9 +133,6 @@ async def test_bad_key_and_unknown_conversation_are_harness_errors(tmp_path: Pat
         await target.start()
         try:
             session = await target.open_session()
-            session.conversation_id = "conv-missing"
-            with pytest.raises(HarnessError, match="HTTP 404: Conversation conv-missing"):
-                await session.converse("q", connector_id="c")
             with pytest.raises(HarnessError, match="own agent loop"):
                 await session.call("sql_query", {"sql": "SELECT 1"})
         finally:

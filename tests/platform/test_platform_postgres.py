@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,70 +11,19 @@ import pytest
 from platform_helpers import (
     RunningPlatform,
     call,
-    free_port,
     mcp_client,
     open_session,
     start_platform,
     stop_platform,
 )
-from tests.environment import skip_unless_ci
-
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-def _as_postgres(argv: list[str]) -> list[str]:
-    if os.geteuid() != 0:
-        return argv
-    runuser = shutil.which("runuser")
-    if runuser is None:
-        skip_unless_ci("running as root without runuser")
-    return [runuser, "-u", "postgres", "--", *argv]
+from tests.postgres_server import postgres_cluster
 
 
 @pytest.fixture(scope="module")
-def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """initdb + postgres on a free loopback port; yields a DSN; stops the cluster after."""
-    if not (PG_BIN / "postgres").exists():
-        skip_unless_ci("PostgreSQL binaries are not installed")
-    base = Path("/tmp") / f"dabench-pg-{os.getpid()}-{time.monotonic_ns()}"
-    base.mkdir(mode=0o700)
-    data = base / "data"
-    if os.geteuid() == 0:
-        shutil.chown(base, "postgres", "postgres")
-    subprocess.run(
-        _as_postgres([str(PG_BIN / "initdb"), "-D", str(data), "-U", "dabench", "--auth=trust"]),
-        check=True,
-        capture_output=True,
-    )
-    port = free_port()
-    proc = subprocess.Popen(
-        _as_postgres(
-            [
-                str(PG_BIN / "postgres"), "-D", str(data), "-p", str(port),
-                "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={base}",
-                "-c", "fsync=off",
-            ]
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    dsn = f"postgresql://dabench@127.0.0.1:{port}/postgres"
-    import psycopg
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            psycopg.connect(dsn).close()
-            break
-        except psycopg.OperationalError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("PostgreSQL did not start")
-            time.sleep(0.2)
-    yield dsn
-    proc.terminate()
-    proc.wait(timeout=30)
-    shutil.rmtree(base, ignore_errors=True)
+def postgres_dsn() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster for this module."""
+    with postgres_cluster() as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="module")

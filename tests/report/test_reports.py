@@ -125,19 +125,20 @@ def _ttft_column(md: str) -> dict[str, str]:
 
 def test_ttft_beside_latency_for_a_streaming_arm(ttft_reported: ReportFiles) -> None:
     md = ttft_reported.markdown_path.read_text(encoding="utf-8")
-    assert _ttft_column(md) == {"kb": "300 / 480 (n 5)", "llm": "—"}
+    assert _ttft_column(md) == {"kb": "300 / 480 (n 5, measured by dabench)", "llm": "n/a"}
     assert f"\n{TTFT_CAPTION}\n" in md
-    assert "first message chunk as measured by the harness" in TTFT_CAPTION
+    assert '"Measured by dabench"' in TTFT_CAPTION and '"Reported by Kibana"' in TTFT_CAPTION
+    assert "different sources" not in md  # one source only: nothing to warn about
     html = ttft_reported.html_path.read_text(encoding="utf-8")
     kb = html[html.index('id="arm-kb"') : html.index("</article>", html.index('id="arm-kb"'))]
-    assert "<b>300 ms</b><span>TTFT p50 (p95 480 ms, n 5)</span>" in kb
+    assert "<b>300 ms</b><span>TTFT p50 (p95 480 ms, n 5, measured by dabench)</span>" in kb
     llm = html[html.index('id="arm-llm"') : html.index("</article>", html.index('id="arm-llm"'))]
-    assert "<b>—</b><span>TTFT p50</span>" in llm
+    assert "<b>n/a</b><span>TTFT p50</span>" in llm
     efficiency = html[
         html.index('<section id="efficiency"') : html.index('<section id="lifecycle"')
     ]
     assert '<th class="r">TTFT p50 / p95 (ms)</th>' in efficiency
-    assert '<td class="r">300 / 480 (n 5)</td>' in efficiency
+    assert '<td class="r">300 / 480 (n 5, measured by dabench)</td>' in efficiency
     assert html.count('class="sub ttft-caption"') == 2
 
 

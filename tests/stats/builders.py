@@ -52,6 +52,8 @@ def episode(
     steps: list[StepRecord] | None = None,
     enrichment: int = 0,
     ttft_ms: float | None = None,
+    ttft_source: str = "measured",
+    usage_known: bool = True,
 ) -> Episode:
     """One episode with sensible defaults."""
     calls = [c.model_copy(update={"index": i}) for i, c in enumerate(calls or [])]
@@ -77,9 +79,11 @@ def episode(
         tool_calls=calls,
         steps=steps or [],
         usage=TokenUsage(input=tokens),
+        usage_known=usage_known,
         cost_usd=cost,
         wall_ms=wall_s * 1000,
         ttft_ms=ttft_ms,
+        ttft_source=ttft_source if ttft_ms is not None else None,
         audit=AuditCheck(
             source="platform",
             expected_calls=len(calls),
@@ -120,6 +124,7 @@ def write_run(
     experiment: dict[str, Any] | None = None,
     agents: dict[str, dict[str, Any]] | None = None,
     profiles: dict[str, str] | None = None,
+    started_at: datetime = T0,
 ) -> Path:
     """Write a run directory from explicit episodes and grades."""
     arm_names = arms or list(dict.fromkeys(e.arm for e in episodes))
@@ -145,8 +150,8 @@ def write_run(
             }
             for a in arm_names
         ],
-        started_at=T0,
-        finished_at=T0 + timedelta(hours=1),
+        started_at=started_at,
+        finished_at=started_at + timedelta(hours=1),
     )
     write_manifest(run_dir, manifest)
     with (run_dir / "episodes.jsonl").open("w", encoding="utf-8") as fh:

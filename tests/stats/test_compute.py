@@ -276,3 +276,23 @@ def test_time_to_first_token_per_arm(tmp_path: Path) -> None:
     written = json.loads(write_stats(tmp_path, stats).read_text(encoding="utf-8"))
     eff = {g["arm"]: g["efficiency"] for g in written["groups"] if g["dimension"] == "overall"}
     assert eff["llm"]["ttft_ms_p50"] is None and eff["kb"]["ttft_ms_p95"] == pytest.approx(480.0)
+    assert eff["kb"]["ttft_source"] == "measured" and eff["llm"]["ttft_source"] is None
+
+
+def test_ttft_sources_and_unknown_usage_are_kept_apart(tmp_path: Path) -> None:
+    """TTFT measured by dabench and reported by Kibana are labelled (``mixed`` when an arm has
+    both); an episode whose usage was not reported has unknown tokens, never 0."""
+    eps = [
+        episode("a", "t1", ttft_ms=100.0, ttft_source="measured", tokens=500),
+        episode("a", "t2", ttft_ms=900.0, ttft_source="reported", tokens=0, usage_known=False),
+        episode("b", "t1", ttft_ms=800.0, ttft_source="reported", tokens=0, usage_known=False),
+        episode("b", "t2", ttft_ms=700.0, ttft_source="reported", tokens=0, usage_known=False),
+    ]
+    run = write_run(tmp_path, eps, [grade(e, True) for e in eps], k=1)
+    stats = compute_stats(load_run(run), resamples=0)
+    a, b = stats.group("a", "overall"), stats.group("b", "overall")
+    assert a is not None and b is not None
+    assert (a.efficiency.ttft_source, b.efficiency.ttft_source) == ("mixed", "reported")
+    assert (a.efficiency.tokens_mean, a.efficiency.tokens_n) == (500.0, 1)
+    assert (b.efficiency.tokens_mean, b.efficiency.tokens_n) == (None, 0)
+    assert b.efficiency.tokens_per_tool_call is None

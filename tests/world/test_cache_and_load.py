@@ -24,9 +24,17 @@ def test_ensure_world_builds_once(world_dir: Path, tmp_path: Path) -> None:
     assert (first_path / "world.json").stat().st_mtime_ns == stamp
 
 
-def test_ensure_world_rebuilds_a_broken_entry(world_dir: Path, tmp_path: Path) -> None:
+def test_ensure_world_rebuilds_a_broken_entry(
+    world_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     cache = tmp_path / "cache"
     path = ensure_world(930, 1, cache)
+    # A build says where it goes and, once done, how big it is (stderr, never stdout).
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"building world seed 930 scale 1 into {path} (first use; later runs reuse it)" in err
+    size_mb = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+    assert f": {size_mb:.0f} MB in {path}" in err
     (path / "world.json").write_text("{broken")
     again = ensure_world(930, 1, cache)
     assert load_world(again).world_hash == load_world(world_dir).world_hash

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dabench.journal.records import EpisodeStatus, Message, TargetRound, TokenUsage, ToolCall
+from dabench.journal.records import (
+    EpisodeStatus,
+    Message,
+    TargetRound,
+    TokenUsage,
+    ToolCall,
+    TtftSource,
+)
 from dabench.targets.base import Target, TargetSession
 from dabench.tasks.model import Task
 
@@ -31,6 +38,10 @@ class EpisodeTranscript:
     sessions: list[str] = field(default_factory=list)
     ttft_ms: float | None = None
     """Time to first token of the episode, where the target streams."""
+    ttft_source: TtftSource | None = None
+    """``measured`` by dabench or ``reported`` by the target."""
+    usage_known: bool = True
+    """False once a model call or round did not report its usage (tokens then unknown)."""
     rounds: list[TargetRound] = field(default_factory=list)
     """Target-side rounds, for targets that run their own agent loop."""
     transient_retries: int = 0

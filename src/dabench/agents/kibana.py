@@ -22,7 +22,14 @@ from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTran
 from dabench.agents.llm import FINAL_ANSWER_PROTOCOL
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
-from dabench.journal.records import EpisodeStatus, Message, TargetRound, TokenUsage, ToolCall
+from dabench.journal.records import (
+    EpisodeStatus,
+    Message,
+    TargetRound,
+    TokenUsage,
+    ToolCall,
+    TtftSource,
+)
 from dabench.providers import cost_for, split_spec
 from dabench.targets.kibana.target import KibanaSession, KibanaTarget
 from dabench.targets.kibana.wire import ConverseRound
@@ -159,14 +166,19 @@ class KibanaAgent(Agent):
         transcript.messages.append(Message(role="assistant", content=rnd.message))
         transcript.answers.append(rnd.message)
         usage = usage_of(rnd.model_usage)
+        if rnd.model_usage is None:  # this Kibana did not report usage: unknown, never 0
+            transcript.usage_known = False
         unpriced = rnd.model_usage is None or any(r.model_usage is None for r in transcript.rounds)
         cost = None if unpriced else self._cost(usage, rnd.model_usage)
         transcript.add_usage(usage, cost, "price_table")
         if unpriced:  # one round without usage makes the episode's cost unknown, not lower
             transcript.cost_usd, transcript.cost_source = None, "none"
-        ttft = rnd.measured_ttft_ms if rnd.measured_ttft_ms is not None else rnd.reported_ttft_ms
+        measured = rnd.measured_ttft_ms is not None
+        ttft = rnd.measured_ttft_ms if measured else rnd.reported_ttft_ms
+        source: TtftSource | None = None if ttft is None else "measured" if measured else "reported"
         if transcript.ttft_ms is None and ttft is not None:
             transcript.ttft_ms = round(ttft, 3)
+            transcript.ttft_source = source
         transcript.rounds.append(
             TargetRound(
                 turn=turn,
@@ -176,6 +188,7 @@ class KibanaAgent(Agent):
                 reasoning=rnd.reasoning,
                 model_usage=rnd.model_usage,
                 ttft_ms=None if ttft is None else round(ttft, 3),
+                ttft_source=source,
                 ttlt_ms=rnd.reported_ttlt_ms,
                 reported_ttft_ms=rnd.reported_ttft_ms,
                 wall_ms=round(rnd.wall_ms, 3),

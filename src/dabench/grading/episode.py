@@ -15,6 +15,7 @@ Headline ``passed`` (what accuracy and pass^k use):
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from dabench.grading.scores import (
     relevance_score,
     weighted_overall,
 )
+from dabench.grading.tool_equivalents import offered_expected_tools
 from dabench.grading.tools import check_tool_overlap, error_rate_score
 from dabench.journal.records import Episode, Grade, GradeCheck
 from dabench.judge.judge import Judge, JudgeError, JudgeResult, verdict_summary
@@ -177,9 +179,12 @@ async def agrade_episode(
     score_config: ScoreConfig | None = None,
     warehouse: Path | None = None,
     judge_all: bool = False,
+    offered_tools: Collection[str] | None = None,
 ) -> Grade:
     """Grade one episode (async because the judge is). ``judge_all`` judges every completed
-    episode (seed-003 style model comparison) instead of only where judgement is needed."""
+    episode (seed-003 style model comparison) instead of only where judgement is needed.
+    ``offered_tools``: the tools the arm's target offers (from the manifest); an expected
+    tool it does not offer is left out of the tool check (``None``: unknown, all count)."""
     config = score_config or ScoreConfig()
     kind = task.grading.kind
     if episode.status == "harness_error":
@@ -191,10 +196,11 @@ async def agrade_episode(
     except NotGradable as exc:
         return _excluded(episode, kind, f"not graded: {exc}")
     headline = list(checks)
-    if task.expected_tools:
-        checks.append(check_tool_overlap(episode, task.expected_tools))
+    expected_tools = offered_expected_tools(task.expected_tools, offered_tools)
+    if expected_tools:
+        checks.append(check_tool_overlap(episode, expected_tools))
     scores = _programmatic_scores(episode, task, config)
-    if task.expected_tools:
+    if expected_tools:
         scores["tool"] = 1.0 if checks[-1].passed else 0.0
 
     judge_dict: dict[str, Any] | None = None

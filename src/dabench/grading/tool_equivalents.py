@@ -9,7 +9,9 @@ table is documented in docs/targets.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
+
+from dabench.journal.records import RunManifest
 
 TOOL_EQUIVALENTS: dict[str, tuple[str, ...]] = {
     "sql_query": ("platform.core.execute_esql", "platform.core.search"),
@@ -27,3 +29,26 @@ def accepted_tools(expected: Iterable[str]) -> frozenset[str]:
     for name in list(names):
         names.update(TOOL_EQUIVALENTS.get(name, ()))
     return frozenset(names)
+
+
+def offered_expected_tools(
+    expected_tools: Sequence[str], offered: Collection[str] | None
+) -> list[str]:
+    """The expected tools the arm's target offers (itself or an equivalent): a tool the
+    arm's profile does not offer is never counted against the arm. ``offered=None``
+    (unknown, e.g. a run recorded before targets' tools were kept) keeps them all."""
+    if offered is None:
+        return list(expected_tools)
+    have = set(offered)
+    return [t for t in expected_tools if accepted_tools([t]) & have]
+
+
+def manifest_offered_tools(manifest: RunManifest | None) -> dict[str, list[str]]:
+    """Per arm, the tools its target offered (the manifest's ``arms[].tools``, recorded by
+    the runner where the target reports them)."""
+    out: dict[str, list[str]] = {}
+    for arm in manifest.arms if manifest is not None else []:
+        tools = arm.get("tools")
+        if isinstance(tools, list):
+            out[str(arm.get("name"))] = [str(t) for t in tools]
+    return out

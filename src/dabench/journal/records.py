@@ -25,6 +25,10 @@ EpisodeStatus = Literal["completed", "no_answer", "budget_exhausted", "timeout",
 graded as a model failure."""
 
 
+TtftSource = Literal["measured", "reported"]
+"""Where a time to first token comes from: measured by dabench or reported by the target."""
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -122,6 +126,8 @@ class TargetRound(_Record):
     """The target's usage record as reported (``None`` when the target version lacks it)."""
     ttft_ms: float | None = None
     """Time to first token as measured by the harness (streaming), else as reported."""
+    ttft_source: TtftSource | None = None
+    """Where ``ttft_ms`` comes from: ``measured`` by dabench or ``reported`` by the target."""
     ttlt_ms: float | None = None
     """Time to last token as reported by the target."""
     reported_ttft_ms: float | None = None
@@ -163,11 +169,16 @@ class Episode(_Record):
     steps: list[StepRecord] = Field(default_factory=list)
     """Protocol steps (S5 only)."""
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    usage_known: bool = True
+    """False when a model call or target round did not report its usage: ``usage`` is then a
+    lower bound and statistics treat the episode's tokens as unknown, never as 0."""
     cost_usd: float | None = None
     cost_source: Literal["provider", "price_table", "none"] = "none"
     wall_ms: float = 0.0
     ttft_ms: float | None = None
     """Time to first token, where the target streams."""
+    ttft_source: TtftSource | None = None
+    """``measured`` by dabench (first streamed chunk) or ``reported`` by the target."""
     transient_retries: int = 0
     """Transient provider or target failures (429, 5xx, timeouts) retried during the episode;
     they cost time, not correctness."""

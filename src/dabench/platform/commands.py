@@ -23,8 +23,8 @@ app = typer.Typer(no_args_is_help=True)
 def serve(
     world: Path = typer.Option(..., "--world", help="A built world directory."),
     profile: str = typer.Option("a2", "--profile", help="a0|a1|a2|a3 or a profile YAML path."),
-    host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(8765, "--port", min=0, max=65535),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address the HTTP server binds."),
+    port: int = typer.Option(8765, "--port", min=0, max=65535, help="HTTP port (0: any free)."),
     transport: str = typer.Option("http", "--transport", help="http or stdio."),
     auth: Path | None = typer.Option(None, "--auth", help="Identities and admin keys (YAML)."),
     state_dir: Path | None = typer.Option(

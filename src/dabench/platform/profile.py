@@ -14,9 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from dabench import safe_yaml
 from dabench.errors import UserInputError
 
 ToolName = Literal[
@@ -215,12 +215,7 @@ def _format_validation_error(source: str, err: ValidationError) -> str:
 
 def parse_profile(text: str, source: str) -> Profile:
     """Parse and validate profile YAML ``text``; ``source`` names it in errors."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise UserInputError(f"{source}:{where} is not valid YAML: {exc}") from exc
+    data = safe_yaml.load_text(text, source)  # size, UTF-8, alias and depth limits; FILE:LINE
     if not isinstance(data, dict):
         raise UserInputError(f"{source}: a profile must be a YAML mapping")
     try:
@@ -240,4 +235,4 @@ def load_profile(name_or_path: str) -> Profile:
             f"profile {name_or_path!r}: not a shipped profile ({', '.join(SHIPPED_PROFILES)}) "
             "and no such file"
         )
-    return parse_profile(path.read_text(encoding="utf-8"), str(path))
+    return parse_profile(safe_yaml.read_text(path), str(path))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows
 from dabench.providers.base import ChatMessage, ModelResponse
 from dabench.providers.builtin import OPENAI_COMPAT_KINDS
 from dabench.providers.pricing import price_table
@@ -23,44 +24,67 @@ _NOTES = {
 
 
 @app.command("kinds")
-def kinds_cmd() -> None:
+def kinds_cmd(fmt: ListFormat = FORMAT_OPTION) -> None:
     """List the provider kinds with their default base URL and key variable."""
-    table = Table(title="provider kinds (spec KIND:MODEL)")
-    for column in ("kind", "base url", "api key", "notes"):
-        table.add_column(column)
+    rows: list[dict[str, Any]] = []
     for kind in provider_kinds():
         compat = OPENAI_COMPAT_KINDS.get(kind)
         if compat is None:
             key = "ANTHROPIC_API_KEY" if kind == "anthropic" else ""
-            table.add_row(kind, "SDK default" if key else "", key, _NOTES.get(kind, ""))
+            url = "SDK default" if key else ""
+            rows.append({"kind": kind, "base_url": url, "api_key": key, "notes": _NOTES.get(kind)})
             continue
         key = compat.key_env or "-"
         if not compat.key_required and compat.key_env:
             key += " (optional)"
         url = compat.base_url or ("required" if compat.needs_base_url else "SDK default")
-        table.add_row(kind, url, key, "chat completions")
-    Console().print(table)
+        rows.append({"kind": kind, "base_url": url, "api_key": key, "notes": "chat completions"})
+    columns = [
+        Column("kind", "kind"),
+        Column("base url", "base_url"),
+        Column("api key", "api_key"),
+        Column("notes", "notes"),
+    ]
+    emit_rows(columns, rows, fmt, title="provider kinds (spec KIND:MODEL)")
 
 
 @app.command("prices")
 def prices_cmd(
-    provider: str | None = typer.Option(None, "--provider", help="Only this provider kind."),
-    overrides: Path | None = typer.Option(
-        None, "--overrides", help="A YAML file of price overrides to apply first."
+    provider: str | None = typer.Option(
+        None, "--provider", metavar="KIND", help="Only this provider kind."
     ),
+    overrides: Path | None = typer.Option(
+        None, "--overrides", metavar="FILE", help="A YAML file of price overrides to apply first."
+    ),
+    fmt: ListFormat = FORMAT_OPTION,
 ) -> None:
     """Print the price table (USD per million tokens) with its date."""
     table_data = price_table(overrides)
-    table = Table(title=f"prices, USD per million tokens (as of {table_data.as_of})")
-    for column in ("provider", "model", "input", "output", "cache read", "cache write"):
-        table.add_column(column, justify="left" if column in {"provider", "model"} else "right")
+    rows: list[dict[str, Any]] = []
     for kind, models in sorted(table_data.models.items()):
         if provider is not None and kind != provider:
             continue
         for model, price in sorted(models.items()):
-            cells = [price.input, price.output, price.cache_read, price.cache_write]
-            table.add_row(kind, model, *("-" if c is None else f"{c:g}" for c in cells))
-    Console().print(table)
+            rows.append(
+                {
+                    "provider": kind,
+                    "model": model,
+                    "input": price.input,
+                    "output": price.output,
+                    "cache_read": price.cache_read,
+                    "cache_write": price.cache_write,
+                }
+            )
+
+    def show(value: Any) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    columns = [Column("provider", "provider"), Column("model", "model")] + [
+        Column(name.replace("_", " "), name, show, right=True)
+        for name in ("input", "output", "cache_read", "cache_write")
+    ]
+    title = f"prices, USD per million tokens (as of {table_data.as_of})"
+    emit_rows(columns, rows, fmt, title=title)
 
 
 @app.command("ping")
@@ -68,7 +92,9 @@ def ping_cmd(
     spec: str = typer.Argument(..., help="KIND:MODEL, e.g. openai:gpt-4.1 or fake."),
     base_url: str | None = typer.Option(None, "--base-url", help="Override the API base URL."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds before giving up."),
-    prompt: str = typer.Option("Reply with the single word OK.", "--prompt"),
+    prompt: str = typer.Option(
+        "Reply with the single word OK.", "--prompt", help="The one user message sent."
+    ),
 ) -> None:
     """Make one model call and print the reply, usage, cost and latency."""
     settings: dict[str, object] = {"timeout": timeout}

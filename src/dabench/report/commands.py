@@ -11,12 +11,15 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows
 from dabench.report.build import write_reports
-from dabench.report.fmt import DASH, num, pct, usd
+from dabench.report.fmt import NA, num, pct, usd
 from dabench.report.history import history
 from dabench.report.html import MAX_TRANSCRIPTS
 from dabench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, load_run
 from dabench.stats.gate import GateResult, compare_runs, load_thresholds
+from dabench.store.commands import print_store_history
+from dabench.store.open import open_store
 
 console = Console(width=None if sys.stdout.isatty() else 140)
 
@@ -70,7 +73,7 @@ def report(
 
 
 def _pts(value: float | None) -> str:
-    return DASH if value is None else f"{value:.1f}"
+    return NA if value is None else f"{value:.1f}"
 
 
 def _print_gate(result: GateResult) -> None:
@@ -93,7 +96,7 @@ def _print_gate(result: GateResult) -> None:
         ci = (
             f"[{r.accuracy_delta_low:+.1f}, {r.accuracy_delta_high:+.1f}]"
             if r.accuracy_delta_low is not None and r.accuracy_delta_high is not None
-            else DASH
+            else NA
         )
         table.add_row(
             r.arm,
@@ -103,8 +106,8 @@ def _print_gate(result: GateResult) -> None:
             ci,
             f"{_pts(r.baseline_pass_hat_k)} → {_pts(r.pass_hat_k)}",
             _pts(r.pass_hat_k_drop),
-            DASH if r.tool_call_ratio is None else f"{r.tool_call_ratio:.2f}",
-            DASH if r.enrichment_ratio is None else f"{r.enrichment_ratio:.2f}",
+            NA if r.tool_call_ratio is None else f"{r.tool_call_ratio:.2f}",
+            NA if r.enrichment_ratio is None else f"{r.enrichment_ratio:.2f}",
             "[bold red]REGRESSION[/]" if r.regressions else "[green]ok[/]",
         )
     console.print(table)
@@ -145,35 +148,57 @@ def compare(
 
 
 def history_cmd(
-    root: Path = typer.Argument(..., help="A directory holding run directories."),
+    root: Path = typer.Argument(
+        Path("runs"), help="A directory holding run directories.", metavar="DIR"
+    ),
+    fmt: ListFormat = FORMAT_OPTION,
+    store: str | None = typer.Option(
+        None,
+        "--store",
+        metavar="duckdb:PATH",
+        help="Answer across the runs published in this results store (dabench publish).",
+    ),
+    elasticsearch: str | None = typer.Option(
+        None, "--elasticsearch", metavar="URL", help="Read the results store in Elasticsearch."
+    ),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="ES_API_KEY", metavar="KEY", help="Elasticsearch API key."
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", metavar="FILE", help="With a store: also write the trends as HTML."
+    ),
 ) -> None:
-    """List the runs under DIR with their headline numbers."""
+    """List the runs under DIR (default ./runs) with their headline numbers; with --store or
+    --elasticsearch, the trends of accuracy and pass^k per arm, model and suite across
+    published runs."""
+    if store or elasticsearch:
+        target, label = open_store(store, elasticsearch, api_key=api_key)
+        print_store_history(target, label, html)
+        return
     rows = history(root)
-    table = Table(title=f"runs under {root}")
-    for col in ("started", "run", "k", "tasks", "arm", "episodes", "accuracy", "pass^k"):
-        table.add_column(col, justify="right" if col not in ("started", "run", "arm") else "left")
-    table.add_column("score", justify="right")
-    table.add_column("calls med", justify="right")
-    table.add_column("cost", justify="right")
-    table.add_column("note")
-    for r in rows:
-        table.add_row(
-            r.started_at,
-            r.run_id,
-            str(r.k),
-            str(r.tasks),
-            r.arm,
-            str(r.episodes),
-            pct(r.accuracy),
-            pct(r.pass_hat_k),
-            pct(r.score),
-            num(r.tool_calls_median),
-            usd(r.cost_total_usd),
-            r.note,
-        )
-    console.print(table)
-    if not rows:
-        console.print(f"no run directories (with {'manifest.json'}) under {root}")
+    columns = [
+        Column("started", "started_at"),
+        Column("run", "run_id"),
+        Column("k", "k", right=True),
+        Column("tasks", "tasks", right=True),
+        Column("arm", "arm"),
+        Column("episodes", "episodes", right=True),
+        Column("accuracy", "accuracy", pct, right=True),
+        Column("pass^k", "pass_hat_k", pct, right=True),
+        Column("score", "score", pct, right=True),
+        Column("calls med", "tool_calls_median", num, right=True),
+        Column("cost", "cost_total_usd", usd, right=True),
+        Column("note", "note"),
+        Column("dir", "run_dir"),
+    ]
+    footer = None if rows else f"no run directories (with manifest.json) under {root}"
+    emit_rows(
+        columns,
+        [r.model_dump() for r in rows],
+        fmt,
+        title=f"runs under {root}",
+        footer=footer,
+    )
 
 
 def register(app: typer.Typer) -> None:

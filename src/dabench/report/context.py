@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from dabench.journal.sequential import SequentialRecord, read_sequential
+from dabench.report.fmt import pct
 from dabench.stats.frame import EpisodeFrame
 from dabench.stats.model import ArmSummary, Delta, Dimension, GroupStats, RunStats
 from dabench.stats.rundir import RunData, TaskInfo
@@ -15,10 +18,11 @@ DIMENSIONS: tuple[Dimension, ...] = ("suite", "category", "difficulty", "trap_cl
 
 TTFT_CAPTION = (
     "TTFT: time to first token, p50 / p95 in ms over completed episodes that recorded one "
-    "(n episodes). For Kibana (Elastic Agent Builder) arms it is the time from the episode's "
-    "first converse request to its first message chunk as measured by the harness, falling "
-    "back to Kibana's reported time_to_first_token. LLM-provider arms do not stream, so they "
-    "have none (—)."
+    '(n episodes), labelled by source. "Measured by dabench": a streamed (SSE) Kibana round, '
+    "from the request to the first message chunk, which includes Kibana's stream flush "
+    'throttle (about 100 ms). "Reported by Kibana": Kibana\'s own time_to_first_token of a '
+    "synchronous round. The two are different figures: compare arms only when their source "
+    "is the same. LLM-provider arms do not stream, so they have none (—)."
 )
 """The caption both reports print under their time-to-first-token figures."""
 
@@ -53,11 +57,74 @@ class TaskRow:
 
 @dataclass
 class RankedArm:
-    """A row of the ranking table."""
+    """A row of the ranking table: the arm's rank within its task-set group."""
 
     rank: int
     summary: ArmSummary
     overall: GroupStats
+    group: int = 1
+    """1-based index of the arm's task-set group (arms ranked against each other)."""
+
+
+@dataclass
+class TaskSetGroup:
+    """Arms that ran the same task set: ranked only against each other."""
+
+    index: int
+    tasks: list[str]
+    suites: list[str]
+    arms: list[RankedArm]
+
+    @property
+    def label(self) -> str:
+        """``task set 1: 10 tasks (s1, s3)``."""
+        n = len(self.tasks)
+        return f"task set {self.index}: {n} task{'' if n == 1 else 's'} ({', '.join(self.suites)})"
+
+
+SCORE_LABELS: dict[str, tuple[str, str]] = {
+    "accuracy": ("accuracy", "share of graded episodes whose answer is right"),
+    "reliability": ("reliability", "share of attempts that agree with the task's majority"),
+    "correctness": ("correctness", "answer right (1) or wrong (0), or the judge's correctness"),
+    "groundedness": ("groundedness", "share of the answer's claims grounded in tool output"),
+    "relevance": ("relevance", "the judge's relevance of the answer to the question"),
+    "instruction_following": ("instruction following", "the judge's format/instruction score"),
+    "format": ("format", "the answer follows the requested format"),
+    "rubric": ("rubric", "share of the task's rubric items met"),
+    "tool": ("expected-tool use", "an expected tool the arm offers was used (1) or not (0)"),
+    "latency": ("speed score", "1 at or under the latency target, falling to 0 at the limit"),
+    "cost": ("cost score", "1 at or under the cost target, falling to 0 at the limit"),
+    "error_rate": ("error-free tool calls", "share of tool calls that did not fail"),
+    "exact_answer": ("exact answer", "the answer line is exactly the expected value"),
+    "overall": ("overall score", "weighted mix of the per-episode scores above"),
+}
+"""Display name and meaning of each score (every one: higher is better)."""
+
+
+def score_label(name: str) -> str:
+    """The display name of a score (``error_rate`` -> ``error-free tool calls``)."""
+    return SCORE_LABELS.get(name, (name.replace("_", " "), ""))[0]
+
+
+def score_help(name: str) -> str:
+    """What a score measures, for a tooltip."""
+    return SCORE_LABELS.get(name, ("", ""))[1]
+
+
+ARM_PALETTE = (
+    "#4f46e5", "#0ea5e9", "#f59e0b", "#10b981", "#ef4444",
+    "#8b5cf6", "#14b8a6", "#f97316", "#64748b", "#db2777",
+)  # fmt: skip
+"""The arm colours (distinct on white and for the common colour-vision deficiencies)."""
+
+
+def arm_color(name: str) -> str:
+    """The arm's colour, from its name alone (stable across reports): the shipped profile
+    names a0..a3 take the first four colours, any other name the colour its SHA-256 picks."""
+    if name in ("a0", "a1", "a2", "a3"):
+        return ARM_PALETTE[int(name[1])]
+    digest = hashlib.sha256(name.encode("utf-8")).digest()
+    return ARM_PALETTE[int.from_bytes(digest[:4], "big") % len(ARM_PALETTE)]
 
 
 @dataclass
@@ -68,6 +135,8 @@ class ReportContext:
     stats: RunStats
     frame: EpisodeFrame
     ranking: list[RankedArm]
+    """Every arm, ranked within its task-set group (groups in order, arms by rank)."""
+    groups: list[TaskSetGroup]
     values: dict[str, list[str]]
     """Breakdown values present, per dimension."""
     tasks: list[TaskRow]
@@ -80,9 +149,59 @@ class ReportContext:
         return self.stats.arms
 
     @property
+    def sequential(self) -> SequentialRecord | None:
+        """Where each arm of a ``--until-decided`` run stopped (``None`` for a fixed design)."""
+        return read_sequential(self.run.run_dir)
+
+    @property
+    def colors(self) -> dict[str, str]:
+        """Each arm's colour (from its name)."""
+        return {arm: arm_color(arm) for arm in self.arms}
+
+    @property
+    def score_names(self) -> list[str]:
+        """Scores every arm card lists (each arm shows n/a for one it lacks): accuracy,
+        reliability, then every per-episode score any arm has (not the overall mix)."""
+        names = {n for s in self.stats.summaries for n in s.score_means if n != "overall"}
+        return ["accuracy", "reliability", *sorted(names)]
+
+    @property
+    def agent_kinds(self) -> list[str]:
+        """The agent kinds of the run's arms, from the manifest."""
+        kinds = [str(a.get("agent", {}).get("kind", "")) for a in self.run.manifest.arms]
+        return sorted({k for k in kinds if k})
+
+    def composite_parts(self, arm: str) -> str:
+        """What the arm's composite (adjusted overall) score is made of, in words."""
+        s = self.stats.summary(arm)
+        if s is None:
+            return ""
+        parts = ", ".join(
+            f"{score_label(n)} {pct(v)}" for n, v in sorted(s.score_means.items()) if n != "overall"
+        )
+        g = self.cell(arm, "overall")
+        acc = pct(g.accuracy.estimate) if g else "n/a"
+        return (
+            f"composite, not accuracy (accuracy {acc}): difficulty-weighted mean of the "
+            f"per-episode overall score, a weighted mix of {parts or 'no scores'}, "
+            "times (1 - failure penalty)"
+        )
+
+    @property
     def has_ttft(self) -> bool:
         """Whether any arm recorded a time to first token (the reports show TTFT only then)."""
         return any(g.efficiency.ttft_n for g in self._groups.values() if g.dimension == "overall")
+
+    @property
+    def ttft_sources_differ(self) -> bool:
+        """Whether arms' TTFT figures come from different sources (measured vs reported):
+        the reports then say that they must not be compared."""
+        sources = {
+            g.efficiency.ttft_source
+            for g in self._groups.values()
+            if g.dimension == "overall" and g.efficiency.ttft_n
+        }
+        return len(sources) > 1 or "mixed" in sources
 
     def cell(self, arm: str, dimension: str, value: str = "all") -> GroupStats | None:
         """Group statistics of one arm and breakdown value."""
@@ -137,6 +256,39 @@ def _task_rows(run: RunData, frame: EpisodeFrame) -> list[TaskRow]:
     return rows
 
 
+def _task_set_groups(stats: RunStats, frame: EpisodeFrame) -> list[TaskSetGroup]:
+    """Arms grouped by the set of tasks they were graded on, each group ranked by accuracy
+    (then pass^k, then name); groups ordered by size of task set, larger first."""
+    graded = frame.graded
+    by_arm: dict[str, tuple[str, ...]] = {}
+    for code, arm in enumerate(frame.arms):
+        ran = {frame.task_ids[t] for t in frame.task[(frame.arm == code) & graded].tolist()}
+        by_arm[arm] = tuple(sorted(ran))
+    suites = {ep.task_id: ep.suite for ep in frame.episodes}
+    keyed: dict[tuple[str, ...], list[tuple[ArmSummary, GroupStats]]] = {}
+    for s in stats.summaries:
+        g = next((x for x in stats.groups if x.arm == s.arm and x.dimension == "overall"), None)
+        if g is not None:
+            keyed.setdefault(by_arm.get(s.arm, ()), []).append((s, g))
+
+    def order(p: tuple[ArmSummary, GroupStats]) -> tuple[float, float, str]:
+        acc, phk = p[1].accuracy.estimate, p[1].pass_hat_k.estimate
+        return (-(acc if acc is not None else -1.0), -(phk if phk is not None else -1.0), p[0].arm)
+
+    out: list[TaskSetGroup] = []
+    for i, (tasks, members) in enumerate(sorted(keyed.items(), key=lambda kv: -len(kv[0]))):
+        members.sort(key=order)
+        out.append(
+            TaskSetGroup(
+                index=i + 1,
+                tasks=list(tasks),
+                suites=sorted({suites[t] for t in tasks if t in suites}),
+                arms=[RankedArm(r + 1, s, g, group=i + 1) for r, (s, g) in enumerate(members)],
+            )
+        )
+    return out
+
+
 def build_context(run: RunData, stats: RunStats, frame: EpisodeFrame) -> ReportContext:
     """Index statistics for the templates and build the per-task rows."""
     groups: dict[tuple[str, str, str], GroupStats] = {
@@ -149,22 +301,13 @@ def build_context(run: RunData, stats: RunStats, frame: EpisodeFrame) -> ReportC
     for g in stats.groups:
         if g.dimension in values and g.value not in values[g.dimension]:
             values[g.dimension].append(g.value)
-    ranked = [
-        (s, groups[(s.arm, "overall", "all")])
-        for s in stats.summaries
-        if (s.arm, "overall", "all") in groups
-    ]
-    ranked.sort(
-        key=lambda p: (
-            -(p[0].adjusted_overall if p[0].adjusted_overall is not None else -1.0),
-            p[0].arm,
-        )
-    )
+    task_groups = _task_set_groups(stats, frame)
     return ReportContext(
         run=run,
         stats=stats,
         frame=frame,
-        ranking=[RankedArm(i + 1, s, g) for i, (s, g) in enumerate(ranked)],
+        ranking=[r for grp in task_groups for r in grp.arms],
+        groups=task_groups,
         values=values,
         tasks=_task_rows(run, frame),
         _groups=groups,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dabench.journal.records import Episode, Grade
-from dabench.report.context import ReportContext
+from dabench.report.context import ReportContext, score_label
 from dabench.report.render import environment, static_text
 from dabench.stats.model import Interval
 from dabench.stats.taxonomy import episode_calls
@@ -47,12 +47,27 @@ def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def truth_with_precision(value: float, tolerance: tuple[float, float] | None) -> str:
+    """A numeric truth exactly as the truth SQL returned it (the shortest text that reads
+    back as the same float, never rounded for display) with what the grader accepts."""
+    text = repr(float(value)).removesuffix(".0")
+    if tolerance is None:
+        return f"{text} (full precision)"
+    tol_abs, tol_rel = tolerance
+    margin = max(tol_abs, tol_rel * abs(value))
+    return (
+        f"{text} (full precision; accepted within ± {margin:.6g}: the larger of "
+        f"absolute {tol_abs:g} and relative {tol_rel:g})"
+    )
+
+
 def _truth(ctx: ReportContext, task_id: str, grade: Grade | None) -> str:
+    info = ctx.run.tasks.get(task_id) if ctx.run.tasks else None
     truths = ctx.run.truths.truths if ctx.run.truths else {}
     truth = truths.get(task_id)
     if truth is not None:
         if truth.value is not None:
-            return f"{truth.value:g}"
+            return truth_with_precision(truth.value, info.tolerance if info else None)
         if truth.entities:
             return ", ".join(truth.entities)
         if truth.rows:
@@ -166,6 +181,8 @@ def _interval(iv: Interval | None) -> dict[str, float | None]:
 
 
 def _radar(ctx: ReportContext) -> dict[str, Any]:
+    """Radar axes and each arm's values (0..1); ``None`` where the arm lacks the metric
+    (drawn as a gap, never as 0)."""
     dims: list[tuple[str, str]] = [
         ("accuracy", "Accuracy"),
         ("pass_hat_k", f"pass^{ctx.stats.k}"),
@@ -176,10 +193,10 @@ def _radar(ctx: ReportContext) -> dict[str, Any]:
         ("tool_exec", "Tool exec rate"),
     ]
     score_names = sorted({n for s in ctx.stats.summaries for n in s.score_means if n != "overall"})
-    dims += [(f"score:{n}", n.replace("_", " ").capitalize()) for n in score_names]
+    dims += [(f"score:{n}", score_label(n).capitalize()) for n in score_names]
     if len(dims) < 8:
         dims.append(("score:overall", "Overall score"))
-    values: dict[str, list[float]] = {}
+    values: dict[str, list[float | None]] = {}
     for s in ctx.stats.summaries:
         g = ctx.cell(s.arm, "overall")
         if g is None:
@@ -194,10 +211,10 @@ def _radar(ctx: ReportContext) -> dict[str, Any]:
             "ves": g.efficiency.ves,
             "tool_exec": g.efficiency.tool_exec_rate,
         }
-        row = []
+        row: list[float | None] = []
         for key, _ in dims:
             v = s.score_means.get(key[6:]) if key.startswith("score:") else table.get(key)
-            row.append(round(float(v), 4) if v is not None else 0.0)
+            row.append(round(float(v), 4) if v is not None else None)
         values[s.arm] = row
     return {"labels": [label for _, label in dims], "values": values}
 
@@ -233,7 +250,7 @@ def _bubble(ctx: ReportContext) -> dict[str, dict[str, float | None]]:
             continue
         out[arm] = {
             "cost": g.efficiency.cost_mean_usd,
-            "tokens": g.efficiency.tokens_mean,
+            "tokens": g.efficiency.tokens_mean or None,
             "score": g.score.estimate,
             "episodes": g.n_episodes,
         }
@@ -271,6 +288,7 @@ def chart_data(ctx: ReportContext) -> dict[str, Any]:
             }
     return {
         "arms": ctx.arms,
+        "colors": ctx.colors,
         "baseline": ctx.stats.baseline_arm,
         "k": ctx.stats.k,
         "overall": overall,

@@ -7,7 +7,7 @@ from importlib import resources
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from dabench.report.context import TTFT_CAPTION
+from dabench.report.context import TTFT_CAPTION, score_help, score_label
 from dabench.report.fmt import FILTERS
 from dabench.stats.model import FAILURE_CLASSES
 
@@ -24,6 +24,8 @@ def environment() -> Environment:
         lstrip_blocks=False,
     )
     env.filters.update(FILTERS)
+    env.filters["score_label"] = score_label
+    env.filters["score_help"] = score_help
     env.globals["failure_classes"] = FAILURE_CLASSES
     env.globals["ttft_caption"] = TTFT_CAPTION
     return env

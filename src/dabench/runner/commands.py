@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import importlib
 import signal
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from dabench.errors import HarnessError, UserInputError
 from dabench.journal.store import read_manifest
 from dabench.runner.experiment import (
     Experiment,
+    adhoc_experiment,
     apply_overrides,
     builtin_experiment,
     load_experiment,
@@ -55,10 +57,25 @@ def _default_run_dir(exp: Experiment) -> Path:
     return Path("runs") / f"{stamp}-{exp.name}"
 
 
+def _split(value: str | None) -> list[str] | None:
+    """``a0, a2`` -> ``["a0", "a2"]``; ``None`` when not given."""
+    if value is None:
+        return None
+    return [v.strip() for v in value.split(",") if v.strip()] or None
+
+
 def _resolve(
-    experiment: Path | None, smoke: bool, resume: Path | None
+    experiment: Path | None,
+    smoke: bool,
+    resume: Path | None,
+    *,
+    adhoc_arms: list[str] | None = None,
+    adhoc: bool = False,
 ) -> tuple[Experiment, Path, Path | None]:
-    """The experiment, the directory its relative paths resolve against, the run dir."""
+    """The experiment, the directory its relative paths resolve against, the run dir.
+
+    Without a YAML, ``--smoke`` or ``--resume``, the run flags (``adhoc``) build one arm per
+    named reference profile."""
     if resume is not None:
         if experiment is not None or smoke:
             raise UserInputError("--resume RUN_DIR takes the experiment from the run's manifest")
@@ -70,26 +87,68 @@ def _resolve(
         raise UserInputError("give either EXPERIMENT.yaml or --smoke, not both")
     if smoke:
         return builtin_experiment("smoke"), Path.cwd(), None
+    if experiment is None and adhoc:
+        return adhoc_experiment(adhoc_arms), Path.cwd(), None
     if experiment is None:
-        raise UserInputError("nothing to run: give EXPERIMENT.yaml, --smoke or --resume RUN_DIR")
+        raise UserInputError(
+            "nothing to run: give EXPERIMENT.yaml, --smoke, --suite/--arms/--agent or "
+            "--resume RUN_DIR"
+        )
     return load_experiment(experiment), experiment.resolve().parent, None
 
 
-def _post_run(run_dir: Path, console: Console, grade: bool) -> None:
-    """Grade and report when those packages provide their entry points."""
+def _post_run(run_dir: Path, console: Console, grade: bool) -> Any:
+    """Grade and report when those packages provide their entry points; the report's
+    result (``ReportFiles``) or ``None``."""
     if not grade:
-        return
+        return None
     hooks = [
         ("grading", ("dabench.grading",), "grade_run"),
         ("report", ("dabench.report", "dabench.report.build"), "write_reports"),
     ]
+    result: Any = None
     for label, modules, name in hooks:
         fn = _entry_point(modules, name)
         if fn is None:
             console.print(f"[dim]{label}: {modules[0]}.{name} is not available; skipped[/dim]")
             continue
-        fn(run_dir)
-        console.print(f"{label}: done")
+        console.print(f"[dim]{label}...[/dim]")
+        result = fn(run_dir)
+    return result
+
+
+def next_command(exp: Experiment, smoke: bool) -> str:
+    """The next command worth trying after a run of ``exp``."""
+    kinds = {str(a.agent.get("kind")) for a in exp.arms}
+    model = next((str(a.agent["model"]) for a in exp.arms if a.agent.get("model")), None)
+    if kinds <= {"oracle", "replay"}:
+        return "dabench run --suite s3 --arms a0,a2 --agent probe --k 3"
+    if kinds == {"probe"}:
+        return (
+            "dabench run --suite s3 --arms a0,a2 --model anthropic:claude-sonnet-4-5 --k 3  "
+            "(needs ANTHROPIC_API_KEY)"
+        )
+    if exp.k < 3 and model is not None:
+        flag = "--smoke" if smoke else "--suite s3 --arms a0,a2"
+        return f"dabench run {flag} --model {model} --k 3  (k >= 3 gives pass^k and tighter CIs)"
+    return "dabench history runs  (this run next to the earlier ones)"
+
+
+def _print_closing(
+    files: Any, run_dir: Path, exp: Experiment, smoke: bool, console: Console
+) -> None:
+    """The closing summary on stdout (plain text, so ``> log`` keeps it whole)."""
+    from dabench.report.summary import closing_summary  # the report package, when it ran
+
+    if files is not None:
+        lines = closing_summary(files.stats, [files.markdown_path, files.html_path])
+    else:
+        lines = [f"run {run_dir}: not graded; grade and report with `dabench report {run_dir}`"]
+    lines.append(f"next:   {next_command(exp, smoke)}")
+    if console.is_terminal:
+        console.print()
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
 
 
 def _entry_point(modules: tuple[str, ...], name: str) -> Callable[[Path], Any] | None:
@@ -128,23 +187,77 @@ def _print_summary(summary: RunSummary, console: Console) -> None:
 
 
 def run(
-    experiment: Path | None = typer.Argument(None, help="Experiment YAML.", show_default=False),
-    smoke: bool = typer.Option(False, "--smoke", help="Run the built-in smoke experiment."),
-    k: int | None = typer.Option(None, "--k", min=1, help="Attempts per task (overrides k)."),
-    arms: str | None = typer.Option(None, "--arms", help="Only these arms, e.g. a0,a2."),
-    model: str | None = typer.Option(
-        None, "--model", help="PROVIDER:MODEL; every arm uses the LLM agent with it."
+    experiment: Path | None = typer.Argument(
+        None,
+        help="Experiment YAML (or use --smoke, or --suite/--arms/--agent without a YAML).",
+        show_default=False,
+        metavar="EXPERIMENT.yaml",
     ),
-    base_url: str | None = typer.Option(None, "--base-url", help="Provider base URL."),
-    out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<ts>-<name>)"),
-    resume: Path | None = typer.Option(None, "--resume", help="Resume this run directory."),
-    world: Path | None = typer.Option(None, "--world", help="A built world directory."),
-    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
+    smoke: bool = typer.Option(False, "--smoke", help="Run the built-in smoke experiment."),
+    suite: str | None = typer.Option(
+        None,
+        "--suite",
+        metavar="S1,S2..",
+        help="Only these suites, e.g. s3 or s1,s3 (without a YAML: arms a0..a3 of the "
+        "reference platform).",
+    ),
+    arms: str | None = typer.Option(
+        None, "--arms", metavar="ARM,ARM..", help="Only these arms, e.g. a0,a2."
+    ),
+    agent: str | None = typer.Option(
+        None,
+        "--agent",
+        metavar="oracle|probe|replay|llm",
+        help="Every arm uses this agent kind (llm needs --model; default oracle).",
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="Every arm uses the LLM agent with this model, e.g. anthropic:claude-sonnet-4-5.",
+    ),
+    k: int | None = typer.Option(
+        None, "--k", min=1, metavar="INT", help="Attempts per task (overrides the YAML's k)."
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", metavar="URL", help="Provider base URL (OpenAI-compatible servers)."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="DIR", help="Run directory (default runs/<timestamp>-<name>)."
+    ),
+    resume: Path | None = typer.Option(
+        None, "--resume", metavar="RUN_DIR", help="Resume this run directory."
+    ),
+    world: Path | None = typer.Option(
+        None, "--world", metavar="DIR", help="A built world directory (default: the cache)."
+    ),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", min=1, metavar="INT", help="Episodes in flight at once."
+    ),
     allow_audit_gaps: bool = typer.Option(
         False, "--allow-audit-gaps", help="Exit 0 even when audit rows disagree."
     ),
     grade: bool = typer.Option(True, "--grade/--no-grade", help="Grade and report after the run."),
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
+    progress: bool = typer.Option(
+        True, "--progress/--no-progress", help="Show the progress bar (on stderr)."
+    ),
+    until_decided: bool = typer.Option(
+        False,
+        "--until-decided",
+        help="Run in rounds; stop each arm once its delta vs the first arm is decided "
+        "(k = the most rounds).",
+    ),
+    min_delta: float | None = typer.Option(
+        None,
+        "--min-delta",
+        min=0.0,
+        max=1.0,
+        metavar="D",
+        help="With --until-decided: a delta inside ±D also decides (equivalent), e.g. 0.05.",
+    ),
+    alpha: float = typer.Option(
+        0.05, "--alpha", min=0.0001, max=0.5, metavar="A", help="With --until-decided: error level."
+    ),
 ) -> None:
     """Run an experiment's arms over its tasks k times; journal, audit-check, grade, report."""
     console = Console(stderr=True)
@@ -153,7 +266,7 @@ def run(
             flag
             for flag, value in (
                 ("--k", k), ("--arms", arms), ("--model", model), ("--base-url", base_url),
-                ("--world", world), ("--out", out),
+                ("--world", world), ("--out", out), ("--suite", suite), ("--agent", agent),
             )
             if value is not None
         ]  # fmt: skip
@@ -162,11 +275,15 @@ def run(
                 f"--resume continues the run as it was started; {', '.join(changed)} would "
                 "change it (start a new run instead)"
             )
-    exp, exp_dir, run_dir = _resolve(experiment, smoke, resume)
+    arm_list = _split(arms)
+    adhoc = suite is not None or agent is not None or arm_list is not None or model is not None
+    exp, exp_dir, run_dir = _resolve(experiment, smoke, resume, adhoc_arms=arm_list, adhoc=adhoc)
     exp = apply_overrides(
         exp,
         k=k,
-        arms=[a.strip() for a in arms.split(",") if a.strip()] if arms else None,
+        arms=arm_list,
+        suites=_split(suite),
+        agent=agent,
         model=model,
         base_url=base_url,
         concurrency=concurrency,
@@ -182,8 +299,24 @@ def run(
         exp, run_dir, experiment_dir=exp_dir, resume=resume is not None, console=console,
         progress=progress,
     )  # fmt: skip
+    if min_delta is not None and not until_decided:
+        raise UserInputError("--min-delta needs --until-decided")
     try:
-        summary = asyncio.run(_main(execution))
+        if until_decided:
+            summary = asyncio.run(
+                _until_decided(
+                    exp,
+                    run_dir,
+                    exp_dir,
+                    resume is not None,
+                    console,
+                    progress,
+                    alpha=alpha,
+                    min_delta=min_delta,
+                )
+            )
+        else:
+            summary = asyncio.run(_main(execution))
     except (KeyboardInterrupt, asyncio.CancelledError):
         console.print(
             f"[yellow]interrupted: finished episodes are in the journal; continue with "
@@ -195,10 +328,12 @@ def run(
         console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(3) from None
     _print_summary(summary, console)
+    files = None
     if summary.finished or summary.already_done:
-        _post_run(run_dir, console, grade)
+        files = _post_run(run_dir, console, grade)
     if summary.no_model:
         console.print(f"[bold]{no_model_note(exp)}[/bold]", soft_wrap=True)
+    _print_closing(files, run_dir, exp, smoke, console)
     if summary.audit_gaps and not exp.allow_audit_gaps:
         console.print(
             f"[red]{len(summary.audit_gaps)} episode(s) with audit gaps; failing the run "
@@ -211,6 +346,22 @@ def run(
             "(excluded from grading); exit code 3[/yellow]"
         )
         raise typer.Exit(3)
+
+
+async def _until_decided(
+    exp: Experiment, run_dir: Path, exp_dir: Path, resume: bool, console: Console,
+    progress: bool, *, alpha: float, min_delta: float | None,
+) -> RunSummary:  # fmt: skip
+    """``--until-decided``: rounds, each graded, each arm stopped once decided."""
+    from dabench.runner.until_decided import run_until_decided
+
+    grade = _entry_point(("dabench.grading.run",), "agrade_run")
+    if grade is None:
+        raise UserInputError("--until-decided needs the grading package (dabench.grading)")
+    return await run_until_decided(
+        exp, run_dir, experiment_dir=exp_dir, resume=resume, console=console,
+        progress=progress, grade=grade, alpha=alpha, min_delta=min_delta, execute=_main,
+    )  # fmt: skip
 
 
 async def _main(execution: ExperimentRun) -> RunSummary:

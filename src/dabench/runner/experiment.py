@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -106,9 +106,9 @@ class Experiment(_Spec):
         return any(a.agent.get("kind") in MODEL_AGENT_KINDS for a in self.arms)
 
 
-MODEL_AGENT_KINDS = frozenset({"llm", "kibana", "claude-cli"})
+MODEL_AGENT_KINDS = frozenset({"llm", "kibana", "claude-cli", "command"})
 """Agent kinds that call a model (the ``kibana`` agent's model runs inside Kibana, the
-``claude-cli`` agent's inside the claude CLI)."""
+``claude-cli`` agent's inside the claude CLI, a ``command`` agent's inside its program)."""
 
 
 def validate_arms(exp: Experiment, where: str) -> None:
@@ -123,7 +123,7 @@ def load_experiment(path: Path) -> Experiment:
     root = compose_file(path)
     if root is None:
         raise UserInputError(f"{path}: empty experiment file")
-    data = node_data(root)
+    data = node_data(root, path)
     if not isinstance(data, dict):
         raise UserInputError(f"{path}:1: an experiment is a mapping (name, world, tasks, arms...)")
     try:
@@ -143,6 +143,36 @@ def builtin_experiment(name: str) -> Experiment:
         return load_experiment(path)
 
 
+SHIPPED_PROFILES = ("a0", "a1", "a2", "a3")
+"""The reference platform profiles shipped with dabench (an ad-hoc run's default arms)."""
+
+
+def adhoc_experiment(arms: list[str] | None) -> Experiment:
+    """An experiment built from command-line flags alone: one arm per reference platform
+    profile (``arms``, default all shipped profiles), each named after its profile, with the
+    oracle agent until ``--agent`` / ``--model`` override it."""
+    names = arms or list(SHIPPED_PROFILES)
+    unknown = [n for n in names if n not in SHIPPED_PROFILES]
+    if unknown:
+        raise UserInputError(
+            f"--arms: {', '.join(unknown)} is not a shipped profile "
+            f"({', '.join(SHIPPED_PROFILES)}); for other arms write an experiment YAML"
+        )
+    return Experiment(
+        name="adhoc-" + "-".join(names),
+        description="built from the command line (dabench run --suite/--arms/--agent)",
+        arms=[
+            ArmConfig(
+                name=n,
+                description=f"reference platform, profile {n}",
+                target={"kind": "reference", "profile": n},
+                agent={"kind": "oracle"},
+            )
+            for n in names
+        ],
+    )
+
+
 def apply_overrides(
     exp: Experiment,
     *,
@@ -153,10 +183,42 @@ def apply_overrides(
     concurrency: int | None = None,
     world_dir: str | None = None,
     allow_audit_gaps: bool = False,
+    suites: list[str] | None = None,
+    agent: str | None = None,
 ) -> Experiment:
-    """The experiment with command-line overrides applied (``--model`` turns every arm's agent
-    into the LLM agent with that model)."""
+    """The experiment with command-line overrides applied.
+
+    ``suites`` replaces the task selection's suites (an arm restricted to other suites is
+    dropped), ``agent`` gives every arm that agent kind, ``model`` turns every arm's agent
+    into the LLM agent with that model.
+    """
     data = copy.deepcopy(exp.model_dump(mode="json"))
+    if suites:
+        unknown = [x for x in suites if x not in get_args(Suite)]
+        if unknown:
+            raise UserInputError(
+                f"--suite: unknown suite(s) {', '.join(unknown)}; "
+                f"expected some of {', '.join(get_args(Suite))}"
+            )
+        data["tasks"]["suites"] = suites
+        kept = []
+        for arm in data["arms"]:
+            if arm["suites"]:
+                arm["suites"] = [s for s in arm["suites"] if s in suites]
+                if not arm["suites"]:
+                    continue
+            kept.append(arm)
+        if not kept:
+            raise UserInputError(f"--suite {','.join(suites)}: no arm of the experiment runs it")
+        data["arms"] = kept
+    if agent is not None:
+        if model is not None and agent != "llm":
+            raise UserInputError(f"--agent {agent} calls no model; give --model only with llm")
+        if model is None:
+            if agent == "llm":
+                raise UserInputError("--agent llm needs --model PROVIDER:MODEL")
+            for arm in data["arms"]:
+                arm["agent"] = {"kind": agent}
     if k is not None:
         data["k"] = k
     if concurrency is not None:
@@ -176,10 +238,10 @@ def apply_overrides(
         data["arms"] = [a for a in data["arms"] if a["name"] in arms]
     if model is not None:
         for arm in data["arms"]:
-            agent: dict[str, Any] = {"kind": "llm", "model": model}
+            llm: dict[str, Any] = {"kind": "llm", "model": model}
             if base_url:
-                agent["provider_settings"] = {"base_url": base_url}
-            arm["agent"] = agent
+                llm["provider_settings"] = {"base_url": base_url}
+            arm["agent"] = llm
     elif base_url is not None:
         raise UserInputError("--base-url needs --model PROVIDER:MODEL")
     try:

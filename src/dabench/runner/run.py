@@ -321,10 +321,12 @@ class ExperimentRun:
             tool_calls=transcript.tool_calls,
             steps=played.steps,
             usage=transcript.usage,
+            usage_known=transcript.usage_known,
             cost_usd=transcript.cost_usd,
             cost_source=transcript.cost_source if transcript.cost_usd is not None else "none",
             wall_ms=round(played.wall_ms, 3),
             ttft_ms=transcript.ttft_ms,
+            ttft_source=transcript.ttft_source,
             transient_retries=transcript.transient_retries,
             sessions=transcript.sessions,
             audit=audit,
@@ -361,11 +363,13 @@ class ExperimentRun:
     # -- the run -------------------------------------------------------------------------
 
     def _build_arms(self, world_dir: Path) -> None:
+        shared: dict[str, object] = {}
         for i, arm in enumerate(self.exp.arms):
             ctx = TargetContext(
                 world_dir=world_dir,
                 work_dir=self.run_dir / "targets" / arm.name,
                 experiment_dir=self.experiment_dir,
+                shared=shared,
             )
             target = make_target(arm.target, ctx, f"arms[{i}].target")
             agent = make_agent(
@@ -388,6 +392,20 @@ class ExperimentRun:
             }
             for a in self.arms
         ]
+
+    def _with_tools(self, arms: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The manifest's arms with ``tools``: the tool names each target showed its
+        sessions, where the target reports them (grading never counts an expected tool the
+        arm does not offer against it)."""
+        runtimes = {a.name: a for a in self.arms}
+        out = []
+        for entry in arms:
+            rt = runtimes.get(str(entry.get("name")))
+            shown = rt.target.known_tools() if rt is not None else None
+            if shown is not None and "tools" not in entry:
+                entry = {**entry, "tools": sorted({t.name for t in shown})}
+            out.append(entry)
+        return out
 
     async def execute(self) -> RunSummary:
         """Prepare, start the targets, run every missing episode, stop the targets. Nothing
@@ -436,7 +454,9 @@ class ExperimentRun:
             await self._run_plan(plan)
         finally:
             await self._stop_targets()
-            manifest = manifest.model_copy(update={"finished_at": datetime.now(UTC)})
+            manifest = manifest.model_copy(
+                update={"finished_at": datetime.now(UTC), "arms": self._with_tools(manifest.arms)}
+            )
             write_manifest(self.run_dir, manifest)
         return self.summary
 

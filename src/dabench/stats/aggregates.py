@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dabench.stats.frame import Bools, EpisodeFrame, Floats, Ints
-from dabench.stats.model import FAILURE_CLASSES, Consistency, Efficiency
+from dabench.stats.model import FAILURE_CLASSES, Consistency, Efficiency, TtftSources
 
 RELIABILITY_WEIGHTS = (0.5, 0.3, 0.2)
 """Weights of completion rate, consistency and tool execution rate in the reliability score."""
@@ -70,15 +70,21 @@ def _mean(values: npt.NDArray[np.float64] | Ints) -> float | None:
     return float(np.mean(values)) if values.size else None
 
 
-def _ttft(frame: EpisodeFrame, sel: Bools) -> tuple[float | None, float | None, int]:
+def _ttft(
+    frame: EpisodeFrame, sel: Bools
+) -> tuple[float | None, float | None, int, TtftSources | None]:
     """p50 and p95 of the time to first token over the completed episodes in ``sel`` that
-    recorded one, and how many did; ``None`` figures when none did."""
-    values = frame.ttft_ms[sel & frame.completed]
-    values = values[~np.isnan(values)]
+    recorded one, how many did, and where the values come from; ``None`` when none did."""
+    has = sel & frame.completed & ~np.isnan(frame.ttft_ms)
+    values = frame.ttft_ms[has]
     if not values.size:
-        return None, None, 0
+        return None, None, 0, None
+    measured = frame.ttft_measured[has]
+    source: TtftSources = "mixed"
+    if measured.all() or not measured.any():
+        source = "measured" if measured.all() else "reported"
     p50, p95 = np.quantile(values, [0.5, 0.95])
-    return float(p50), float(p95), int(values.size)
+    return float(p50), float(p95), int(values.size), source
 
 
 def efficiency(frame: EpisodeFrame, mask: Bools, table: TaskTable) -> Efficiency:
@@ -89,7 +95,9 @@ def efficiency(frame: EpisodeFrame, mask: Bools, table: TaskTable) -> Efficiency
     passed = frame.passed[sel]
     wall = frame.wall_s[sel]
     ok = frame.completed[sel]
-    tokens = frame.tokens[sel]
+    tokens_all = frame.tokens[sel]
+    usage_known = ~np.isnan(tokens_all)
+    tokens = tokens_all[usage_known]
     enrich = frame.enrichment[sel]
     cost = frame.cost[sel]
     score = frame.score[sel]
@@ -104,7 +112,8 @@ def efficiency(frame: EpisodeFrame, mask: Bools, table: TaskTable) -> Efficiency
         qpd = float(np.mean(score[has_cost])) / cost_mean
     calls_q = _quantiles(calls)
     wall_q = _quantiles(wall)
-    ttft_p50, ttft_p95, ttft_n = _ttft(frame, sel)
+    ttft_p50, ttft_p95, ttft_n, ttft_source = _ttft(frame, sel)
+    known_calls = int(calls[usage_known].sum())
     return Efficiency(
         tool_calls_median=calls_q[0],
         tool_calls_p90=calls_q[1],
@@ -118,15 +127,17 @@ def efficiency(frame: EpisodeFrame, mask: Bools, table: TaskTable) -> Efficiency
         ttft_ms_p50=ttft_p50,
         ttft_ms_p95=ttft_p95,
         ttft_n=ttft_n,
+        ttft_source=ttft_source,
         tokens_mean=_mean(tokens),
         tokens_total=int(tokens.sum()),
+        tokens_n=int(tokens.size),
         enrichment_tokens_mean=_mean(enrich),
         enrichment_tokens_total=int(enrich.sum()),
         ves=_f(np.mean(table.ves)) if table.task.size else None,
         fast_path_rate=_mean(frame.fast_path_used[sel][fp_task].astype(np.float64)),
         fast_path_episodes=int(frame.fast_path_used[sel][fp_task].sum()),
         tool_exec_rate=1.0 - float(errors.sum()) / total_calls if total_calls else None,
-        tokens_per_tool_call=float(tokens.sum()) / total_calls if total_calls else None,
+        tokens_per_tool_call=float(tokens.sum()) / known_calls if known_calls else None,
         retries_total=int(frame.retries[sel].sum()),
         retries_mean=_mean(frame.retries[sel]),
         cost_total_usd=float(cost[has_cost].sum()) if has_cost.any() else None,

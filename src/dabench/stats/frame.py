@@ -12,7 +12,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dabench.grading.tool_equivalents import accepted_tools
+from dabench.grading.tool_equivalents import (
+    accepted_tools,
+    manifest_offered_tools,
+    offered_expected_tools,
+)
 from dabench.journal.records import Episode, RunManifest
 from dabench.stats.rundir import RunData, TaskInfo
 from dabench.stats.taxonomy import classify_failure, episode_calls, tool_trace
@@ -83,13 +87,16 @@ class EpisodeFrame:
     wall_s: Floats
     wall_capped_s: Floats
     """Wall clock with timeouts counted at the episode time limit (when known)."""
-    tokens: Ints
+    tokens: Floats
+    """Tokens of the episode; NaN where its usage is unknown (a round did not report it)."""
     enrichment: Ints
     cost: Floats
     """NaN where the episode has no cost."""
     completed: Bools
     ttft_ms: Floats
     """Time to first token in ms; NaN where the episode has none (the target does not stream)."""
+    ttft_measured: Bools
+    """True where the time to first token was measured by dabench (not reported by the target)."""
     scores: dict[str, Floats] = field(default_factory=dict)
     traps: dict[str, Bools] = field(default_factory=dict)
     min_calls: Floats = field(default_factory=lambda: np.zeros(0))
@@ -120,11 +127,12 @@ COLUMN_DTYPES: dict[str, Any] = {
     "fast_path_used": bool,
     "wall_s": np.float64,
     "wall_capped_s": np.float64,
-    "tokens": np.int64,
+    "tokens": np.float64,
     "enrichment": np.int64,
     "cost": np.float64,
     "completed": bool,
     "ttft_ms": np.float64,
+    "ttft_measured": bool,
 }
 """The per-episode columns of an :class:`EpisodeFrame` and their NumPy dtypes."""
 
@@ -141,6 +149,7 @@ def build_frame(run: RunData) -> EpisodeFrame:
     cols: dict[str, list[Any]] = {name: [] for name in COLUMN_DTYPES}
     score_cols: dict[str, Floats] = {}
     trap_cols: dict[str, Bools] = {}
+    offered = manifest_offered_tools(run.manifest)
     for i, ep in enumerate(episodes):
         info = tasks.get(ep.task_id) or TaskInfo(id=ep.task_id)
         grade = run.grades.get(ep.key)
@@ -171,20 +180,22 @@ def build_frame(run: RunData) -> EpisodeFrame:
         cols["calls"].append(trace.calls)
         cols["errors"].append(trace.errors)
         cols["retries"].append(trace.retries)
-        cols["tool_expected"].append(bool(info.expected_tools))
+        expected = offered_expected_tools(info.expected_tools, offered.get(ep.arm))
+        cols["tool_expected"].append(bool(expected))
         cols["tool_mismatch"].append(
-            bool(info.expected_tools) and not (trace.names & accepted_tools(info.expected_tools))
+            bool(expected) and not (trace.names & accepted_tools(expected))
         )
         cols["fast_path_task"].append(bool(info.fast_path))
         cols["fast_path_used"].append(trace.fast_path_used)
         cols["wall_s"].append(wall)
         capped = max(wall, limit) if ep.status == "timeout" and limit is not None else wall
         cols["wall_capped_s"].append(capped)
-        cols["tokens"].append(ep.usage.total)
+        cols["tokens"].append(ep.usage.total if ep.usage_known else np.nan)
         cols["enrichment"].append(ep.audit.enrichment_tokens_delivered if ep.audit else 0)
         cols["cost"].append(np.nan if ep.cost_usd is None else ep.cost_usd)
         cols["completed"].append(ep.status == "completed")
         cols["ttft_ms"].append(np.nan if ep.ttft_ms is None else ep.ttft_ms)
+        cols["ttft_measured"].append(ep.ttft_source == "measured")
         for trap in info.trap_classes:
             if trap not in trap_cols:
                 trap_cols[trap] = np.zeros(n, dtype=bool)

@@ -30,6 +30,10 @@ FAILURE_CLASSES: tuple[str, ...] = (
 STATS_SCHEMA_VERSION = 1
 
 
+TtftSources = Literal["measured", "reported", "mixed"]
+"""Where an arm's times to first token come from."""
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -74,8 +78,15 @@ class Efficiency(_Record):
     """95th percentile of the same time-to-first-token values (linear interpolation)."""
     ttft_n: int = 0
     """Completed episodes with a time to first token (the sample behind ``ttft_ms_*``)."""
+    ttft_source: TtftSources | None = None
+    """Where the arm's TTFT values come from: ``measured`` by dabench (streamed), ``reported``
+    by the target (Kibana's ``time_to_first_token``) or ``mixed``; the two are different
+    figures and are never compared across arms without saying so."""
     tokens_mean: float | None = None
+    """Mean tokens per episode over the episodes whose usage is known; ``None`` when none."""
     tokens_total: int = 0
+    tokens_n: int = 0
+    """Episodes whose usage is known (the sample behind ``tokens_mean``)."""
     enrichment_tokens_mean: float | None = None
     enrichment_tokens_total: int = 0
     ves: float | None = None

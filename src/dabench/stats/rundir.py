@@ -41,6 +41,8 @@ class TaskInfo:
     fast_path: tuple[str, ...] = ()
     rubric: tuple[str, ...] = ()
     grading_kind: str = ""
+    tolerance: tuple[float, float] | None = None
+    """(absolute, relative) tolerance of a numeric grading; ``None`` when not numeric."""
     step_metrics: tuple[tuple[str, str], ...] = ()
     """For a protocol: (step name, lifecycle metric) of each tagged step."""
 
@@ -98,12 +100,21 @@ def _task_info(raw: Any, path: Path, index: int) -> TaskInfo:
         fast_path=_tuple(raw.get("fast_path")),
         rubric=_tuple(raw.get("rubric")),
         grading_kind=str(grading.get("kind", "")),
+        tolerance=_tolerance(grading),
         step_metrics=tuple(
             (str(s["name"]), str(s["metric"]))
             for s in raw.get("steps") or []
             if isinstance(s, dict) and s.get("name") and s.get("metric")
         ),
     )
+
+
+def _tolerance(grading: dict[str, Any]) -> tuple[float, float] | None:
+    """A numeric grading's (absolute, relative) tolerance (the task model's defaults when
+    the snapshot leaves them out)."""
+    if grading.get("kind") not in ("numeric", "format") or not grading.get("truth_sql"):
+        return None
+    return float(grading.get("tolerance_abs", 0.0)), float(grading.get("tolerance_rel", 0.005))
 
 
 def load_tasks(path: Path) -> dict[str, TaskInfo]:

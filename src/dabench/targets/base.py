@@ -43,6 +43,9 @@ class TargetContext:
     """A scratch directory for this target (auth file, state, logs)."""
     experiment_dir: Path = field(default_factory=Path.cwd)
     """Relative paths in the target config resolve against this."""
+    shared: dict[str, Any] = field(default_factory=dict)
+    """One dict per run, the same object in every arm's context: state the run's targets
+    coordinate through (e.g. the Kibana set-up registry)."""
 
 
 def error_code_of(text: str) -> str | None:

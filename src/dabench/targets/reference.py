@@ -108,6 +108,8 @@ class ReferenceTarget(Target):
             for name in [*config.identities, *config.reviewers]
         }
         self.process: ServerProcess | None = None
+        self.detached = False
+        """Start the platform as a detached process that outlives this one (``dabench play``)."""
         self.health: dict[str, Any] = {}
         self._conns: dict[str, ToolConnection] = {}
         self._conn_lock = asyncio.Lock()
@@ -162,7 +164,9 @@ class ReferenceTarget(Target):
             "--auth", str(auth), "--state-dir", str(self.context.work_dir / "state"),
             *self.config.extra_args,
         ]  # fmt: skip
-        self.process = ServerProcess(argv, self.context.work_dir / "platform.log")
+        self.process = ServerProcess(
+            argv, self.context.work_dir / "platform.log", detached=self.detached
+        )
         self.process.start()
         try:
             await self._wait_healthy()

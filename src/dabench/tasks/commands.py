@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 from pydantic import TypeAdapter
 from rich.console import Console
-from rich.table import Table
 
+from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows
 from dabench.tasks.loader import TaskSet, load_builtin_tasks, load_tasks
 from dabench.tasks.lock import LOCK_FILE, compute_lock, write_lock
 from dabench.tasks.model import Protocol, Task
@@ -18,7 +18,10 @@ from dabench.tasks.selection import TaskSelection, select_tasks
 app = typer.Typer(no_args_is_help=True)
 
 TASK_PATHS = typer.Option(
-    None, "--tasks", help="Task files or folders (default: the built-in suites)."
+    None,
+    "--tasks",
+    metavar="PATH",
+    help="A task file or folder, repeatable (default: the built-in suites).",
 )
 
 
@@ -43,27 +46,35 @@ def schema_cmd() -> None:
 @app.command("list")
 def list_cmd(
     tasks: list[Path] | None = TASK_PATHS,
-    suite: list[str] = typer.Option([], "--suite", help="Only these suites (s1..s5)."),
+    suite: list[str] = typer.Option(
+        [], "--suite", metavar="s1..s5", help="Only this suite (repeat for more)."
+    ),
     smoke: bool = typer.Option(False, "--smoke", help="Only the smoke subset."),
+    fmt: ListFormat = FORMAT_OPTION,
 ) -> None:
     """List tasks with suite, category and difficulty, and the task-set hash."""
     ts = select_tasks(_load(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
-    table = Table()
-    table.add_column("id", no_wrap=True)
-    for name in ("suite", "category", "difficulty", "smoke", "file"):
-        table.add_column(name)
-    for item in ts.items:
-        table.add_row(
-            item.id,
-            item.suite,
-            item.category,
-            item.difficulty,
-            "yes" if item.smoke else "",
-            Path(ts.sources.get(item.id, "")).name,
-        )
-    console = Console()
-    console.print(table)
-    console.print(f"{len(ts.items)} items, task-set hash {ts.hash()}", soft_wrap=True)
+    columns = [
+        Column("id", "id"),
+        Column("suite", "suite"),
+        Column("category", "category"),
+        Column("difficulty", "difficulty"),
+        Column("smoke", "smoke", lambda v: "yes" if v else ""),
+        Column("file", "file"),
+    ]
+    rows = [
+        {
+            "id": item.id,
+            "suite": item.suite,
+            "category": item.category,
+            "difficulty": item.difficulty,
+            "smoke": item.smoke,
+            "file": Path(ts.sources.get(item.id, "")).name,
+        }
+        for item in ts.items
+    ]
+    footer = f"{len(ts.items)} items, task-set hash {ts.hash()}"
+    emit_rows(columns, rows, fmt, footer=footer)
 
 
 @app.command("lock")
@@ -92,17 +103,53 @@ def validate_cmd(
     suite: list[str] = typer.Option([], "--suite", help="Only these suites (s1..s5)."),
     smoke: bool = typer.Option(False, "--smoke", help="Only the smoke subset."),
     run_dir: Path | None = typer.Option(None, "--run-dir", help="Keep the oracle's run here."),
-    concurrency: int = typer.Option(4, "--concurrency", min=1),
+    concurrency: int = typer.Option(
+        4, "--concurrency", min=1, help="Oracle episodes in flight at once."
+    ),
+    warehouse: str | None = typer.Option(
+        None,
+        "--warehouse",
+        metavar="DSN|FILE|DIR",
+        help="Instead: recompute every truth on this exported warehouse (PostgreSQL DSN, "
+        "DuckDB file or Parquet directory) and compare it with the world's.",
+    ),
 ) -> None:
     """Run the oracle over every task on every arm it applies to; check gold, graders, traps'
     naive answers, entity ids and duplicates. Exits 1 on any failure."""
     from dabench.tasks.validate import default_world, render_report, validate
 
     ts = select_tasks(_load(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
+    if warehouse is not None:
+        _validate_warehouse(ts, world or default_world(), warehouse)
+        return
     arm_list = [a.strip() for a in arms.split(",") if a.strip()]
     report = validate(
         world or default_world(), ts, arms=arm_list, run_dir=run_dir, concurrency=concurrency
     )
     render_report(report, ts, Console())
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _validate_warehouse(ts: TaskSet, world: Path, where: str) -> None:
+    """``tasks validate --warehouse``: the lock recomputed on an exported warehouse."""
+    from dabench.tasks.engines import check_warehouse, open_engine
+
+    lock = compute_lock(ts, world)
+    engine = open_engine(where)
+    try:
+        report = check_warehouse(ts, lock, engine)
+    finally:
+        engine.close()
+    console = Console()
+    for problem in report.problems:
+        console.print(f"mismatch: {problem}", markup=False, highlight=False, soft_wrap=True)
+    verdict = "ok" if report.ok else f"{len(report.problems)} mismatches"
+    console.print(
+        f"{verdict}: {report.checked} truths recomputed on {report.engine} "
+        f"(world {lock.world_hash[:12]})",
+        markup=False,
+        highlight=False,
+    )
     if not report.ok:
         raise typer.Exit(1)

@@ -101,7 +101,8 @@ def _truth(
     return truth
 
 
-def _gradings(item: SuiteItem) -> list[tuple[str, Grading]]:
+def gradings(item: SuiteItem) -> list[tuple[str, Grading]]:
+    """A task's grading, or each graded step of a protocol, with its lock key."""
     if isinstance(item, Protocol):
         return [(f"{item.id}/{s.name}", s.grading) for s in item.steps if s.grading is not None]
     return [(item.id, item.grading)]
@@ -120,7 +121,7 @@ def compute_lock(task_set: TaskSet, world_dir: Path) -> TruthLock:
         for item in task_set.items:
             thash = item_hash(item)
             where = task_set.sources.get(item.id, item.id)
-            for key, grading in _gradings(item):
+            for key, grading in gradings(item):
                 truths[key] = _truth(grading, con, ids, f"{where}: task {key!r}", thash)
     finally:
         con.close()
@@ -158,7 +159,7 @@ def check_lock(lock: TruthLock, task_set: TaskSet, world_hash: str, path: Path |
         )
     for item in task_set.items:
         thash = item_hash(item)
-        for key, _ in _gradings(item):
+        for key, _ in gradings(item):
             truth = lock.truths.get(key)
             if truth is None:
                 raise UserInputError(f"{path}: stale lock: task {key!r} is not in it")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fcntl
+import sys
+import time
 from pathlib import Path
 
 from dabench.errors import UserInputError
@@ -41,5 +43,23 @@ def ensure_world(seed: int, scale: int, cache_dir: Path) -> Path:
                     return target
             except Exception:
                 pass
+        print(
+            f"building world seed {seed} scale {scale} into {target} (first use; later runs "
+            "reuse it)...",
+            file=sys.stderr,
+            flush=True,
+        )
+        started = time.perf_counter()
         build_world(seed, scale, target, force=True)
+        print(
+            f"world built in {time.perf_counter() - started:.1f} s: {_size_mb(target):.0f} MB "
+            f"in {target}",
+            file=sys.stderr,
+            flush=True,
+        )
     return target
+
+
+def _size_mb(path: Path) -> float:
+    """Size on disk of the files under ``path`` in MB (10^6 bytes)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6

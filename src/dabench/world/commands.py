@@ -14,7 +14,7 @@ from rich.table import Table
 
 from dabench.errors import DabenchError, UserInputError
 from dabench.world.build import build_world
-from dabench.world.export_elasticsearch import export_command
+from dabench.world.export_command import export_command
 from dabench.world.load import load_world, read_manifest, verify_files
 from dabench.world.markdown import datasets_table, traps_table
 

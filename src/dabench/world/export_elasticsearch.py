@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from dabench.elastic import bulk_write, connect_elasticsearch, describe_api_error
 from dabench.errors import DabenchError, UserInputError
 from dabench.world.load import World, load_world
 from dabench.world.model import ColumnMeta, DatasetMeta
@@ -252,32 +252,10 @@ class ElasticsearchExporter:
         return "recreated"
 
     def _bulk(self, index: str, docs: Iterator[tuple[str, dict[str, Any]]], total: int) -> int:
-        from elasticsearch import helpers
-
-        actions = (
-            {"_op_type": "index", "_index": index, "_id": doc_id, "_source": source}
-            for doc_id, source in docs
-        )
-        written, errors = 0, []
-        for ok, item in helpers.streaming_bulk(
-            self.es, actions, chunk_size=self.chunk_size, raise_on_error=False,
-            raise_on_exception=True, max_retries=2,
-        ):  # fmt: skip
-            if ok:
-                written += 1
-            else:
-                errors.append(item)
-            if written % self.chunk_size == 0 or written == total:
-                self.progress(index, written, total)
-        if errors:
-            first = next(iter(errors[0].values()), errors[0])
-            raise ExportError(
-                f"index {index}: {len(errors)} document(s) refused; first: "
-                f"{first.get('_id') if isinstance(first, dict) else ''} "
-                f"{first.get('error') if isinstance(first, dict) else first}"
-            )
-        self.es.indices.refresh(index=index)
-        return written
+        return bulk_write(
+            self.es, index, docs, chunk_size=self.chunk_size,
+            on_written=lambda n: self.progress(index, n, total), error=ExportError,
+        )  # fmt: skip
 
     def export(self) -> ExportSummary:
         """Index every table and the knowledge index."""
@@ -303,21 +281,6 @@ class ElasticsearchExporter:
         return summary
 
 
-def connect_elasticsearch(
-    url: str, api_key: str | None, *, verify_certs: bool = True, timeout_s: float = 60.0
-) -> Elasticsearch:
-    """An ``elasticsearch`` client (the ``elastic`` extra) for ``url``."""
-    try:
-        from elasticsearch import Elasticsearch
-    except ImportError as exc:  # pragma: no cover - the dev install has it
-        raise UserInputError(
-            "the elasticsearch client is not installed: pip install 'dabench[elastic]'"
-        ) from exc
-    return Elasticsearch(
-        url, api_key=api_key or None, verify_certs=verify_certs, request_timeout=timeout_s
-    )
-
-
 def export_world(
     world: World,
     client: Elasticsearch,
@@ -337,35 +300,16 @@ def export_world(
     return exporter.export()
 
 
-def describe_api_error(exc: Any) -> str:
-    """``HTTP <status> <error type>: <reason>`` of an ``elasticsearch.ApiError``."""
-    status = getattr(exc, "status", None) or getattr(getattr(exc, "meta", None), "status", "?")
-    body = getattr(exc, "body", None)
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        return f"HTTP {status} {error.get('type', 'error')}: {error.get('reason', '')}"
-    if status == 401:
-        return "HTTP 401: authentication failed (check --api-key / ES_API_KEY)"
-    if status == 403:
-        return "HTTP 403: the API key may not create indices or write documents"
-    return f"HTTP {status}: {error or body or exc}"
-
-
-def export_command(
-    world_dir: Path = typer.Option(..., "--world", help="A built world directory."),
-    url: str = typer.Option(..., "--elasticsearch", help="Elasticsearch URL."),
-    api_key: str | None = typer.Option(
-        None, "--api-key", envvar="ES_API_KEY", help="API key (base64 id:key); env ES_API_KEY."
-    ),
-    prefix: str = typer.Option("dabench-", "--prefix", help="Index name prefix."),
-    recreate: bool = typer.Option(
-        False, "--recreate", help="Replace indices that hold another world."
-    ),
-    chunk_size: int = typer.Option(500, "--chunk-size", min=1, help="Documents per bulk request."),
-    datasets: list[str] | None = typer.Option(
-        None, "--dataset", help="Export only this dataset (repeatable); default: all."
-    ),
-    verify_certs: bool = typer.Option(True, "--verify-certs/--no-verify-certs"),
+def run_elasticsearch_export(
+    world_dir: Path,
+    url: str,
+    *,
+    api_key: str | None,
+    prefix: str,
+    recreate: bool,
+    chunk_size: int,
+    datasets: list[str] | None,
+    verify_certs: bool,
 ) -> None:
     """Index the world's tables (explicit mappings, catalog in _meta) and its knowledge pages
     into Elasticsearch; re-runs overwrite the same documents."""

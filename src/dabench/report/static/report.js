@@ -3,9 +3,9 @@
   "use strict";
   var charts = JSON.parse(document.getElementById("dabench-charts").textContent);
   var episodes = JSON.parse(document.getElementById("dabench-episodes").textContent);
-  var PALETTE = ["#4f46e5", "#0ea5e9", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#14b8a6", "#f97316", "#64748b", "#db2777"];
-  var colors = {};
-  charts.arms.forEach(function (arm, i) { colors[arm] = PALETTE[i % PALETTE.length]; });
+  /* Each arm's colour comes from its name (computed by the report), so it is the same in
+     every report. */
+  var colors = charts.colors;
   document.querySelectorAll(".dot[data-arm]").forEach(function (d) {
     d.style.background = colors[d.getAttribute("data-arm")] || "#64748b";
   });
@@ -66,13 +66,22 @@
     config.plugins = (config.plugins || []).concat([whiskers]);
     window.dabenchCharts.push(new Chart(canvas, config));
   }
+  /* A chart with no data: its canvas box (fixed height) becomes a one-line note. */
   function emptyNote(id, text) {
     var canvas = document.getElementById(id);
     if (!canvas) { return; }
+    var box = canvas.parentNode;
     var p = document.createElement("p");
-    p.className = "muted";
+    p.className = "muted empty-note";
+    p.id = id + "-note";
     p.textContent = text;
-    canvas.parentNode.replaceChild(p, canvas);
+    box.parentNode.replaceChild(p, box);
+  }
+  /* Points at the edge of a chart (100 %, 0 s) are drawn whole: no clipping to the chart
+     area, and room around it for the largest point. */
+  function unclipped(datasets, pad) {
+    datasets.forEach(function (ds) { ds.clip = false; });
+    return { padding: { top: pad, right: pad, bottom: 0, left: 0 } };
   }
   var pctAxis = { min: 0, max: 100, ticks: { callback: function (v) { return v + "%"; } } };
 
@@ -83,13 +92,13 @@
       labels: arms,
       datasets: [{
         label: "accuracy",
-        data: arms.map(function (a) { return 100 * (charts.overall[a].accuracy.est || 0); }),
+        data: arms.map(function (a) { var v = charts.overall[a].accuracy.est; return v === null ? null : 100 * v; }),
         ci: arms.map(function (a) { var x = charts.overall[a].accuracy; return [x.low, x.high]; }),
         backgroundColor: arms.map(function (a) { return alpha(colors[a], 0.75); }),
         borderRadius: 6
       }, {
         label: "pass^" + charts.k,
-        data: arms.map(function (a) { return 100 * (charts.overall[a].pass_hat_k.est || 0); }),
+        data: arms.map(function (a) { var v = charts.overall[a].pass_hat_k.est; return v === null ? null : 100 * v; }),
         ci: arms.map(function (a) { var x = charts.overall[a].pass_hat_k; return [x.low, x.high]; }),
         backgroundColor: arms.map(function (a) { return alpha(colors[a], 0.35); }),
         borderRadius: 6
@@ -98,6 +107,7 @@
     options: { indexAxis: "y", scales: { x: pctAxis }, plugins: { legend: { display: true } } }
   });
 
+  /* A metric an arm lacks is a gap in its outline (null), never a point at 0. */
   make("chart-radar", {
     type: "radar",
     data: {
@@ -105,13 +115,33 @@
       datasets: Object.keys(charts.radar.values).map(function (a) {
         return {
           label: a,
-          data: charts.radar.values[a].map(function (v) { return 100 * v; }),
-          borderColor: colors[a], backgroundColor: alpha(colors[a], 0.15), pointRadius: 2
+          data: charts.radar.values[a].map(function (v) { return v === null ? null : 100 * v; }),
+          borderColor: colors[a], backgroundColor: alpha(colors[a], 0.15), pointRadius: 3,
+          spanGaps: false,
+          /* a filled outline with a gap would be closed through the centre (read as 0) */
+          fill: charts.radar.values[a].indexOf(null) < 0
         };
       })
     },
-    options: { scales: { r: { min: 0, max: 100, ticks: { stepSize: 25, backdropColor: "transparent" } } } }
+    options: {
+      scales: { r: { min: 0, max: 100, ticks: { stepSize: 25, backdropColor: "transparent" } } },
+      plugins: { tooltip: { callbacks: { label: function (c) {
+        return c.dataset.label + ": " + (c.raw === null ? "n/a" : c.raw.toFixed(1) + "%");
+      } } } }
+    }
   });
+  var radarGaps = Object.keys(charts.radar.values).map(function (a) {
+    var missing = charts.radar.labels.filter(function (_, i) { return charts.radar.values[a][i] === null; });
+    return missing.length ? a + ": " + missing.join(", ") : null;
+  }).filter(Boolean);
+  var radarBox = document.getElementById("chart-radar");
+  if (radarBox && radarGaps.length) {
+    var gapNote = document.createElement("p");
+    gapNote.className = "muted small chart-note";
+    gapNote.id = "chart-radar-na";
+    gapNote.textContent = "n/a (not drawn): " + radarGaps.join("; ");
+    radarBox.parentNode.parentNode.appendChild(gapNote);
+  }
 
   ["suite", "difficulty", "category"].forEach(function (dim) {
     var b = charts.breakdowns[dim];
@@ -135,39 +165,61 @@
 
   var scatterArms = Object.keys(charts.scatter).filter(function (a) { return charts.scatter[a].length; });
   if (scatterArms.length) {
+    var scatterSets = scatterArms.map(function (a) {
+      return {
+        label: a,
+        data: charts.scatter[a].map(function (p) { return { x: p[0], y: 100 * p[1] }; }),
+        backgroundColor: alpha(colors[a], 0.45), pointRadius: 3, pointHoverRadius: 5
+      };
+    });
     make("chart-scatter", {
       type: "scatter",
-      data: {
-        datasets: scatterArms.map(function (a) {
-          return {
-            label: a,
-            data: charts.scatter[a].map(function (p) { return { x: p[0], y: 100 * p[1] }; }),
-            backgroundColor: alpha(colors[a], 0.45), pointRadius: 3
-          };
-        })
-      },
-      options: { scales: { x: { title: { display: true, text: "wall clock (s)" } }, y: pctAxis } }
+      data: { datasets: scatterSets },
+      options: {
+        layout: unclipped(scatterSets, 8),
+        scales: { x: { min: 0, title: { display: true, text: "wall clock (s)" } }, y: pctAxis }
+      }
     });
-  } else { emptyNote("chart-scatter", "No completed episodes."); }
+  } else { emptyNote("chart-scatter", "No completed graded episode: no latency to plot."); }
 
-  var bubbleArms = Object.keys(charts.bubble);
-  var useCost = bubbleArms.some(function (a) { return charts.bubble[a].cost !== null; });
-  var maxEp = Math.max.apply(null, bubbleArms.map(function (a) { return charts.bubble[a].episodes; }).concat([1]));
+  /* Cost vs quality: mean cost per episode where any arm recorded one, else mean tokens;
+     an arm with neither is listed under the chart, never drawn at 0. */
+  var bubbleAll = Object.keys(charts.bubble);
+  var useCost = bubbleAll.some(function (a) { return charts.bubble[a].cost !== null; });
+  var xKey = useCost ? "cost" : "tokens";
+  var bubbleArms = bubbleAll.filter(function (a) { return charts.bubble[a][xKey] !== null && charts.bubble[a].score !== null; });
+  var bubbleMissing = bubbleAll.filter(function (a) { return bubbleArms.indexOf(a) < 0; });
   if (bubbleArms.length) {
+    var maxEp = Math.max.apply(null, bubbleArms.map(function (a) { return charts.bubble[a].episodes; }).concat([1]));
+    var maxX = Math.max.apply(null, bubbleArms.map(function (a) { return charts.bubble[a][xKey]; }));
+    var bubbleSets = bubbleArms.map(function (a) {
+      var p = charts.bubble[a];
+      return {
+        label: a,
+        data: [{ x: p[xKey], y: 100 * p.score, r: 6 + 14 * Math.sqrt(p.episodes / maxEp) }],
+        backgroundColor: alpha(colors[a], 0.5), borderColor: colors[a]
+      };
+    });
     make("chart-bubble", {
       type: "bubble",
-      data: {
-        datasets: bubbleArms.map(function (a) {
-          var p = charts.bubble[a];
-          return {
-            label: a,
-            data: [{ x: useCost ? (p.cost || 0) : (p.tokens || 0), y: 100 * (p.score || 0), r: 6 + 18 * Math.sqrt(p.episodes / maxEp) }],
-            backgroundColor: alpha(colors[a], 0.5), borderColor: colors[a]
-          };
-        })
-      },
-      options: { scales: { x: { title: { display: true, text: useCost ? "mean cost per episode (USD)" : "mean tokens per episode (no cost recorded)" } }, y: { min: 0, max: 100, title: { display: true, text: "mean overall score (%)" } } } }
+      data: { datasets: bubbleSets },
+      options: {
+        layout: unclipped(bubbleSets, 22),
+        scales: {
+          x: { min: 0, suggestedMax: maxX > 0 ? maxX * 1.25 : 1, title: { display: true, text: useCost ? "mean cost per episode (USD)" : "mean tokens per episode (no cost recorded)" } },
+          y: { min: 0, max: 100, title: { display: true, text: "mean overall score (%)" } }
+        }
+      }
     });
+    if (bubbleMissing.length) {
+      var bNote = document.createElement("p");
+      bNote.className = "muted small chart-note";
+      bNote.id = "chart-bubble-na";
+      bNote.textContent = "Not drawn (no " + (useCost ? "cost" : "token count") + " recorded): " + bubbleMissing.join(", ");
+      document.getElementById("chart-bubble").parentNode.parentNode.appendChild(bNote);
+    }
+  } else {
+    emptyNote("chart-bubble", "No arm recorded a cost or a token count (agents that call no model): nothing to plot.");
   }
 
   if (charts.funnel) {

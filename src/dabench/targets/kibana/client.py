@@ -20,6 +20,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -70,6 +71,19 @@ async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
             data.append(value)
     if data:
         yield event, "\n".join(data)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An error status a caller asked to handle itself (see :meth:`KibanaClient.request`)."""
+
+    status: int
+    message: str
+
+    @property
+    def already_exists(self) -> bool:
+        """Kibana's answer to creating an id that exists (``Tool with id X already exists``)."""
+        return self.status == 409 or "already exists" in self.message.lower()
 
 
 class KibanaClient:
@@ -184,15 +198,28 @@ class KibanaClient:
         return result, attempts - 1
 
     async def request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, ok404: bool = False
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        ok404: bool = False,
+        refused: tuple[int, ...] = (),
     ) -> Any:
         """A JSON request, retried per :func:`retry_rule`; ``None`` for a 404 when ``ok404``;
-        errors as :class:`HarnessError`."""
-        result, _retries = await self._request(method, path, body, ok404=ok404)
+        a status in ``refused`` comes back as :class:`Refused` (not retried); other errors as
+        :class:`HarnessError`."""
+        result, _retries = await self._request(method, path, body, ok404=ok404, refused=refused)
         return result
 
     async def _request(
-        self, method: str, path: str, body: dict[str, Any] | None, *, ok404: bool
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        *,
+        ok404: bool,
+        refused: tuple[int, ...] = (),
     ) -> tuple[Any, int]:
         rule = retry_rule(method)
 
@@ -201,6 +228,8 @@ class KibanaClient:
                 resp = await self._http.request(method, path, json=body)
             if resp.status_code == 404 and ok404:
                 return None
+            if resp.status_code in refused:
+                return Refused(resp.status_code, _error_text(resp))
             self._check_status(method, path, resp, rule)
             try:
                 return resp.json() if resp.content else None
@@ -261,11 +290,20 @@ class KibanaClient:
     async def put_or_create(
         self, collection: str, item_id: str, create: dict[str, Any], update: dict[str, Any]
     ) -> str:
-        """Create ``collection/item_id`` or update it when it exists; ``created``/``updated``."""
+        """Create ``collection/item_id`` or update it when it exists; ``created``/``updated``.
+
+        Another client may create the item between the ``GET`` (404) and the ``POST``; Kibana
+        then refuses the ``POST`` ("... already exists", HTTP 400 or 409) and the item is
+        updated with ``PUT`` instead. Any other refusal is a :class:`HarnessError`."""
         path = f"{API}/{collection}/{item_id}"
         existing = await self.request("GET", path, ok404=True)
         if existing is None:
-            await self.request("POST", f"{API}/{collection}", create)
-            return "created"
+            made = await self.request("POST", f"{API}/{collection}", create, refused=(400, 409))
+            if not isinstance(made, Refused):
+                return "created"
+            if not made.already_exists:
+                raise HarnessError(
+                    f"kibana: POST {API}/{collection} -> HTTP {made.status}: {made.message}"
+                )
         await self.request("PUT", path, update)
         return "updated"

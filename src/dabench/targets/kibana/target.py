@@ -7,7 +7,8 @@ tool call steps Kibana reports, so efficiency comes from the harness trace.
 
 At start the target reads ``GET /api/status`` (the version goes into the manifest) and, when
 configured, registers tools (``esql``/``index_search``) and an agent with instructions, so
-an experiment can define its own agent; re-runs update them in place.
+an experiment can define its own agent; re-runs update them in place, and arms of one run that
+share a Kibana register each id once (:mod:`dabench.targets.kibana.setup`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dabench.providers.base import ToolSpec
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome
 from dabench.targets.kibana.client import KibanaClient
 from dabench.targets.kibana.retrying import KibanaRetryPolicy
+from dabench.targets.kibana.setup import KibanaSetup
 from dabench.targets.kibana.wire import ConverseRound
 from dabench.targets.mcp import expand_env
 from dabench.targets.registry import register_target
@@ -114,6 +116,18 @@ class KibanaSession(TargetSession):
             payload["conversation_id"] = self.conversation_id
         client = self.target.client
         rnd = await (client.converse_stream(payload) if stream else client.converse(payload))
+        if (
+            self.conversation_id
+            and rnd.conversation_id
+            and rnd.conversation_id != self.conversation_id
+        ):
+            # Current Kibana main silently opens a new conversation for an unknown id: the
+            # later turn would be answered without the earlier ones.
+            raise HarnessError(
+                f"{self.target.label}: a later turn was answered in conversation "
+                f"{rnd.conversation_id!r}, not {self.conversation_id!r} (Kibana lost the "
+                "conversation; the turn would be answered without the earlier turns)"
+            )
         if rnd.conversation_id:
             self.conversation_id = rnd.conversation_id
             self.handle = rnd.conversation_id
@@ -181,11 +195,13 @@ class KibanaTarget(Target):
         self._client = client
 
     async def _register(self, client: KibanaClient) -> None:
+        setup = KibanaSetup.of(self.context.shared)
+        owner = f"{self.label} ({self.context.work_dir.name})"
         for tool in self.config.tools:
             create = tool.model_dump()
             update = {k: v for k, v in create.items() if k not in ("id", "type")}
-            self.setup[f"tool:{tool.id}"] = await client.put_or_create(
-                "tools", tool.id, create, update
+            self.setup[f"tool:{tool.id}"] = await setup.register(
+                client, "tools", tool.id, create, update, owner=owner
             )
         agent = self.config.agent
         if agent is not None:
@@ -199,8 +215,8 @@ class KibanaTarget(Target):
                 "labels": agent.labels,
                 "configuration": configuration,
             }
-            self.setup[f"agent:{agent.id}"] = await client.put_or_create(
-                "agents", agent.id, {"id": agent.id, **body}, body
+            self.setup[f"agent:{agent.id}"] = await setup.register(
+                client, "agents", agent.id, {"id": agent.id, **body}, body, owner=owner
             )
 
     async def stop(self) -> None:

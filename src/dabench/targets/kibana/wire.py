@@ -235,16 +235,13 @@ def _cell(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _render_tabular(data: dict[str, Any]) -> str:
-    columns = [
-        c.get("name", "?") if isinstance(c, dict) else str(c) for c in data.get("columns") or []
-    ]
-    values = data.get("values")
+def _table(query: Any, columns: Any, values: Any) -> str:
+    """An ES|QL result as text: the query, a header row, up to :data:`MAX_RESULT_ROWS` rows
+    and the row count."""
+    names = [c.get("name", "?") if isinstance(c, dict) else str(c) for c in columns or []]
     rows: list[Any] = values if isinstance(values, list) else []
-    lines = []
-    if data.get("query"):
-        lines.append(f"query: {data['query']}")
-    lines.append(" | ".join(str(c) for c in columns))
+    lines = [f"query: {query}"] if query else []
+    lines.append(" | ".join(str(c) for c in names))
     for row in rows[:MAX_RESULT_ROWS]:
         cells = row if isinstance(row, list) else [row]
         lines.append(" | ".join(_cell(v) for v in cells))
@@ -254,21 +251,45 @@ def _render_tabular(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _tabular_text(data: dict[str, Any]) -> str:
+    """``tabular_data`` / ``esql_results`` data as a table: ``{query, columns, values}``, or
+    the older ``{esqlQuery, esqlResult: {columns, values}}``."""
+    if "esqlResult" in data:
+        result = _dict(data.get("esqlResult"))
+        return _table(data.get("esqlQuery"), result.get("columns"), result.get("values"))
+    return _table(data.get("query"), data.get("columns"), data.get("values"))
+
+
+def _resource_text(data: dict[str, Any]) -> str:
+    ref = _dict(data.get("reference"))
+    head = f"resource {ref.get('index', '?')}/{ref.get('id', '?')}"
+    return f"{head}: {json.dumps(data.get('content', data), ensure_ascii=False)}"
+
+
+TABULAR_TYPES = ("tabular_data", "esql_results")
+"""Result types holding an ES|QL table: ``tabular_data`` (9.2, 9.3) and ``esql_results``
+(current main)."""
+
+
 def render_result(result: dict[str, Any]) -> str:
-    """One tool result as text: tabular data as a table, queries, resources and errors
-    labelled, anything else as JSON."""
+    """One tool result as text: ES|QL tables (``tabular_data``, ``esql_results`` and the older
+    ``esqlQuery``/``esqlResult`` shape) as tables, resources and resource lists as labelled
+    lines, queries and errors labelled, anything else as JSON."""
     kind = result.get("type")
     data = _dict(result.get("data"))
-    if kind == "tabular_data":
-        return "tabular_data:\n" + _render_tabular(data)
+    if kind in TABULAR_TYPES:
+        return f"{kind}:\n" + _tabular_text(data)
     if kind == "query":
         return f"query: {data.get('esql', json.dumps(data, ensure_ascii=False))}"
     if kind == "error":
         return f"error: {data.get('message', json.dumps(data, ensure_ascii=False))}"
     if kind == "resource":
-        ref = _dict(data.get("reference"))
-        head = f"resource {ref.get('index', '?')}/{ref.get('id', '?')}"
-        return f"{head}: {json.dumps(data.get('content', data), ensure_ascii=False)}"
+        return _resource_text(data)
+    if kind == "resource_list":
+        resources = data.get("resources")
+        items = [_dict(r) for r in resources] if isinstance(resources, list) else []
+        lines = [_resource_text(_dict(r.get("data")) if "data" in r else r) for r in items]
+        return "\n".join([f"resource_list: {len(items)} resources", *lines])
     return f"{kind or 'result'}: {json.dumps(data, ensure_ascii=False)}"
 
 

@@ -1,0 +1,118 @@
+"""``dabench plan``: power analysis before paying for episodes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dabench.errors import UserInputError
+from dabench.journal.records import TokenUsage
+from dabench.providers.pricing import cost_for
+from dabench.providers.registry import split_spec
+from dabench.stats.plan import make_plan, profile_run, run_mdd
+from dabench.stats.rundir import load_run
+
+out = Console(width=None if sys.stdout.isatty() else 140)
+
+
+def _rates(raw: str) -> np.ndarray:
+    try:
+        values = [float(v) for v in raw.split(",") if v.strip()]
+    except ValueError:
+        raise UserInputError(f"--rates {raw!r}: expected comma-separated numbers") from None
+    if not values or any(not 0 <= v <= 1 for v in values):
+        raise UserInputError(f"--rates {raw!r}: expected pass rates within 0..1")
+    return np.asarray(values, dtype=np.float64)
+
+
+def plan_cmd(
+    baseline_run: Path | None = typer.Option(
+        None,
+        "--baseline-run",
+        metavar="RUN",
+        help="Take per-task pass rates, cost and time from this run.",
+    ),
+    arm: str | None = typer.Option(
+        None, "--arm", metavar="NAME", help="The run's baseline arm (default: its first)."
+    ),
+    rates: str | None = typer.Option(
+        None, "--rates", metavar="P,P,...", help="Assumed per-task pass rates instead of a run."
+    ),
+    min_delta: float = typer.Option(
+        0.10, "--min-delta", metavar="D", help="Smallest delta worth detecting (0.10 = 10 points)."
+    ),
+    alpha: float = typer.Option(0.05, "--alpha", metavar="A", help="Two-sided significance level."),
+    target_power: float = typer.Option(
+        0.8, "--power", metavar="P", help="Probability of detecting the delta."
+    ),
+    k_max: int = typer.Option(
+        5, "--k-max", min=1, max=50, metavar="K", help="Trials per task to plan for (1..K)."
+    ),
+    concurrency: int = typer.Option(
+        8, "--concurrency", min=1, metavar="N", help="Episodes in flight, for the wall time."
+    ),
+    price_model: str | None = typer.Option(
+        None,
+        "--price-model",
+        metavar="PROVIDER:MODEL",
+        help="Price the run's mean tokens with this model's prices.",
+    ),
+    simulate: int = typer.Option(
+        0, "--simulate", min=0, metavar="N", help="Also simulate each design N times."
+    ),
+) -> None:
+    """Tasks and trials a paired comparison needs to detect --min-delta, with the expected
+    episodes, cost and wall time; and the minimum detectable delta of a baseline run."""
+    if (baseline_run is None) == (rates is None):
+        raise UserInputError("give one of --baseline-run RUN or --rates P,P,...")
+    cost = wall = None
+    mdd_line = ""
+    if baseline_run is not None:
+        profile = profile_run(load_run(baseline_run), arm)
+        base_rates = profile.rates
+        wall = profile.wall_s_per_episode
+        cost = profile.cost_per_episode
+        if price_model:
+            provider, model = split_spec(price_model)
+            usage = TokenUsage(
+                input=round(profile.mean_input_tokens), output=round(profile.mean_output_tokens)
+            )
+            cost, _source = cost_for(provider, model, usage)
+            if cost is None:
+                raise UserInputError(f"--price-model {price_model}: not in the price table")
+        mdd = run_mdd(profile, alpha=alpha, target_power=target_power)
+        mdd_text = "more than 100 points" if mdd is None else f"{mdd * 100:.1f} points"
+        mdd_line = (
+            f"baseline arm {profile.arm}: {profile.tasks} tasks, k={profile.k}, mean pass rate "
+            f"{profile.rates.mean() * 100:.1f}%; this run's design detects {mdd_text} with "
+            f"{target_power:.0%} power (alpha {alpha})"
+        )
+    else:
+        assert rates is not None
+        base_rates = _rates(rates)
+    plan = make_plan(
+        base_rates, min_delta, alpha=alpha, target_power=target_power, k_max=k_max,
+        concurrency=concurrency, cost_per_episode=cost, wall_s_per_episode=wall, simulate=simulate,
+    )  # fmt: skip
+    table = Table(title=f"paired design to detect {min_delta * 100:+.1f} points "
+                  f"(alpha {alpha}, power {target_power:.0%})")  # fmt: skip
+    for col in ("k", "tasks", "episodes", "power", "simulated", "cost", f"wall @{concurrency}"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for r in plan.rows:
+        table.add_row(
+            str(r.k),
+            "> 100,000" if r.tasks is None else f"{r.tasks:,}",
+            "—" if r.episodes is None else f"{r.episodes:,}",
+            "—" if r.power is None else f"{r.power * 100:.1f}%",
+            "—" if r.simulated_power is None else f"{r.simulated_power * 100:.1f}%",
+            "n/a" if r.cost_usd is None else f"${r.cost_usd:,.2f}",
+            "n/a" if r.wall_s is None else f"{r.wall_s / 60:,.1f} min",
+        )
+    out.print(table)
+    if mdd_line:
+        out.print(mdd_line, highlight=False, soft_wrap=True)

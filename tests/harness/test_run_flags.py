@@ -1,0 +1,79 @@
+"""``dabench run`` without a YAML (--suite/--arms/--agent/--model) and its closing summary."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dabench.errors import UserInputError
+from dabench.runner.commands import next_command
+from dabench.runner.experiment import adhoc_experiment, apply_overrides, builtin_experiment
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def test_adhoc_experiment_from_flags() -> None:
+    exp = apply_overrides(adhoc_experiment(["a0", "a2"]), suites=["s3"], agent="probe", k=3)
+    assert [a.name for a in exp.arms] == ["a0", "a2"]
+    assert [a.target for a in exp.arms] == [
+        {"kind": "reference", "profile": "a0"},
+        {"kind": "reference", "profile": "a2"},
+    ]
+    assert all(a.agent == {"kind": "probe"} for a in exp.arms)
+    assert exp.tasks.suites == ["s3"] and exp.k == 3
+    assert [a.name for a in adhoc_experiment(None).arms] == ["a0", "a1", "a2", "a3"]
+    llm = apply_overrides(adhoc_experiment(["a0"]), model="fake:latency=0")
+    assert llm.arms[0].agent == {"kind": "llm", "model": "fake:latency=0"}
+    same = apply_overrides(adhoc_experiment(["a0"]), agent="llm", model="fake:latency=0")
+    assert same.arms[0].agent == llm.arms[0].agent
+
+
+def test_flag_errors() -> None:
+    with pytest.raises(UserInputError, match="a9 is not a shipped profile"):
+        adhoc_experiment(["a0", "a9"])
+    with pytest.raises(UserInputError, match=r"--suite: unknown suite\(s\) s9; expected"):
+        apply_overrides(adhoc_experiment(["a0"]), suites=["s9"])
+    with pytest.raises(UserInputError, match="--agent llm needs --model"):
+        apply_overrides(adhoc_experiment(["a0"]), agent="llm")
+    with pytest.raises(UserInputError, match="--agent probe calls no model"):
+        apply_overrides(adhoc_experiment(["a0"]), agent="probe", model="fake:x")
+    # The smoke experiment's a3 arm only plays s5: --suite s3 drops it, --suite s4 nothing runs.
+    smoke = apply_overrides(builtin_experiment("smoke"), suites=["s3"])
+    assert [a.name for a in smoke.arms] == ["a0", "a2"]
+    only_s5 = apply_overrides(builtin_experiment("smoke"), suites=["s5"])
+    assert [a.name for a in only_s5.arms] == ["a0", "a2", "a3"]
+
+
+def test_next_command() -> None:
+    oracle = adhoc_experiment(["a0", "a2"])
+    assert next_command(oracle, smoke=True).endswith("--suite s3 --arms a0,a2 --agent probe --k 3")
+    probe = apply_overrides(oracle, agent="probe")
+    assert "--model" in next_command(probe, smoke=False)
+    model = apply_overrides(oracle, model="fake:latency=0")
+    assert next_command(model, smoke=True).startswith("dabench run --smoke --model fake")
+
+
+@pytest.mark.slow
+def test_adhoc_run_prints_summary_on_stdout(tmp_path: Path, real_world: Path) -> None:
+    """The closing summary goes to stdout (so `> log` keeps it), progress and logs to stderr."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "dabench.cli", "run", "--suite", "s3", "--arms", "a0,a2"]
+    cmd += ["--agent", "probe", "--k", "3", "--world", str(real_world), "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(SRC), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "results of run run (k = 3)"
+    assert lines[1].split() == ["arm", "tasks", "episodes", "accuracy", "[95%", "CI]", "pass^3"]
+    # The probe answers S3 traps right only where the platform surfaced the deciding fact.
+    assert lines[2].split()[:4] == ["a0", "32", "96", "0.0%"]
+    assert lines[3].split()[:4] == ["a2", "32", "96", "100.0%"]
+    assert "a2 - a0  +100.0 pts [+100.0, +100.0] on 32 tasks  better than a0" in done.stdout
+    assert f"report: {out / 'report.md'}" in lines
+    assert f"        {out / 'report.html'}" in lines
+    assert lines[-1].startswith("next:   dabench run --suite s3 --arms a0,a2 --model ")
+    assert "episode(s) run" in done.stderr and "episode(s) run" not in done.stdout

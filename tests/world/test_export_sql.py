@@ -1,0 +1,157 @@
+"""The world exported to real engines: a PostgreSQL started by the test, Parquet files and a
+DuckDB file in an older storage format. Each export is checked by recomputing every task's
+truth on it (``dabench tasks validate --warehouse``) against the world's own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.postgres_server import postgres_cluster
+from typer.testing import CliRunner
+
+from dabench.cli import app
+from dabench.errors import UserInputError
+from dabench.tasks.engines import check_warehouse, open_engine, to_postgres, truth_sql_for
+from dabench.tasks.loader import load_builtin_tasks
+from dabench.tasks.lock import compute_lock
+from dabench.tasks.model import Grading
+from dabench.world.export_sql import (
+    export_duckdb,
+    export_parquet,
+    pg_type,
+    storage_version_number,
+)
+from dabench.world.load import World
+
+cli = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def postgres_dsn() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster for this module."""
+    with postgres_cluster() as dsn:
+        yield dsn
+
+
+def _validate(world_dir: Path, where: str) -> str:
+    result = cli.invoke(app, ["tasks", "validate", "--world", str(world_dir), "--warehouse", where])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_postgres_export_is_complete_idempotent_and_recomputes_every_truth(
+    world_dir: Path, world: World, postgres_dsn: str
+) -> None:
+    import psycopg
+
+    for _ in range(2):  # a second export replaces the first: same tables, same rows
+        result = cli.invoke(
+            app, ["world", "export", "--world", str(world_dir), "--postgres", postgres_dsn]
+        )
+        assert result.exit_code == 0, result.output
+        assert f"35 tables, {sum(d.row_count for d in world.catalog.datasets):,} rows" in (
+            result.output
+        )
+    assert "0 mismatches" not in (out := _validate(world_dir, postgres_dsn))
+    assert out.strip().splitlines()[-1].startswith("ok: ")
+    with psycopg.connect(postgres_dsn) as pg:
+        for ds in world.catalog.datasets:
+            row = pg.execute(f"SELECT count(*) FROM {ds.id}").fetchone()
+            assert row == (ds.row_count,), ds.id
+        orders = next(d for d in world.catalog.datasets if d.id == "sales.orders")
+        comment = pg.execute("SELECT obj_description('sales.orders'::regclass)").fetchone()
+        assert comment == (orders.description,)
+        col = orders.columns[1]
+        described = pg.execute(
+            "SELECT col_description('sales.orders'::regclass, %s)", (2,)
+        ).fetchone()
+        assert described and described[0].startswith(col.description)
+        pk = pg.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'sales.orders'::regclass "
+            "AND i.indisprimary"
+        ).fetchall()
+        assert pk == [("order_id",)]
+        pages = pg.execute("SELECT count(*) FROM dabench_knowledge.pages").fetchone()
+        terms = pg.execute("SELECT count(*) FROM dabench_knowledge.glossary").fetchone()
+        queries = pg.execute("SELECT count(*) FROM dabench_knowledge.curated_queries").fetchone()
+        ident = pg.execute("SELECT world_hash FROM dabench_knowledge.world").fetchone()
+    assert pages == (len(world.pages),) and terms == (len(world.catalog.glossary),)
+    assert queries == (len(world.catalog.curated_queries),)
+    assert ident == (world.world_hash,)
+
+
+def test_parquet_export_recomputes_every_truth(
+    world_dir: Path, world: World, tmp_path: Path
+) -> None:
+    out = tmp_path / "pq"
+    summary = export_parquet(world, out)
+    assert len(summary.tables) == len(world.catalog.datasets)
+    assert (out / "sales" / "orders.parquet").exists() and (out / "catalog.json").exists()
+    assert sorted(p.name for p in (out / "knowledge").iterdir()) == sorted(
+        p.name for p in (world_dir / "knowledge").iterdir()
+    )
+    _validate(world_dir, str(out))
+    with pytest.raises(UserInputError, match="not empty"):
+        export_parquet(world, out)
+    export_parquet(world, out, force=True)  # replaced in place
+
+
+def test_duckdb_export_in_an_older_storage_format(
+    world_dir: Path, world: World, tmp_path: Path
+) -> None:
+    out = tmp_path / "old.duckdb"
+    export_duckdb(world, out, storage_version="v1.5.0")
+    assert storage_version_number(out) == 68  # what DuckDB 1.5 readers accept (64..68)
+    assert (tmp_path / "old.duckdb.world" / "world.json").exists()
+    _validate(world_dir, str(out))
+    export_duckdb(world, out, storage_version="v1.0.0", force=True)
+    assert storage_version_number(out) == 64
+    with pytest.raises(UserInputError, match="expected one of"):
+        export_duckdb(world, tmp_path / "x.duckdb", storage_version="v0.9")
+    with pytest.raises(UserInputError, match="exists"):
+        export_duckdb(world, out)
+
+
+def test_a_wrong_export_is_caught(world_dir: Path, world: World, tmp_path: Path) -> None:
+    """Recomputing on a warehouse that lost rows reports the tasks whose truth moved."""
+    import duckdb
+
+    out = tmp_path / "bad.duckdb"
+    export_duckdb(world, out)
+    con = duckdb.connect(str(out))
+    con.execute("DELETE FROM sales.orders WHERE order_id % 10 = 0")
+    con.close()
+    ts = load_builtin_tasks()
+    engine = open_engine(str(out))
+    try:
+        report = check_warehouse(ts, compute_lock(ts, world_dir), engine)
+    finally:
+        engine.close()
+    assert not report.ok and report.checked > 50
+    assert any("gives" in p for p in report.problems), report.problems[:3]
+    assert all(" gives " in p for p in report.problems)  # moved answers, not broken SQL
+
+
+def test_translation_to_postgres_and_per_dialect_overrides() -> None:
+    sql = "SELECT max(n) FROM (SELECT hour(ts + INTERVAL (-8) HOUR) AS n FROM t) JOIN u USING (id)"
+    pg = to_postgres(sql)
+    assert "INTERVAL '-8 HOUR'" in pg and "EXTRACT(HOUR FROM" in pg
+    assert ") AS _derived" in pg
+    own = Grading(kind="numeric", truth_sql="SELECT 1", truth_sql_dialects={"postgres": "SELECT 2"})
+    assert truth_sql_for(own, "postgres") == "SELECT 2"
+    assert truth_sql_for(own, "duckdb") == "SELECT 1"
+    assert pg_type("DECIMAL(14,2)") == "numeric(14,2)" and pg_type("VARCHAR") == "text"
+
+
+def test_export_command_needs_exactly_one_destination(world_dir: Path, tmp_path: Path) -> None:
+    for args in ([], ["--parquet", str(tmp_path / "a"), "--duckdb", str(tmp_path / "b")]):
+        result = cli.invoke(app, ["world", "export", "--world", str(world_dir), *args])
+        assert result.exit_code == 2
+        assert "exactly one destination" in result.output
+    bad = cli.invoke(
+        app, ["tasks", "validate", "--world", str(world_dir), "--warehouse", str(tmp_path)]
+    )
+    assert bad.exit_code != 0
