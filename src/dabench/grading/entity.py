@@ -30,13 +30,27 @@ def mention_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.-]){body}(?![\w])(?![.-]\w)", re.IGNORECASE)
 
 
+NEGATION_BEFORE = re.compile(
+    r"(?:\bnot|n't(?: use)?|\bnever|\bavoid(?:ing)?|\binstead of|\brather than|\bnor"
+    r"|\bdeprecated|\bexcept)[ \t`'\"(]*(?:the[ \t]+)?[`'\"]?$",
+    re.IGNORECASE,
+)
+"""A name right after one of these words (``not sales.orders``, ``avoid legacy.orders``,
+``instead of legacy.orders``) is rejected, not named."""
+
+
 def mentioned(text: str, names: Sequence[str]) -> list[str]:
-    """The names of ``names`` that ``text`` mentions, in the given order, without repeats."""
+    """The names of ``names`` that ``text`` names (not rejected: see :data:`NEGATION_BEFORE`),
+    in the given order, without repeats."""
     text = text.replace("*", "")
     seen: list[str] = []
     for name in names:
-        if name.strip() and name not in seen and mention_pattern(name).search(text):
-            seen.append(name)
+        if not name.strip() or name in seen:
+            continue
+        for match in mention_pattern(name).finditer(text):
+            if not NEGATION_BEFORE.search(text[max(0, match.start() - 30) : match.start()]):
+                seen.append(name)
+                break
     return seen
 
 
