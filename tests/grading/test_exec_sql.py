@@ -13,6 +13,7 @@ from dabench.grading.exec_sql import (
     Tolerance,
     check_exec_sql,
     compare_results,
+    normalize_rows,
     predicted_sql,
     run_query,
 )
@@ -166,3 +167,9 @@ def test_extra_column_and_optimal_alignment() -> None:
     pred = [("a", 2, 1), ("b", 1, 2)]
     check = compare_results(pred, gold, "set", tol)
     assert check.passed and check.found["alignment"] == [0, 2]
+
+
+def test_booleans_are_not_integers() -> None:
+    tol = Tolerance()
+    assert not compare_results(normalize_rows([(1,)]), normalize_rows([(True,)]), "set", tol).passed
+    assert compare_results(normalize_rows([(True,)]), normalize_rows([(True,)]), "set", tol).passed

@@ -95,9 +95,13 @@ def _check_read_only(sql: str) -> None:
 
 def _normalize(value: Any) -> Cell:
     """A cell for comparison: full precision kept (``int`` and ``Decimal`` exact, ``float``
-    as is), dates and times as ISO text, strings trimmed, other types as text."""
-    if value is None or isinstance(value, bool):
+    as is), booleans as the text ``TRUE``/``FALSE`` (never equal to 1/0, which Python's
+    ``True == 1`` would allow), dates and times as ISO text, strings trimmed, other types as
+    text."""
+    if value is None:
         return value
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
     if isinstance(value, str):
         return value.strip()
     if isinstance(value, int | float | decimal.Decimal):
