@@ -104,17 +104,17 @@ def corpus_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "CREATE TABLE sales.orders (id INTEGER, customer_id BIGINT, region VARCHAR, "
         "amount DECIMAL(12,2), fiscal_year INTEGER, day DATE, status VARCHAR)"
     )
-    rows = []
-    regions = ["north", "south", "east", "west"]
-    customers = [9007199254740993001, 9007199254740993002, 9007199254740993003, 900, 903]
-    for i in range(1, 1146):
-        region = regions[i % 4]
-        amount = decimal.Decimal(i * 37 % 1000) + decimal.Decimal(i % 100) / 100
-        year = 2023 + (i % 3)
-        day = dt.date(2023, 1, 1) + dt.timedelta(days=i % 700)
-        status = "cancelled" if i % 11 == 0 else "delivered"
-        rows.append((i, customers[i % 5], region, amount, year, day, status))
-    con.executemany("INSERT INTO sales.orders VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    con.execute(
+        """INSERT INTO sales.orders
+        SELECT i,
+            [9007199254740993001, 9007199254740993002, 9007199254740993003, 900, 903][i % 5 + 1],
+            ['north', 'south', 'east', 'west'][i % 4 + 1],
+            CAST((i * 37 % 1000) + (i % 100) / 100 AS DECIMAL(12,2)),
+            2023 + i % 3,
+            DATE '2023-01-01' + CAST(i % 700 AS INTEGER),
+            CASE WHEN i % 11 = 0 THEN 'cancelled' ELSE 'delivered' END
+        FROM range(1, 1146) AS t(i)"""
+    )
     con.close()
     return path
 
