@@ -79,8 +79,8 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"|covers|describes|refers to|documents)",
         r"(?:beyond|outside|before|after) (?:the end of )?the (?:data|date range|coverage"
         r"|period covered|available data|data's range)",
-        r"not (?:in|part of) (?:the|my|our) (?:data|records|knowledge|memory|warehouse|dataset"
-        r"|notes)",
+        r"(?:not|n't) (?:in|part of) (?:the|my|our|any) (?:data|records|knowledge|memory|warehouse"
+        r"|dataset|notes|catalog|platform|insights)",
         r"there(?:'s| is| are| was| were) no [\w -]{0,30}?(?:data|information|records?|values?"
         r"|history|tracking)\b",
     ),
@@ -109,7 +109,7 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"(?:unable|not able) to",
         rf"{_DONT} know",
         r"\bunknown\b",
-        r"not (?:sure|certain|clear|known|determinable|answerable)",
+        r"not (?:sure|certain|clear|known|determinable|answerable|aware)",
         r"no way (?:to|of)",
         r"(?:insufficient|not enough|no) (?:data|information|evidence|basis)",
         r"undeterminable|indeterminate|unanswerable|undetermined",
