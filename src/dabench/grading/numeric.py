@@ -1,21 +1,26 @@
 """The numeric grader: the answer's committed number against the truth, with absolute and
 relative tolerance.
 
-Rule (docs/grading.md, "Numeric"):
+Rules (docs/grading.md, "Numeric", which lists the words each rule uses):
 
 1. **Committed statement** (:func:`dabench.grading.answer.commitment`): the final-answer
-   line; without a marker, the concluding sentence. Numbers elsewhere (reasoning,
-   intermediate figures, SQL) are never graded.
-2. The committed statement must state a number within tolerance of the truth.
-3. **Known-wrong value**: a number within tolerance of the trap's naive answer (itself
-   outside the truth's tolerance) in the committed statement or the sentences after it fails.
-4. **Hedge**: another candidate value for the asked quantity fails. A candidate is a number
-   of the same kind as the matching one (both or neither a percentage, both or neither with
-   a currency sign), not within tolerance of the truth, and not a year-like context number
-   (a plain integer 1900..2100 when the truth is not one). It is a hedge when the candidate
-   is joined to the truth by a range (``1,200-1,300``), or its sentence has a hedge word
-   (:data:`HEDGE_WORDS`; in the committed sentence the conditional words ``if``,
-   ``unless``, ``depending`` count only after its first number).
+   line, else the first line under an answer heading, else the concluding sentence. Numbers
+   elsewhere (reasoning, intermediate figures, SQL) are never graded. It must state a number
+   within tolerance of the truth; counts of rows/columns/tables are never the answer.
+2. **Denied value**: the truth right after ``not`` / ``instead of``... fails.
+3. **Known-wrong value**: the trap's naive answer (outside the truth's tolerance) in the
+   committed statement or the sentences after it fails.
+4. **Intermediate figure**: when the sentence marks a value (bold, else the last one after a
+   copula such as ``is`` / ``=`` / ``:`` / ``dropped to``) of the truth's kind, that value
+   must be the truth.
+5. **Comparison** (``versus``, ``compared with``...) with another value of the truth's kind
+   fails.
+6. **Several values**: unless the truth is bold, another value of its kind in the sentence
+   fails, except in parentheses, after a reference word (``from``, ``than``, ``of``...) or a
+   negation, before a ``but`` that precedes the truth, year-like integers and shorthand
+   restatements (:func:`restates`).
+7. **Hedge**: another value of the truth's kind joined by a range or slash, or in a
+   sentence (the committed one or one after it) with a hedge word (:data:`HEDGE_WORDS`).
 """
 
 from __future__ import annotations
