@@ -19,12 +19,11 @@ from dabench.journal.records import EpisodeStatus
 from dabench.tasks.model import Task
 
 
-class ExternalAgentConfig(BaseModel):
-    """``agent: {kind: external, label: "human:alice", budget: 20}``."""
+class _PlayedAgentConfig(BaseModel):
+    """What an agent played through ``dabench play`` is configured with."""
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["external"] = "external"
     label: str | None = None
     """What plays (a model name, ``human:<name>``...); recorded as the episodes' model."""
     budget: int | None = Field(default=None, ge=1)
@@ -34,13 +33,27 @@ class ExternalAgentConfig(BaseModel):
     the final-answer protocol is always appended, as for the LLM agent."""
 
 
+class ExternalAgentConfig(_PlayedAgentConfig):
+    """``agent: {kind: external, label: "my-agent", budget: 20}``: a script or a program."""
+
+    kind: Literal["external"] = "external"
+
+
+class HumanAgentConfig(_PlayedAgentConfig):
+    """``agent: {kind: human, label: "human:alice"}``: a person at ``dabench play``'s
+    interactive terminal (a human baseline beside the models)."""
+
+    kind: Literal["human"] = "human"
+
+
 class ExternalAgent(Agent):
     """An agent outside the harness; its episodes are played with ``dabench play``."""
 
     kind = "external"
 
-    def __init__(self, config: ExternalAgentConfig) -> None:
+    def __init__(self, config: ExternalAgentConfig | HumanAgentConfig) -> None:
         self.config = config
+        self.kind = config.kind
         self.model = config.label
         self.instructions = (
             f"{config.system_prompt or DEFAULT_SYSTEM_PROMPT}\n\n{FINAL_ANSWER_PROTOCOL}"
@@ -57,13 +70,14 @@ class ExternalAgent(Agent):
     async def run(self, request: EpisodeRequest, transcript: EpisodeTranscript) -> EpisodeStatus:
         """Refused: an external agent plays through ``dabench play``, not ``dabench run``."""
         raise HarnessError(
-            "agent kind 'external' is played with `dabench play start/next/call/answer/finish`, "
-            "not by `dabench run`"
+            f"agent kind {self.kind!r} is played with `dabench play` (start/next/call/answer/"
+            "finish, or interactively), not by `dabench run`"
         )
 
 
-def _factory(config: ExternalAgentConfig, context: AgentContext) -> Agent:
+def _factory(config: ExternalAgentConfig | HumanAgentConfig, context: AgentContext) -> Agent:
     return ExternalAgent(config)
 
 
 register_agent("external", ExternalAgentConfig, _factory)
+register_agent("human", HumanAgentConfig, _factory)

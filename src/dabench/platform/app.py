@@ -14,12 +14,14 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from dabench.errors import UserInputError
-from dabench.platform.admin import admin_routes
+from dabench.platform.admin import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
 from dabench.platform.auth import AuthConfig, Identity
-from dabench.platform.mcp_server import McpAuthGate, build_mcp_server
+from dabench.platform.mcp_gate import McpAuditGate
+from dabench.platform.mcp_server import build_mcp_server
 from dabench.platform.service import PlatformService
 
 API_KEY_ENV = "DABENCH_API_KEY"
@@ -38,7 +40,7 @@ def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlet
     manager = StreamableHTTPSessionManager(
         app=server, json_response=True, security_settings=security
     )
-    mcp_endpoint = McpAuthGate(StreamableHTTPASGIApp(manager), service.auth)
+    mcp_endpoint = McpAuditGate(StreamableHTTPASGIApp(manager), service)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -49,7 +51,12 @@ def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlet
                 service.close()
 
     routes = [Route("/mcp", endpoint=mcp_endpoint), *admin_routes(service)]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=HTTP_ERROR_HANDLERS,
+        middleware=[Middleware(SingleAuthorization)],
+    )
 
 
 class _GracefulServer(uvicorn.Server):

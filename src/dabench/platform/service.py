@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from dabench import __version__
 from dabench.errors import UserInputError
-from dabench.platform.audit import AuditStore
+from dabench.platform.audit import UNAUTHENTICATED, AuditStore, EventKind
 from dabench.platform.auth import AuthConfig, Identity
 from dabench.platform.enrichment import (
     NO_ENRICHMENT,
@@ -204,11 +204,22 @@ class PlatformService:
         except (TypeError, ValueError):
             request_chars = 0
         arg_session = raw.pop("session_id", None)
-        session_id = arg_session if isinstance(arg_session, str) and arg_session else header_session
+        presented = arg_session if isinstance(arg_session, str) and arg_session else header_session
+        if tool == "platform_info":  # it opens a session; a handle it carries is ignored
+            arg_session = presented = None
         enrichment = NO_ENRICHMENT
-        audited_session: str | None = None
-        touched: PlatformSession | None = None
+        # Attribution first: the row names a session only when it is the caller's own, so a
+        # refused call never counts as a call of the handle's owner.
+        unresolved: Exception | None = None
         try:
+            session = self.sessions.resolve(presented, identity.user) if presented else None
+        except Exception as exc:  # the state store failed: still one row, INTERNAL_ERROR
+            session, unresolved = None, exc
+        audited_session = session.id if session is not None else None
+        touched: PlatformSession | None = session
+        try:
+            if unresolved is not None:
+                raise unresolved
             if request_chars > MAX_REQUEST_CHARS:
                 raise ToolError(
                     "INPUT_TOO_LARGE",
@@ -227,18 +238,20 @@ class PlatformService:
                     f"persona {identity.persona!r} may not call {tool}",
                     "ask a reviewer",
                 )
-            session: PlatformSession | None = None
-            if tool != "platform_info":
-                session = self.sessions.resolve(session_id, identity.user)
-                if session is None:
-                    raise ToolError(
-                        "SESSION_REQUIRED",
-                        "this tool needs a valid session_id"
-                        + (" (unknown or not yours)" if session_id else ""),
-                        "call platform_info and pass its session_id",
-                    )
-                audited_session = session.id
-                touched = session
+            if arg_session is not None and not isinstance(arg_session, str):
+                raw["session_id"] = arg_session  # audited as sent
+                raise ToolError(
+                    "INVALID_ARGUMENTS",
+                    f"{tool}: session_id: expected a string, got {type(arg_session).__name__}",
+                    "pass the session_id string from platform_info",
+                )
+            if tool != "platform_info" and session is None:
+                raise ToolError(
+                    "SESSION_REQUIRED",
+                    "this tool needs a valid session_id"
+                    + (" (unknown or not yours)" if presented else ""),
+                    "call platform_info and pass its session_id",
+                )
             try:
                 args = TOOL_ARGS[tool].model_validate(raw)
             except ValidationError as exc:
@@ -247,7 +260,7 @@ class PlatformService:
                     f"{tool}: {_validation_message(exc)}",
                     "check the tool's input schema",
                 ) from exc
-            if session is None:
+            if tool == "platform_info":
                 session = self.sessions.open(identity.user, identity.persona)
                 audited_session = session.id
                 payload: dict[str, Any] = {
@@ -265,6 +278,7 @@ class PlatformService:
                     },
                 }
             else:
+                assert session is not None
                 payload, enrichment = self._dispatch(tool, args, session, identity)
             is_error = False
             error_code = None
@@ -279,12 +293,16 @@ class PlatformService:
             is_error = True
             error_code = err.code
         if touched is not None:
-            self.sessions.save(touched)  # gate and enrichment state, before the response
+            try:
+                self.sessions.save(touched)  # gate and enrichment state, before the response
+            except Exception:  # the row below must still be written
+                logger.exception("saving session %s failed", touched.id)
         text = json.dumps(payload, ensure_ascii=False, default=str)
         self.audit.record(
             timestamp=timestamp,
             duration_ms=(time.perf_counter() - started) * 1000.0,
-            session_id=audited_session if audited_session else session_id,
+            session_id=audited_session,
+            presented_session_id=presented if audited_session is None else None,
             user_id=identity.user,
             persona=identity.persona,
             tool_name=tool,
@@ -315,7 +333,8 @@ class PlatformService:
         if isinstance(args, FetchArgs):
             return self._fetch(args, user), NO_ENRICHMENT
         if isinstance(args, MemoryCaptureArgs):
-            return self.memory.capture(args, user, session.id), NO_ENRICHMENT
+            reviewer = "apply_knowledge" in self._allowed_tools(identity.persona)
+            return self.memory.capture(args, user, session.id, reviewer), NO_ENRICHMENT
         if isinstance(args, MemoryManageArgs):
             return self.memory.manage(args, user), NO_ENRICHMENT
         if isinstance(args, ApplyKnowledgeArgs):
@@ -460,8 +479,45 @@ class PlatformService:
         if kind == "curated_query":
             q = next((q for q in self.view.catalog.curated_queries if q.id == ident), None)
             return None if q is None else q.model_dump(mode="json")
-        memory = next((m for m in self.state.visible_insights(user) if m.id == ident), None)
+        memory = self.state.visible_insight(ident, user)
         return None if memory is None else memory.model_dump(mode="json")
+
+    def record_request(
+        self,
+        identity: Identity | None,
+        *,
+        timestamp: datetime,
+        duration_ms: float,
+        tool_name: str,
+        event_kind: EventKind,
+        parameters: dict[str, Any],
+        presented_session: str | None,
+        error_code: str | None,
+        request_chars: int,
+        response_chars: int,
+    ) -> None:
+        """Audit a request no tool handled (refused before a tool ran, or not a tool call).
+
+        Attributed like :meth:`call`: the session only when it is the caller's own.
+        """
+        session = None
+        if identity is not None and presented_session:
+            session = self.sessions.resolve(presented_session, identity.user)
+        self.audit.record(
+            timestamp=timestamp,
+            duration_ms=duration_ms,
+            session_id=session.id if session is not None else None,
+            presented_session_id=presented_session if session is None else None,
+            user_id=identity.user if identity is not None else UNAUTHENTICATED,
+            persona=identity.persona if identity is not None else "",
+            tool_name=tool_name,
+            parameters=parameters,
+            success=error_code is None,
+            error_code=error_code,
+            request_chars=request_chars,
+            response_chars=response_chars,
+            event_kind=event_kind,
+        )
 
     # ------------------------------------------------------------------ admin
 

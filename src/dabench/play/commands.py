@@ -27,7 +27,7 @@ import typer
 
 from dabench.errors import DabenchError, HarnessError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -312,3 +312,57 @@ def finish_cmd(
         typer.echo(f"audit gap {gap}", err=True)
     for path in result.reports:
         typer.echo(f"report: {path}")
+
+
+@app.callback(invoke_without_command=True)
+def interactive(
+    ctx: typer.Context,
+    run_dir: Path | None = typer.Option(
+        None, "--run", metavar="DIR", help="Play run directory (default runs/<time>-play-human)."
+    ),
+    profile: str = typer.Option("a2", "--profile", metavar="a0..a3|FILE", help="Platform profile."),
+    suite: list[str] = typer.Option([], "--suite", metavar="S", help="Suites to play (s1..s4)."),
+    task: list[str] = typer.Option([], "--task", metavar="ID", help="Task ids to play."),
+    smoke: bool = typer.Option(False, "--smoke", help="Only the smoke tasks."),
+    world: Path | None = typer.Option(None, "--world", metavar="DIR", help="A built world."),
+    label: str = typer.Option(
+        "human", "--label", metavar="TEXT", help="Who plays, e.g. human:alice (the arm's model)."
+    ),
+    budget: int | None = typer.Option(None, "--budget", min=1, metavar="N", help="Tool calls."),
+    qa: bool = typer.Option(
+        False, "--qa", help="After each task, ask whether its prompt was clear and answerable."
+    ),
+) -> None:
+    """Without a step: play the episodes yourself at this terminal (a human baseline; with
+    --qa, task QA). With a step (start/next/call/answer/finish): the stepwise external-agent
+    interface."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from dabench.play.human import play_interactively, terminal_reader
+    from dabench.play.session import PlayOptions
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = run_dir or Path("runs") / f"{stamp}-play-human"
+    opts = PlayOptions(
+        profile=profile,
+        suites=[s.strip() for item in suite for s in item.split(",") if s.strip()],  # type: ignore[misc]
+        tasks=[t.strip() for item in task for t in item.split(",") if t.strip()],
+        smoke=smoke,
+        world_dir=world,
+        label=label,
+        budget=budget,
+        agent_kind="human",
+    )
+    try:
+        play_interactively(
+            target, opts, qa=qa, read=terminal_reader(), console=Console(),
+            grade=_grade, report=_report,
+        )  # fmt: skip
+    except (DabenchError, HarnessError) as exc:
+        code = exc.exit_code if isinstance(exc, DabenchError) else 3
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code) from None

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from rich.console import Console
 
@@ -97,6 +97,8 @@ class PlayOptions:
     """Tool-call budget of every episode; default: each task's."""
     system_prompt: str | None = None
     """Instructions shown with each episode; default: the LLM agent's."""
+    agent_kind: Literal["external", "human"] = "external"
+    """``human`` for a person at the interactive terminal (``dabench play`` without a step)."""
 
 
 @dataclass
@@ -229,7 +231,7 @@ class _Play:
 
 def _experiment(opts: PlayOptions, world_dir: Path | None) -> Experiment:
     arm = opts.arm or Path(opts.profile).stem
-    agent: dict[str, Any] = {"kind": "external"}
+    agent: dict[str, Any] = {"kind": opts.agent_kind}
     if opts.label:
         agent["label"] = opts.label
     if opts.budget:
@@ -464,6 +466,14 @@ def _open_error(play: _Play, ep: OpenEpisode) -> UserInputError:
         f"{len(ep.tool_calls)} tool call(s)): answer it with `dabench play answer`, or pass "
         "--abandon to record it without an answer"
     )
+
+
+def open_prompt(run_dir: Path) -> NextPrompt | None:
+    """The open episode's current prompt again (``None`` when no episode is open)."""
+    play = _load(run_dir)
+    if play.state.open is None:
+        return None
+    return _prompt(play, play.state.open)
 
 
 def next_episode(run_dir: Path, *, abandon: bool = False) -> NextPrompt | None:
