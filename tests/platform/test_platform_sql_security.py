@@ -27,9 +27,12 @@ REFUSED = [
     ("PRAGMA database_list", "SQL_NOT_READ_ONLY"),
     ("SET threads = 1", "SQL_NOT_READ_ONLY"),
     ("SELECT 1; DROP TABLE {table}", "SQL_MULTIPLE_STATEMENTS"),
-    ("SELECT * FROM read_csv('/etc/passwd')", "SQL_FORBIDDEN_FUNCTION"),
-    ("SELECT * FROM read_parquet('https://example.com/x.parquet')", "SQL_FORBIDDEN_FUNCTION"),
-    ("SELECT * FROM glob('/*')", "SQL_FORBIDDEN_FUNCTION"),
+    ("SELECT * FROM read_csv('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    (
+        "SELECT * FROM read_parquet('https://example.com/x.parquet')",
+        "SQL_TABLE_FUNCTION_NOT_ALLOWED",
+    ),
+    ("SELECT * FROM glob('/*')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
     ("SELECT * FROM '/etc/passwd'", "SQL_FILE_ACCESS"),
     ("SELECT '" + "a" * 2500 + "'", "SQL_TOO_LONG"),
 ]

@@ -120,6 +120,7 @@ class PlatformService:
         self.auth = auth
         self.warehouse = Warehouse(world.warehouse_path, sql_threads)
         self.tables = dict(self.warehouse.tables())
+        self.sql_scope = self.warehouse.scope()
         if audit_dsn:
             audit_db = Database(dsn=audit_dsn)
             state_db = Database(dsn=audit_dsn)
@@ -353,7 +354,7 @@ class PlatformService:
                 "this platform requires a search before the first sql_query of a session",
                 "call search with what you are looking for, then query",
             )
-        checked = check_sql(args.sql, sql_cfg.max_sql_chars)
+        checked = check_sql(args.sql, sql_cfg.max_sql_chars, self.sql_scope)
         limit = min(args.limit or sql_cfg.row_limit_default, sql_cfg.row_limit_max)
         result = self.warehouse.run(checked.sql, limit, sql_cfg.timeout_s)
         payload: dict[str, Any] = {

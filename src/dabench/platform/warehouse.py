@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from dabench.platform.errors import ToolError
+from dabench.platform.sqlguard import SqlScope
 from dabench.world import OFFLINE_CONFIG
 
 READ_ONLY_CONFIG: dict[str, Any] = {**OFFLINE_CONFIG, "lock_configuration": True}
@@ -140,7 +141,8 @@ class Warehouse:
             rows = cur.execute(
                 "SELECT table_schema, table_name, column_name, data_type "
                 "FROM information_schema.columns "
-                "WHERE table_schema NOT IN ('information_schema', 'pg_catalog') "
+                "WHERE table_catalog = current_database() "
+                "AND table_schema NOT IN ('information_schema', 'pg_catalog') "
                 "ORDER BY table_schema, table_name, ordinal_position"
             ).fetchall()
         finally:
@@ -149,6 +151,16 @@ class Warehouse:
         for schema, table, column, dtype in rows:
             out.setdefault(f"{schema}.{table}".lower(), []).append((column, dtype))
         return sorted(out.items())
+
+    def scope(self) -> SqlScope:
+        """What the SQL guard lets a query reference: this warehouse's tables."""
+        cur = self._con.cursor()
+        try:
+            row = cur.execute("SELECT current_database()").fetchone()
+        finally:
+            cur.close()
+        catalog = str(row[0]) if row else ""
+        return SqlScope(catalog=catalog, tables=frozenset(t for t, _ in self.tables()))
 
     def run(self, sql: str, limit: int, timeout_s: float) -> QueryResult:
         """Run one checked SELECT; raise ``QUERY_TIMEOUT`` or ``SQL_ERROR`` on failure."""
