@@ -68,6 +68,23 @@ _UNSAFE_REF_TYPES = frozenset(
 """Table-reference types (nodes without an expression ``class``) the guard refuses."""
 
 
+SQL_VALUE_FUNCTIONS: dict[str, str] = {
+    "current_catalog": "current_catalog",
+    "current_date": "current_date",
+    "current_role": "current_role",
+    "current_schema": "current_schema",
+    "current_time": "get_current_time",
+    "current_timestamp": "get_current_timestamp",
+    "current_user": "current_user",
+    "localtime": "current_localtime",
+    "localtimestamp": "current_localtimestamp",
+    "session_user": "session_user",
+    "user": "user",
+}
+"""Bare words DuckDB's binder turns into function calls when no column has that name
+(``SELECT current_user``) -> the function it calls."""
+
+
 class DuckDBParser:
     """Serializes SQL with DuckDB's parser; safe to share between threads."""
 
@@ -121,6 +138,11 @@ def _walk(node: Any, ctes: frozenset[str], out: TreeRefs) -> None:
     kind = node.get("class")
     if kind in ("FUNCTION", "WINDOW"):
         out.functions.append(_function_ref(node, "scalar" if kind == "FUNCTION" else "window"))
+    if kind == "COLUMN_REF":
+        names = node.get("column_names") or []
+        if len(names) == 1 and str(names[0]).lower() in SQL_VALUE_FUNCTIONS:
+            name = SQL_VALUE_FUNCTIONS[str(names[0]).lower()]
+            out.functions.append(FunctionRef(name=name, kind="scalar", qualified=False))
     ref_type = node.get("type")
     if ref_type == "TABLE_FUNCTION" and isinstance(node.get("function"), dict):
         fn = node["function"]
@@ -138,7 +160,7 @@ def _walk(node: Any, ctes: frozenset[str], out: TreeRefs) -> None:
         name = str(node.get("table_name") or "")
         if catalog or schema or name.lower() not in ctes:
             out.tables.append(TableRef(catalog, schema, name))
-    if "class" not in node and ref_type in _UNSAFE_REF_TYPES:
+    if "class" not in node and isinstance(ref_type, str) and ref_type in _UNSAFE_REF_TYPES:
         out.other_refs.append(str(ref_type))
     for key, value in node.items():
         if key != "cte_map":

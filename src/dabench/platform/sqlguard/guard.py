@@ -32,6 +32,7 @@ from dabench.platform.sqlguard.allowlist import load_allowlist
 from dabench.platform.sqlguard.duckdb_tree import DuckDBParseError, DuckDBParser, TreeRefs
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
+_log = logging.getLogger(__name__)
 
 _WRITE_NODES: tuple[type[exp.Expression], ...] = (
     exp.Insert,
@@ -133,6 +134,13 @@ def _guarded_check(sql: str, scope: SqlScope) -> CheckedSql | ToolError:
         return _refuse(
             "SQL_PARSE_ERROR", "the SQL is nested too deeply to parse", "flatten the query"
         )
+    except Exception:  # fail closed: a statement the guard cannot analyse is not run
+        _log.exception("the SQL guard could not analyse a statement")
+        return _refuse(
+            "SQL_UNSUPPORTED",
+            "the SQL guard could not analyse this statement",
+            "simplify the query (plain SELECT ... FROM schema.table)",
+        )
 
 
 _cached_check = functools.lru_cache(maxsize=1024)(_guarded_check)
@@ -167,6 +175,7 @@ def _check_statement(sql: str) -> exp.Expr:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except (ParseError, TokenError) as exc:
         first = str(exc).splitlines()[0][:300]
+        _refuse_if_not_select(sql)
         raise _refuse(
             "SQL_PARSE_ERROR",
             f"the SQL could not be parsed: {first}",
@@ -195,6 +204,20 @@ def _check_statement(sql: str) -> exp.Expr:
                 "the warehouse is read-only; rewrite as a SELECT",
             )
     return tree
+
+
+def _refuse_if_not_select(sql: str) -> None:
+    """A statement sqlglot cannot parse gets ``SQL_NOT_READ_ONLY`` when DuckDB parses it as
+    something other than a SELECT (EXPORT DATABASE ...), not a vague parse error."""
+    try:
+        _parser().tree(sql)
+    except DuckDBParseError as exc:
+        if "Only SELECT" in str(exc):
+            raise _refuse(
+                "SQL_NOT_READ_ONLY",
+                "DuckDB parses this as a statement other than a SELECT",
+                "the warehouse is read-only; rewrite as a SELECT",
+            ) from exc
 
 
 def _duckdb_refs(sql: str) -> TreeRefs:
@@ -250,7 +273,9 @@ def _check_functions(refs: TreeRefs) -> None:
             raise _refuse(
                 "SQL_FUNCTION_NOT_ALLOWED",
                 f"function {fn.name}() is not allowed ({reason})",
-                "use DuckDB's scalar, aggregate and window functions on warehouse tables",
+                "use DuckDB's scalar, aggregate and window functions on warehouse tables "
+                "(a column named like a SQL keyword function, e.g. user, must be written "
+                "with its table: t.user)",
             )
 
 
