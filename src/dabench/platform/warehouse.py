@@ -1,8 +1,12 @@
-"""Read-only query execution on the world's DuckDB warehouse, bounded in rows and time.
+"""Read-only query execution on the world's DuckDB warehouse, bounded in rows, bytes,
+memory and time.
 
-One read-only connection with external access and extension auto-loading disabled; each
-call gets its own ``cursor()`` and runs in the caller's worker thread. A timer interrupts
-the cursor when the statement timeout expires.
+One read-only connection with external access and extension auto-loading disabled and a
+``memory_limit`` (spilling to a bounded temp directory); each call gets its own
+``cursor()`` and runs in the caller's worker thread. Results stream: rows are fetched in
+small batches until the row cap or the byte cap is reached, so a query with a huge result
+costs one batch, not the result. A watchdog interrupts the cursor when the statement
+timeout expires.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import datetime as dt
 import decimal
 import heapq
 import itertools
+import json
 import threading
 import time
 import uuid
@@ -24,8 +29,13 @@ from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope
 from dabench.world import OFFLINE_CONFIG
 
-READ_ONLY_CONFIG: dict[str, Any] = {**OFFLINE_CONFIG, "lock_configuration": True}
-"""The world's offline settings, and no ``SET`` can change them afterwards."""
+READ_ONLY_CONFIG: dict[str, Any] = {
+    **OFFLINE_CONFIG,
+    "python_enable_replacements": False,
+    "lock_configuration": True,
+}
+"""The world's offline settings, no Python-variable replacement scans, and no ``SET`` can
+change them afterwards."""
 
 DEFAULT_SQL_THREADS = 1
 """DuckDB threads per query. One: a tool call's query runs on its own worker thread, so
@@ -33,21 +43,49 @@ concurrent sessions already run in parallel, and for the small queries agents se
 DuckDB's pool costs more than it saves (``benchmarks/platform_roundtrip.py``)."""
 
 
-def read_only_config(threads: int = DEFAULT_SQL_THREADS) -> dict[str, Any]:
-    """:data:`READ_ONLY_CONFIG` with DuckDB's thread count (every connection to one file in a
-    process must use the same configuration)."""
+@dataclass(frozen=True)
+class WarehouseLimits:
+    """DuckDB's resource settings for the warehouse connection (from the profile's ``sql``)."""
+
+    memory_limit: str = "2GiB"
+    temp_directory: Path | None = None
+    """Where DuckDB spills; ``None`` keeps DuckDB's default (next to the database file)."""
+    max_temp_directory_size: str = "4GiB"
+
+
+def read_only_config(
+    threads: int = DEFAULT_SQL_THREADS, limits: WarehouseLimits | None = None
+) -> dict[str, Any]:
+    """:data:`READ_ONLY_CONFIG` with DuckDB's thread count and resource limits (every
+    connection to one file in a process must use the same configuration)."""
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
-    return {**READ_ONLY_CONFIG, "threads": threads}
+    lim = limits or WarehouseLimits()
+    config: dict[str, Any] = {
+        **READ_ONLY_CONFIG,
+        "threads": threads,
+        "memory_limit": lim.memory_limit,
+        "max_temp_directory_size": lim.max_temp_directory_size,
+    }
+    if lim.temp_directory is not None:
+        config["temp_directory"] = str(lim.temp_directory)
+    return config
+
+
+FETCH_BATCH_ROWS = 64
+"""Rows converted per fetch: bounds the Python work (and GIL time) between cap checks."""
 
 
 @dataclass(frozen=True)
 class QueryResult:
-    """Rows of a query, capped at ``limit`` with ``truncated`` set when more existed."""
+    """Rows of a query, capped at ``limit`` rows and ``max_bytes`` of JSON; ``truncated``
+    is set when more existed."""
 
     columns: list[dict[str, str]]
     rows: list[list[Any]]
     truncated: bool
+    truncated_by: str | None = None
+    """``rows`` or ``bytes``: which cap cut the result."""
 
 
 def jsonable(value: Any) -> Any:
@@ -129,9 +167,18 @@ class Watchdog:
 class Warehouse:
     """The world's warehouse opened read-only."""
 
-    def __init__(self, path: Path, threads: int = DEFAULT_SQL_THREADS) -> None:
+    def __init__(
+        self,
+        path: Path,
+        threads: int = DEFAULT_SQL_THREADS,
+        limits: WarehouseLimits | None = None,
+    ) -> None:
         self.path = path
-        self._con = duckdb.connect(str(path), read_only=True, config=read_only_config(threads))
+        if limits is not None and limits.temp_directory is not None:
+            limits.temp_directory.mkdir(parents=True, exist_ok=True)
+        self._con = duckdb.connect(
+            str(path), read_only=True, config=read_only_config(threads, limits)
+        )
         self._watchdog = Watchdog()
 
     def tables(self) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -162,14 +209,18 @@ class Warehouse:
         catalog = str(row[0]) if row else ""
         return SqlScope(catalog=catalog, tables=frozenset(t for t, _ in self.tables()))
 
-    def run(self, sql: str, limit: int, timeout_s: float) -> QueryResult:
-        """Run one checked SELECT; raise ``QUERY_TIMEOUT`` or ``SQL_ERROR`` on failure."""
+    def run(
+        self, sql: str, limit: int, timeout_s: float, max_bytes: int = 2 * 1024 * 1024
+    ) -> QueryResult:
+        """Run one checked SELECT; raise ``QUERY_TIMEOUT`` or ``SQL_ERROR`` on failure.
+
+        At most ``limit`` rows and ``max_bytes`` of row JSON are returned."""
         cur = self._con.cursor()
         ticket = self._watchdog.arm(cur, timeout_s)
         try:
             cur.execute(sql)
             description = cur.description or []
-            fetched = cur.fetchmany(limit + 1)
+            rows, truncated_by = _fetch_capped(cur, limit, max_bytes)
         except duckdb.InterruptException as exc:
             raise ToolError(
                 "QUERY_TIMEOUT",
@@ -185,10 +236,34 @@ class Warehouse:
             self._watchdog.disarm(ticket)
             cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
-        truncated = len(fetched) > limit
-        rows = [[jsonable(v) for v in row] for row in fetched[:limit]]
-        return QueryResult(columns=columns, rows=rows, truncated=truncated)
+        return QueryResult(
+            columns=columns,
+            rows=rows,
+            truncated=truncated_by is not None,
+            truncated_by=truncated_by,
+        )
 
     def close(self) -> None:
         """Close the connection."""
         self._con.close()
+
+
+def _fetch_capped(
+    cur: duckdb.DuckDBPyConnection, limit: int, max_bytes: int
+) -> tuple[list[list[Any]], str | None]:
+    """Stream rows until ``limit`` rows or ``max_bytes`` of JSON; returns the rows and which
+    cap cut them (``None`` when the result ended first)."""
+    rows: list[list[Any]] = []
+    used = 0
+    while True:
+        batch = cur.fetchmany(min(FETCH_BATCH_ROWS, limit + 1 - len(rows)))
+        if not batch:
+            return rows, None
+        for raw in batch:
+            if len(rows) == limit:
+                return rows, "rows"
+            row = [jsonable(v) for v in raw]
+            used += len(json.dumps(row)) + 1
+            if used > max_bytes:
+                return rows, "bytes"
+            rows.append(row)
