@@ -104,8 +104,8 @@ class MemorySettings(_Strict):
     """Token-set Jaccard similarity at or above which a new memory supersedes an old one."""
 
 
-DEFAULT_MAX_RESULT_BYTES = 2 * 1024 * 1024
-"""Default byte cap of one ``sql_query`` result's rows (2 MiB of JSON)."""
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""Default byte cap of one ``sql_query`` result's rows (1 MiB of JSON)."""
 
 DEFAULT_MEMORY_LIMIT = "2GiB"
 """Default DuckDB ``memory_limit`` of the warehouse: a few GiB of a shared 24 GiB machine."""
