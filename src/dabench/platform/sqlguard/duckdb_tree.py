@@ -91,17 +91,23 @@ class DuckDBParser:
     def __init__(self) -> None:
         self._con = duckdb.connect(":memory:", config=dict(PARSER_CONFIG))
         self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor (creating one per call costs about as much as the parse)."""
+        cur: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
+        if cur is None:
+            with self._lock:
+                cur = self._con.cursor()
+            self._local.cursor = cur
+        return cur
 
     def tree(self, sql: str) -> dict[str, Any]:
         """DuckDB's JSON parse tree of ``sql``; raises :class:`DuckDBParseError`."""
-        with self._lock:
-            cur = self._con.cursor()
         try:
-            row = cur.execute("SELECT json_serialize_sql($1::VARCHAR)", [sql]).fetchone()
+            row = self._cursor().execute("SELECT json_serialize_sql($1::VARCHAR)", [sql]).fetchone()
         except duckdb.Error as exc:
             raise DuckDBParseError("error", str(exc).splitlines()[0][:300]) from exc
-        finally:
-            cur.close()
         data = json.loads(row[0]) if row is not None else {}
         if not isinstance(data, dict):
             raise DuckDBParseError("error", "unexpected parser output")
