@@ -202,6 +202,18 @@ async def test_byte_cap_truncates_large_results(platform_limits: RunningPlatform
         huge = "SELECT repeat('x', 100000) FROM range(10000)"
         is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": huge})
         assert not is_error and body["truncated"] is True and body["row_count"] == 0
+        # one value over the cap never reaches Python: the row is cut, columns stay
+        one = "SELECT 1 AS n, repeat('x', 100000000) AS big, 'ok' AS s"
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": one})
+        assert not is_error and body["truncated_by"] == "bytes" and body["rows"] == []
+        assert [c["name"] for c in body["columns"]] == ["n", "big", "s"]
+        mixed = (
+            "SELECT i, CASE WHEN i = 3 THEN repeat('y', 70000) ELSE 'v' END AS s "
+            "FROM range(9) t(i) ORDER BY i DESC"
+        )
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": mixed})
+        assert body["rows"] == [[8, "v"], [7, "v"], [6, "v"], [5, "v"], [4, "v"]]
+        assert body["truncated_by"] == "bytes"
         # below both caps: not truncated, no byte fields
         _, body = await call(client, "sql_query", {"session_id": sid, "sql": "FROM range(50)"})
         assert body["truncated"] is False and "truncated_by" not in body

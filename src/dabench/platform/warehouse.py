@@ -223,9 +223,10 @@ class Warehouse:
         cur = self._con.cursor()
         ticket = self._watchdog.arm(cur, timeout_s)
         try:
-            cur.execute(sql)
-            description = cur.description or []
-            rows, truncated_by = _fetch_capped(cur, limit, max_bytes)
+            bounded, flagged = _bounded_values(cur, sql, max_bytes)
+            cur.execute(bounded)
+            description = (cur.description or [])[: -1 if flagged else None]
+            rows, truncated_by = _fetch_capped(cur, limit, max_bytes, flagged)
         except duckdb.InterruptException as exc:
             raise ToolError(
                 "QUERY_TIMEOUT",
@@ -253,11 +254,42 @@ class Warehouse:
         self._con.close()
 
 
+_SIZED_TYPES = {"VARCHAR": "strlen", "JSON": "strlen", "BLOB": "octet_length"}
+
+
+def _bounded_values(cur: duckdb.DuckDBPyConnection, sql: str, max_bytes: int) -> tuple[str, bool]:
+    """Wrap ``sql`` so no string or blob value larger than ``max_bytes`` reaches Python.
+
+    The query is bound (not run) to learn its column types; when it has VARCHAR, JSON or
+    BLOB columns, the wrapper replaces an oversized value by NULL and adds a last boolean
+    column saying so (the fetch stops at that row). A value over the byte cap could never
+    be returned, and converting one (``repeat('x', 1e9)``) would hold the process for
+    seconds and gigabytes. Columns keep their names, types and order. Returns the SQL to
+    run and whether the flag column was added.
+    """
+    rel = cur.sql(sql)
+    sized = {
+        i: fn for i, t in enumerate(rel.types, 1) if (fn := _SIZED_TYPES.get(str(t))) is not None
+    }
+    if not sized:
+        return sql, False
+    cols = []
+    for i, name in enumerate(rel.columns, 1):
+        alias = '"' + str(name).replace('"', '""') + '"'
+        fn = sized.get(i)
+        value = f"CASE WHEN {fn}(#{i}) > {max_bytes} THEN NULL ELSE #{i} END" if fn else f"#{i}"
+        cols.append(f"{value} AS {alias}")
+    flag = " OR ".join(f"coalesce({fn}(#{i}) > {max_bytes}, false)" for i, fn in sized.items())
+    wrapped = f"SELECT {', '.join(cols)}, ({flag}) AS oversize FROM (\n{sql}\n) AS q"
+    return wrapped, True
+
+
 def _fetch_capped(
-    cur: duckdb.DuckDBPyConnection, limit: int, max_bytes: int
+    cur: duckdb.DuckDBPyConnection, limit: int, max_bytes: int, flagged: bool = False
 ) -> tuple[list[list[Any]], str | None]:
     """Stream rows until ``limit`` rows or ``max_bytes`` of JSON; returns the rows and which
-    cap cut them (``None`` when the result ended first)."""
+    cap cut them (``None`` when the result ended first). With ``flagged``, each row's last
+    value says one of its values was over the cap (see :func:`_bounded_values`)."""
     rows: list[list[Any]] = []
     used = 0
     while True:
@@ -267,6 +299,10 @@ def _fetch_capped(
         for raw in batch:
             if len(rows) == limit:
                 return rows, "rows"
+            if flagged:
+                if raw[-1]:
+                    return rows, "bytes"
+                raw = raw[:-1]
             row = [jsonable(v) for v in raw]
             used += len(json.dumps(row)) + 1
             if used > max_bytes:
