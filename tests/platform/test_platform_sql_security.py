@@ -214,6 +214,10 @@ async def test_byte_cap_truncates_large_results(platform_limits: RunningPlatform
         is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": mixed})
         assert body["rows"] == [[8, "v"], [7, "v"], [6, "v"], [5, "v"], [4, "v"]]
         assert body["truncated_by"] == "bytes"
+        nested = "SELECT list(repeat('z', 1000)) AS l FROM range(2000)"
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": nested})
+        assert not is_error and body["truncated_by"] == "bytes" and body["rows"] == []
+        assert body["columns"] == [{"name": "l", "type": "VARCHAR[]"}]
         # below both caps: not truncated, no byte fields
         _, body = await call(client, "sql_query", {"session_id": sid, "sql": "FROM range(50)"})
         assert body["truncated"] is False and "truncated_by" not in body

@@ -254,32 +254,43 @@ class Warehouse:
         self._con.close()
 
 
-_SIZED_TYPES = {"VARCHAR": "strlen", "JSON": "strlen", "BLOB": "octet_length"}
+_SIZE_FUNCTIONS = {"VARCHAR": "strlen({})", "JSON": "strlen({})", "BLOB": "octet_length({})"}
+_NESTED_PREFIXES = ("STRUCT", "MAP", "UNION", "VARIANT")
+
+
+def _size_expression(type_name: str, column: str) -> str | None:
+    """SQL for a value's size in bytes when its type can be large, else ``None``."""
+    template = _SIZE_FUNCTIONS.get(type_name)
+    if template is None and (type_name.endswith("]") or type_name.startswith(_NESTED_PREFIXES)):
+        template = "strlen(CAST({} AS VARCHAR))"  # lists, arrays, structs, maps
+    return template.format(column) if template else None
 
 
 def _bounded_values(cur: duckdb.DuckDBPyConnection, sql: str, max_bytes: int) -> tuple[str, bool]:
-    """Wrap ``sql`` so no string or blob value larger than ``max_bytes`` reaches Python.
+    """Wrap ``sql`` so no value larger than ``max_bytes`` reaches Python.
 
-    The query is bound (not run) to learn its column types; when it has VARCHAR, JSON or
-    BLOB columns, the wrapper replaces an oversized value by NULL and adds a last boolean
-    column saying so (the fetch stops at that row). A value over the byte cap could never
-    be returned, and converting one (``repeat('x', 1e9)``) would hold the process for
-    seconds and gigabytes. Columns keep their names, types and order. Returns the SQL to
-    run and whether the flag column was added.
+    The query is bound (not run) to learn its column types; when it has string, blob or
+    nested (list, struct, map) columns, the wrapper replaces an oversized value by NULL and
+    adds a last boolean column saying so (the fetch stops at that row). A value over the
+    byte cap could never be returned, and converting one (``repeat('x', 1e9)``, a list of
+    millions of strings) would hold the process for seconds and gigabytes. Columns keep
+    their names, types and order. Returns the SQL to run and whether the flag was added.
     """
     rel = cur.sql(sql)
     sized = {
-        i: fn for i, t in enumerate(rel.types, 1) if (fn := _SIZED_TYPES.get(str(t))) is not None
+        i: size
+        for i, t in enumerate(rel.types, 1)
+        if (size := _size_expression(str(t), f"#{i}")) is not None
     }
     if not sized:
         return sql, False
     cols = []
     for i, name in enumerate(rel.columns, 1):
         alias = '"' + str(name).replace('"', '""') + '"'
-        fn = sized.get(i)
-        value = f"CASE WHEN {fn}(#{i}) > {max_bytes} THEN NULL ELSE #{i} END" if fn else f"#{i}"
+        size = sized.get(i)
+        value = f"CASE WHEN {size} > {max_bytes} THEN NULL ELSE #{i} END" if size else f"#{i}"
         cols.append(f"{value} AS {alias}")
-    flag = " OR ".join(f"coalesce({fn}(#{i}) > {max_bytes}, false)" for i, fn in sized.items())
+    flag = " OR ".join(f"coalesce({size} > {max_bytes}, false)" for size in sized.values())
     wrapped = f"SELECT {', '.join(cols)}, ({flag}) AS oversize FROM (\n{sql}\n) AS q"
     return wrapped, True
 
