@@ -275,6 +275,10 @@ def _bounded_values(cur: duckdb.DuckDBPyConnection, sql: str, max_bytes: int) ->
     byte cap could never be returned, and converting one (``repeat('x', 1e9)``, a list of
     millions of strings) would hold the process for seconds and gigabytes. Columns keep
     their names, types and order. Returns the SQL to run and whether the flag was added.
+
+    ``sql`` must be guard-checked: the guard refuses unterminated comments, strings and
+    quoted names and more than one statement, so the text cannot reach past the wrapper's
+    parentheses (and a trailing ``--`` comment ends at the newline before them).
     """
     rel = cur.sql(sql)
     sized = {

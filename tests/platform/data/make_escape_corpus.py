@@ -317,6 +317,14 @@ HAND: list[tuple[str, str, str]] = [
     ("parser", "SELECT e'\\x27'; SELECT 1", MS),
     ("parser", "SELECT * FROM sales.orders WHERE x = 1; ATTACH 'x' AS y", MS),
     ("parser", "CALL getenv('HOME')", NR),
+    # breaking out of the server's size-bounding wrapper: FROM (\n<sql>\n) AS q
+    ("wrapper", "SELECT 'x' AS s) AS q, (SELECT getenv('HOME')", PE),
+    ("wrapper", "SELECT 'x' AS s /*", PE),
+    ("wrapper", "SELECT 'x' AS s, 'unterminated", PE),
+    ("wrapper", "SELECT 'x' AS s, $$unterminated", PE),
+    ("wrapper", "SELECT 'x' AS \"unterminated", PE),
+    ("wrapper", "SELECT 'x' AS s; -- ) AS q, getenv('HOME')", MS),
+    ("wrapper", "SELECT 'x' AS s -- \n) AS q, read_text('/etc/passwd') AS r --", PE),
 ]
 
 
