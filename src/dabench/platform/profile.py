@@ -104,13 +104,36 @@ class MemorySettings(_Strict):
     """Token-set Jaccard similarity at or above which a new memory supersedes an old one."""
 
 
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""Default byte cap of one ``sql_query`` result's rows (1 MiB of JSON)."""
+
+DEFAULT_MEMORY_LIMIT = "2GiB"
+"""Default DuckDB ``memory_limit`` of the warehouse: a few GiB of a shared 24 GiB machine."""
+
+DEFAULT_MAX_TEMP_DIRECTORY_SIZE = "4GiB"
+"""Default cap of what DuckDB may spill to its temp directory."""
+
+_SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?\s*([KMGT]i?B|B)$"
+
+
 class SqlSettings(_Strict):
-    """Bounds of ``sql_query``."""
+    """Bounds of ``sql_query`` and of the warehouse's DuckDB."""
 
     row_limit_default: int = Field(default=1000, ge=1)
     row_limit_max: int = Field(default=10000, ge=1)
     timeout_s: float = Field(default=10.0, gt=0, le=600)
     max_sql_chars: int = Field(default=20000, ge=16)
+    max_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024, le=256 * 1024 * 1024)
+    """Byte cap of a result's rows (their JSON size); ``truncated`` is set when it cuts."""
+    memory_limit: str = Field(default=DEFAULT_MEMORY_LIMIT, pattern=_SIZE_PATTERN)
+    """DuckDB ``memory_limit`` of the warehouse connection (``512MB``, ``2GiB`` ...); larger
+    operators spill to :attr:`temp_directory`."""
+    temp_directory: str | None = None
+    """Where DuckDB spills; default ``<state-dir>/duckdb-tmp``."""
+    max_temp_directory_size: str = Field(
+        default=DEFAULT_MAX_TEMP_DIRECTORY_SIZE, pattern=_SIZE_PATTERN
+    )
+    """Cap of the spill files; a query needing more fails with ``SQL_ERROR``."""
 
 
 class Persona(_Strict):
@@ -136,6 +159,10 @@ DEFAULT_PERSONAS: dict[str, Persona] = {
 HASH_NEUTRAL_DEFAULTS: dict[tuple[str, str], object] = {
     ("search", "ranking"): "bm25",
     ("search", "embedding_model"): DEFAULT_EMBEDDING_MODEL,
+    ("sql", "max_result_bytes"): DEFAULT_MAX_RESULT_BYTES,
+    ("sql", "memory_limit"): DEFAULT_MEMORY_LIMIT,
+    ("sql", "temp_directory"): None,
+    ("sql", "max_temp_directory_size"): DEFAULT_MAX_TEMP_DIRECTORY_SIZE,
 }
 """``(section, field) -> default`` left out of :meth:`Profile.canonical_json` at that default."""
 

@@ -51,7 +51,7 @@ from dabench.platform.tools import (
     SqlQueryArgs,
     input_schema,
 )
-from dabench.platform.warehouse import DEFAULT_SQL_THREADS, Warehouse
+from dabench.platform.warehouse import DEFAULT_SQL_THREADS, Warehouse, WarehouseLimits
 from dabench.world.model import Catalog, KnowledgePage
 
 logger = logging.getLogger(__name__)
@@ -97,6 +97,17 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def warehouse_limits(profile: Profile, state_dir: Path) -> WarehouseLimits:
+    """DuckDB's resource limits from the profile; spills default to ``<state-dir>/duckdb-tmp``."""
+    sql = profile.sql
+    temp = Path(sql.temp_directory) if sql.temp_directory else state_dir / "duckdb-tmp"
+    return WarehouseLimits(
+        memory_limit=sql.memory_limit,
+        temp_directory=temp.resolve(),
+        max_temp_directory_size=sql.max_temp_directory_size,
+    )
+
+
 class PlatformService:
     """One platform instance: a world, a profile, identities, state and the audit log."""
 
@@ -118,8 +129,11 @@ class PlatformService:
         self.world = world
         self.profile = profile
         self.auth = auth
-        self.warehouse = Warehouse(world.warehouse_path, sql_threads)
+        self.warehouse = Warehouse(
+            world.warehouse_path, sql_threads, warehouse_limits(profile, state_dir)
+        )
         self.tables = dict(self.warehouse.tables())
+        self.sql_scope = self.warehouse.scope()
         if audit_dsn:
             audit_db = Database(dsn=audit_dsn)
             state_db = Database(dsn=audit_dsn)
@@ -372,9 +386,9 @@ class PlatformService:
                 "this platform requires a search before the first sql_query of a session",
                 "call search with what you are looking for, then query",
             )
-        checked = check_sql(args.sql, sql_cfg.max_sql_chars)
+        checked = check_sql(args.sql, sql_cfg.max_sql_chars, self.sql_scope)
         limit = min(args.limit or sql_cfg.row_limit_default, sql_cfg.row_limit_max)
-        result = self.warehouse.run(checked.sql, limit, sql_cfg.timeout_s)
+        result = self.warehouse.run(checked.sql, limit, sql_cfg.timeout_s, sql_cfg.max_result_bytes)
         payload: dict[str, Any] = {
             "columns": result.columns,
             "rows": result.rows,
@@ -382,6 +396,9 @@ class PlatformService:
             "truncated": result.truncated,
             "limit": limit,
         }
+        if result.truncated_by == "bytes":
+            payload["truncated_by"] = "bytes"
+            payload["max_bytes"] = sql_cfg.max_result_bytes
         enrichment = self._enrich([t for t in checked.tables if t in self.tables], session)
         if enrichment.applied:
             payload["semantic_context"] = enrichment.blocks

@@ -119,7 +119,8 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     ),
     "sql_query": (
         "Run one read-only SQL query (DuckDB dialect) on the warehouse. Returns columns, rows "
-        "(capped; truncated=true when more exist) and semantic context for referenced tables."
+        "(capped in rows and bytes; truncated=true when more exist) and semantic context for "
+        "referenced tables."
     ),
     "describe_table": "Columns and types of a table, with its semantic context when available.",
     "list_tables": "List warehouse tables, optionally filtered by a glob or substring.",
