@@ -157,7 +157,7 @@ def test_budget_crash_and_timeout(real_world: Path, tmp_path: Path) -> None:
     assert code == 3 and ep.status == "harness_error"
     assert ep.harness_error is not None and "exited with code 7" in ep.harness_error
     assert "something broke in the agent" in ep.harness_error
-    hang = _agent(tmp_path, env={"AGENT_MODE": "hang"}, timeout_s=5)
+    hang = _agent(tmp_path, env={"AGENT_MODE": "hang"}, timeout_s=15)  # room to start
     _code, run_dir = _run(tmp_path / "hang", real_world, hang)
     (ep,) = Journal(run_dir).load()
     assert ep.status == "timeout" and len(ep.tool_calls) == 1  # the call before it hung
