@@ -276,12 +276,6 @@ def test_a_hostile_agent_cannot_read_the_key(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="sql_query still answers duckdb_databases() / pragma_database_list, which name the "
-    "warehouse file and so the world directory; the SQL allowlist (another branch) must refuse "
-    "them. Remove this mark when it lands.",
-)
 def test_sql_query_does_not_disclose_where_the_world_is(real_world: Path, tmp_path: Path) -> None:
     from tests.harness.test_play import play
 
