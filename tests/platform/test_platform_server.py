@@ -40,6 +40,26 @@ async def test_profiles_expose_exactly_their_tools(
                 assert ("session_id" in required) == (tool.name != "platform_info")
 
 
+async def test_listed_tools_state_what_the_profile_enforces(
+    platform_a0: RunningPlatform, platform_a2: RunningPlatform
+) -> None:
+    """Annotations, the SQL length and row limits the profile enforces, the search kinds it
+    offers (no ``memory`` on a2), and the search-first gate in the descriptions."""
+    async with mcp_client(platform_a2, "teacher") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    sql = tools["sql_query"]
+    assert sql.annotations is not None and sql.annotations.read_only_hint is True
+    assert sql.annotations.open_world_hint is False
+    assert sql.input_schema["properties"]["sql"]["maxLength"] == 20000  # the enforced limit
+    assert "SEARCH_REQUIRED" in (sql.description or "")
+    kinds = tools["search"].input_schema["properties"]["kinds"]["anyOf"][0]["items"]["enum"]
+    assert "memory" not in kinds and "knowledge_page" in kinds
+    assert "memories" not in (tools["search"].description or "")
+    async with mcp_client(platform_a0, "teacher") as client:
+        plain = {t.name: t for t in (await client.list_tools()).tools}
+    assert "SEARCH_REQUIRED" not in (plain["sql_query"].description or "")
+
+
 async def test_health_reports_profile_and_world(platform_a2: RunningPlatform, world: Any) -> None:
     body = httpx.get(platform_a2.base_url + "/healthz").json()
     assert body["status"] == "ok"

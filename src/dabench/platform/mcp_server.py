@@ -19,6 +19,7 @@ from dabench import __version__
 from dabench.platform.auth import Identity
 from dabench.platform.mcp_gate import AUDITED_STATE_KEY, IDENTITY_STATE_KEY, SESSION_HEADER
 from dabench.platform.service import SERVER_NAME, PlatformService
+from dabench.platform.tools import tool_annotations
 
 
 def _identity(ctx: ServerRequestContext[Any, Any], fixed: Identity | None) -> Identity:
@@ -47,7 +48,12 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
     ) -> types.ListToolsResult:
         identity = _identity(ctx, fixed_identity)
         tools = [
-            types.Tool(name=s.name, description=s.description, input_schema=s.input_schema)
+            types.Tool(
+                name=s.name,
+                description=s.description,
+                input_schema=s.input_schema,
+                annotations=types.ToolAnnotations(**tool_annotations(s.name)),
+            )
             for s in service.tool_specs(identity)
         ]
         return types.ListToolsResult(tools=tools)

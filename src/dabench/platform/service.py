@@ -40,7 +40,6 @@ from dabench.platform.state import Insight, StateStore
 from dabench.platform.storage import Database
 from dabench.platform.tools import (
     TOOL_ARGS,
-    TOOL_DESCRIPTIONS,
     ApplyKnowledgeArgs,
     DescribeTableArgs,
     FetchArgs,
@@ -50,6 +49,7 @@ from dabench.platform.tools import (
     SearchArgs,
     SqlQueryArgs,
     input_schema,
+    profile_tool,
 )
 from dabench.platform.warehouse import DEFAULT_SQL_THREADS, Warehouse, WarehouseLimits
 from dabench.world.model import Catalog, KnowledgePage
@@ -162,10 +162,16 @@ class PlatformService:
         """The tools ``identity``'s persona may see under this profile."""
         specs = self._specs.get(identity.persona)
         if specs is None:
-            specs = [
-                ToolSpec(name, TOOL_DESCRIPTIONS[name], input_schema(name))
-                for name in self.profile.tools_for(identity.persona)
-            ]
+            p = self.profile
+            specs = []
+            for name in p.tools_for(identity.persona):
+                description, schema = profile_tool(
+                    name, max_sql_chars=p.sql.max_sql_chars,
+                    row_limit_default=p.sql.row_limit_default,
+                    row_limit_max=p.sql.row_limit_max, search_kinds=list(p.search.kinds),
+                    search_first=p.gate.search_first,
+                )  # fmt: skip
+                specs.append(ToolSpec(name=name, description=description, input_schema=schema))
             self._specs[identity.persona] = specs
         return specs
 
