@@ -59,6 +59,11 @@ class PoolStats:
     resent: int = 0
     """Requests sent again on a new connection after the server closed a reused one unanswered."""
 
+    def add(self, other: PoolStats) -> None:
+        """Add ``other``'s counts to these."""
+        for name in ("opened", "reused", "expired", "peer_closed", "resent"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 

@@ -34,7 +34,7 @@ from dabench.targets.base import (
     ToolOutcome,
     hide_argument,
 )
-from dabench.targets.loopback_http import LoopbackHttp
+from dabench.targets.loopback_http import LoopbackHttp, PoolStats
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
@@ -63,6 +63,9 @@ class ReferenceTargetConfig(BaseModel):
     """The platform closes keep-alive connections idle this long; the harness's clients close
     theirs at 80 % of it (:func:`~dabench.keepalive.client_idle_limit`), so neither side
     reuses a connection the other is closing."""
+    client_idle_s: float | None = Field(default=None, gt=0)
+    """Override the clients' idle limit (seconds; default 80 % of ``keep_alive_s``). Above
+    the keep-alive only to test that connections the platform closed are still never used."""
     client: Literal["lean", "sdk"] = "lean"
     """MCP client: ``lean`` (stateless streamable HTTP, ~5x less harness CPU per call) or
     ``sdk`` (the official client)."""
@@ -123,6 +126,8 @@ class ReferenceTarget(Target):
         """Platform CPU seconds when it became healthy (start-up cost)."""
         self.cpu_at_stop: float | None = None
         """Platform CPU seconds just before it was stopped."""
+        self.pool_stats = PoolStats()
+        """What the lean clients' connection pools did, summed when they close (at stop)."""
 
     @property
     def label(self) -> str:
@@ -204,11 +209,14 @@ class ReferenceTarget(Target):
         """Close the connections and stop the process (SIGTERM, then SIGKILL)."""
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
+            if isinstance(conn, LeanMcpConnection) and conn.pool is not None:
+                self.pool_stats.add(conn.pool.stats)
             await conn.close()
         if self._http is not None:
             await self._http.aclose()
             self._http = None
         if self._loopback is not None:
+            self.pool_stats.add(self._loopback.stats)
             await self._loopback.aclose()
             self._loopback = None
         if self.process is not None:
@@ -271,6 +279,8 @@ class ReferenceTarget(Target):
     @property
     def idle_s(self) -> float:
         """The idle limit of the harness's connections to this platform."""
+        if self.config.client_idle_s is not None:
+            return self.config.client_idle_s
         return client_idle_limit(self.config.keep_alive_s)
 
     def _client(self) -> httpx.AsyncClient:
