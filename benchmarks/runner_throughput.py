@@ -44,14 +44,15 @@ def experiment(
     target: dict[str, Any] | None = None,
     agent: dict[str, Any] | None = None,
     episode_timeout_s: float = 120,
+    tasks: dict[str, Any] | None = None,
 ) -> Experiment:
-    """One reference-platform (a0) arm with the fake provider ``model`` over the smoke tasks;
-    ``target`` and ``agent`` add settings to the arm's target and agent."""
+    """One reference-platform (a0) arm with the fake provider ``model`` over ``tasks`` (default:
+    the smoke tasks); ``target`` and ``agent`` add settings to the arm's target and agent."""
     return Experiment.model_validate(
         {
             "name": f"throughput-c{concurrency}",
             "world": {"dir": str(world)},
-            "tasks": {"smoke": True},
+            "tasks": tasks or {"smoke": True},
             "k": 1,
             "concurrency": concurrency,
             "episode_timeout_s": episode_timeout_s,

@@ -10,9 +10,10 @@ Time compression: every duration of the model, the retry waits, the platform's k
 and the clients' idle limit is divided by the level's factor ``F``, so the ratio of every
 idle gap to the keep-alive is the one of the uncompressed run (about 70 % of the gaps
 between two model calls are longer than 5 s) while 2,000 episodes at concurrency 1 finish in
-minutes. ``F`` is chosen per level so that the model alone would take ``--level-wall-s``
-(or fixed with ``--compression``). What is not compressed is the harness's and the
-platform's own work, so efficiency at a large ``F`` is a pessimistic estimate of
+minutes. The episodes are repetitions of the built-in S1-S3 tasks (a multi-turn task makes
+``--calls`` tool calls per turn). ``F`` is chosen per level so that the model alone would
+take ``--level-wall-s`` (or fixed with ``--compression``). What is not compressed is the
+harness's and the platform's own work, so efficiency at a large ``F`` is a pessimistic estimate of
 efficiency at real latency.
 
 Printed per level: harness errors (must be 0), other non-completed episodes, retries (the
@@ -44,6 +45,8 @@ from dabench.providers.fake import FakeProvider, FakeSettings
 from runner_throughput import default_world, experiment, run_level
 
 Z99 = 2.3263478740408408
+TASKS = {"suites": ["s1", "s2", "s3"]}
+"""123 built-in tasks (8 of them multi-turn): 2,000 episodes need k = 17 (k is at most 100)."""
 
 
 def mean_latency(median: float, p99: float) -> float:
@@ -69,7 +72,7 @@ async def soak_level(args: argparse.Namespace, world: Path, concurrency: int) ->
     if args.client_idle_s is not None:
         target["client_idle_s"] = args.client_idle_s / factor
     agent = {"retries": {"max_attempts": 8, "base_delay": 1.0 / factor, "max_delay": 30.0 / factor}}
-    exp = experiment(world, concurrency, model, target=target, agent=agent)
+    exp = experiment(world, concurrency, model, target=target, agent=agent, tasks=TASKS)
     level = await run_level(exp, args.episodes)
     provider = getattr(level.run.arms[0].agent, "_provider", None)  # the arm's one provider
     assert isinstance(provider, FakeProvider), provider
