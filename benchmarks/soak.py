@@ -133,7 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     FakeSettings(median=args.median_s, p99=args.p99_s)  # validate before the long run
     world = args.world or default_world()
-    console = Console(width=200)
+    console = Console(width=240)
     table = Table(
         "c",
         "F",
