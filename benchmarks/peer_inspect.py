@@ -6,8 +6,11 @@ calls one per response, then answers with the last result. dabench runs its runn
 the reference platform (a0) over MCP (streamable HTTP, its lean client), exactly as
 ``runner_throughput.py`` does; inspect_ai runs a ``Task`` of as many samples with
 ``use_tools`` + ``generate`` (its tool loop), no scorer, with an *in-process* ``sql_query``
-tool that returns a fixed result (no platform work at all: inspect_ai's best case).
-Repetitions are interleaved (dabench, inspect_ai, next level...).
+tool that returns a fixed result (no platform work at all: inspect_ai's best case), or with
+``--inspect-tool mcp`` the reference platform (a0) over MCP through inspect_ai's own MCP
+client (one platform session per sample, opened before the clock starts; the fake model
+passes its handle). Tool results that are errors fail the run. Repetitions are interleaved
+(dabench, inspect_ai, next level...).
 
 Efficiency = ideal / measured wall time, ideal = ``ceil(n / c) * (calls + 1) * latency``;
 dabench's wall is its episode phase (platform already up), inspect_ai's is first sample
@@ -18,6 +21,7 @@ writing its log.
 inspect_ai is an optional extra, never a runtime dependency: ``pip install 'dabench[peer]'``.
 
     python benchmarks/peer_inspect.py [--concurrency 8 32 64] [--episodes 320] [--repeat 3]
+        [--inspect-tool in-process|mcp]
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ try:
         modelapi,
     )
     from inspect_ai.solver import generate, use_tools
-    from inspect_ai.tool import Tool, ToolChoice, ToolInfo, tool
+    from inspect_ai.tool import Tool, ToolChoice, ToolInfo, mcp_server_http, tool
 except ImportError:
     print(
         "inspect_ai is not installed: this benchmark compares against it.\n"
@@ -63,6 +67,8 @@ except ImportError:
     raise SystemExit(2) from None
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dabench.targets.base import TargetContext
+from dabench.targets.reference import ReferenceTarget, ReferenceTargetConfig
 from runner_throughput import default_world, measure
 
 TOOL_RESULT = json.dumps(
@@ -104,8 +110,12 @@ class FakeInspectModel(ModelAPI):
         last_user = max(i for i, m in enumerate(input) if isinstance(m, ChatMessageUser))
         results = [m for m in input[last_user:] if isinstance(m, ChatMessageTool)]
         if len(results) < self.calls:
+            arguments = {"sql": "SELECT 1"}
+            prompt = input[last_user].text
+            if prompt.startswith("session_id="):  # the platform over MCP: carry the handle
+                arguments["session_id"] = prompt.removeprefix("session_id=")
             return ModelOutput.for_tool_call(
-                "fake", "sql_query", {"sql": "SELECT 1"}, tool_call_id=f"c{len(input)}"
+                "fake", "sql_query", arguments, tool_call_id=f"c{len(input)}"
             )
         return ModelOutput.from_content("fake", results[-1].text if results else "")
 
@@ -137,12 +147,35 @@ def _cpu() -> float:
 
 
 async def measure_inspect(
-    concurrency: int, episodes: int, latency_ms: int, calls: int
+    concurrency: int, episodes: int, latency_ms: int, calls: int, world: Path, over_mcp: bool
 ) -> dict[str, float]:
-    """Run one level through inspect_ai and return its figures."""
+    """Run one level through inspect_ai (in-process tool, or the reference platform over
+    MCP) and return its figures."""
+    if not over_mcp:
+        prompts = [f"question {i}" for i in range(episodes)]
+        return await _inspect_run(concurrency, prompts, latency_ms, calls, sql_query())
+    with tempfile.TemporaryDirectory(prefix="dabench-peer-ref-") as tmp:
+        ref = ReferenceTarget(ReferenceTargetConfig(profile="a0"), TargetContext(world, Path(tmp)))
+        await ref.start()
+        try:  # one platform session per sample, opened before the clock starts
+            prompts = [f"session_id={(await ref.open_session()).handle}" for _ in range(episodes)]
+            server = mcp_server_http(
+                url=ref.base_url + "/mcp",
+                headers={"Authorization": f"Bearer {ref.keys['default']}"},
+                timeout=60,
+            )
+            return await _inspect_run(concurrency, prompts, latency_ms, calls, server)
+        finally:
+            await ref.stop()
+
+
+async def _inspect_run(
+    concurrency: int, prompts: list[str], latency_ms: int, calls: int, tools: Any
+) -> dict[str, float]:
+    episodes = len(prompts)
     task = Task(
-        dataset=MemoryDataset([Sample(input=f"question {i}", target="1") for i in range(episodes)]),
-        solver=[use_tools(sql_query()), generate()],
+        dataset=MemoryDataset([Sample(input=p, target="1") for p in prompts]),
+        solver=[use_tools(tools), generate()],
     )
     model = get_model(
         "dabenchfake/fake",
@@ -166,7 +199,10 @@ async def measure_inspect(
         assert log.status == "success" and len(samples) == episodes, (log.status, len(samples))
         starts = [datetime.fromisoformat(str(s.started_at)) for s in samples]
         ends = [datetime.fromisoformat(str(s.completed_at)) for s in samples]
-        tool_calls = sum(1 for s in samples for m in s.messages if isinstance(m, ChatMessageTool))
+        results = [m for s in samples for m in s.messages if isinstance(m, ChatMessageTool)]
+        tool_calls = len(results)
+        failed = [m.error or m.text[:200] for m in results if m.error or '"error"' in m.text]
+        assert not failed, failed[:3]
     wall = (max(ends) - min(starts)).total_seconds()
     assert tool_calls == episodes * calls, tool_calls
     ideal = math.ceil(episodes / concurrency) * (calls + 1) * latency_ms / 1000
@@ -186,14 +222,23 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--calls", type=int, default=2, help="tool calls per episode")
     parser.add_argument("--repeat", type=int, default=3, help="interleaved runs; medians shown")
+    parser.add_argument(
+        "--inspect-tool",
+        choices=["in-process", "mcp"],
+        default="in-process",
+        help="inspect_ai's tool: in-process (its best case) or the reference platform over MCP",
+    )
     args = parser.parse_args()
+    over_mcp = args.inspect_tool == "mcp"
     world = args.world or default_world()
     runs: dict[tuple[str, int], list[dict[str, float]]] = {}
     for _ in range(args.repeat):
         for c in args.concurrency:
             dab = asyncio.run(measure(world, c, args.episodes, args.latency_ms, args.calls))
             runs.setdefault(("dabench", c), []).append(dab)
-            peer = asyncio.run(measure_inspect(c, args.episodes, args.latency_ms, args.calls))
+            peer = asyncio.run(
+                measure_inspect(c, args.episodes, args.latency_ms, args.calls, world, over_mcp)
+            )
             runs.setdefault(("inspect_ai", c), []).append(peer)
 
     def med(harness: str, c: int, key: str) -> float:
@@ -225,7 +270,7 @@ def main() -> None:
     console.print(
         f"{args.episodes} episodes per level, fake model {args.latency_ms} ms per call, "
         f"{args.calls} tool calls + 1 answer per episode, medians of {args.repeat} interleaved "
-        "runs; dabench: reference platform a0 over MCP; inspect_ai: in-process tool"
+        f"runs; dabench: reference platform a0 over MCP; inspect_ai: {args.inspect_tool} tool"
     )
     console.print(table)
     console.print(f"load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
