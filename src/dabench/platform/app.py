@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import FrameType
+from typing import cast
 
 import anyio
 import uvicorn
@@ -18,6 +19,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from dabench.errors import UserInputError
+from dabench.keepalive import SERVER_KEEP_ALIVE_S
 from dabench.platform.admin import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
 from dabench.platform.auth import AuthConfig, Identity
 from dabench.platform.mcp_gate import McpAuditGate
@@ -67,8 +69,11 @@ class _GracefulServer(uvicorn.Server):
         self._captured_signals.clear()  # do not re-raise the signal after shutting down
 
 
-def serve_http(service: PlatformService, host: str, port: int) -> None:
-    """Serve until SIGINT/SIGTERM (uvicorn shuts down gracefully, then the stores close)."""
+def serve_http(
+    service: PlatformService, host: str, port: int, keep_alive_s: float = SERVER_KEEP_ALIVE_S
+) -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn shuts down gracefully, then the stores close).
+    ``keep_alive_s``: idle keep-alive connections are closed after this many seconds."""
     app = build_http_app(service, host)
     config = uvicorn.Config(
         app,
@@ -78,6 +83,8 @@ def serve_http(service: PlatformService, host: str, port: int) -> None:
         access_log=False,
         timeout_graceful_shutdown=5,
         lifespan="on",
+        # typed int, but uvicorn only hands it to loop.call_later: fractions work
+        timeout_keep_alive=cast(int, keep_alive_s),
     )
     _GracefulServer(config).run()
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import HarnessError
 from dabench.journal.records import AuditCheck
+from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.targets.loopback_http import LoopbackHttp
 
 AUDIT_PATH = "/api/v1/admin/audit/events"
@@ -137,10 +138,11 @@ def check_audit(
     )
 
 
-def http_client() -> httpx.AsyncClient:
+def http_client(idle_s: float = DEFAULT_CLIENT_IDLE_S) -> httpx.AsyncClient:
     """A client for loopback admin APIs. Create one per target and reuse it: building a
-    client loads the CA bundle, which costs ~100 ms of CPU."""
-    return httpx.AsyncClient(timeout=30.0)
+    client loads the CA bundle, which costs ~100 ms of CPU. Connections idle ``idle_s``
+    seconds are closed, not reused (keep it below the server's keep-alive)."""
+    return httpx.AsyncClient(timeout=30.0, limits=httpx.Limits(keepalive_expiry=idle_s))
 
 
 async def read_audit_http(
