@@ -9,6 +9,7 @@ cluster started and never calls it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -27,9 +28,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _ports(prefix: str) -> list[str]:
+def _ports() -> list[str]:
     """Distinct ports for one node's agents (two nodes share a host)."""
-    base = free_port()
     names = [
         "--node-manager-port",
         "--object-manager-port",
@@ -41,7 +41,6 @@ def _ports(prefix: str) -> list[str]:
     args = []
     for name in names:
         args += [name, str(free_port())]
-    del base, prefix
     return args
 
 
@@ -55,6 +54,7 @@ class RayCluster:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.nodes: list[subprocess.Popen[bytes]] = []
+        self.last_error = ""
         self.ray = str(Path(sys.executable).parent / "ray")
 
     def _start(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
@@ -81,7 +81,7 @@ class RayCluster:
                 f"--temp-dir={self.temp}",
                 "--min-worker-port=0",
                 "--max-worker-port=0",
-                *_ports("head"),
+                *_ports(),
             ],
             "head.log",
         )
@@ -97,7 +97,7 @@ class RayCluster:
                 f"--num-cpus={self.cpus}",
                 "--min-worker-port=0",
                 "--max-worker-port=0",
-                *_ports("node"),
+                *_ports(),
             ],
             f"node{len(self.nodes)}.log",
         )
@@ -105,7 +105,7 @@ class RayCluster:
         return proc
 
     def alive_nodes(self) -> list[str]:
-        """Node ids the cluster reports alive (via ``ray status``-free GCS query)."""
+        """Node ids the cluster reports alive (asked from a separate driver process)."""
         code = (
             f"import ray,json;ray.init(address={self.address!r},logging_level='ERROR');"
             "print(json.dumps([n['NodeID'] for n in ray.nodes() if n['Alive']]))"
@@ -114,9 +114,8 @@ class RayCluster:
             [sys.executable, "-c", code], env=self.env, capture_output=True, text=True, timeout=60
         )
         if out.returncode != 0:
+            self.last_error = out.stderr[-2000:]
             return []
-        import json
-
         return list(json.loads(out.stdout.strip().splitlines()[-1]))
 
     def wait_nodes(self, count: int, seconds: float = 60) -> None:
@@ -127,7 +126,9 @@ class RayCluster:
                 return
             time.sleep(0.5)
         logs = "\n".join(p.read_text(errors="replace")[-2000:] for p in self.temp.glob("*.log"))
-        raise RuntimeError(f"ray cluster: {count} node(s) not alive after {seconds}s\n{logs}")
+        raise RuntimeError(
+            f"ray cluster: {count} node(s) not alive after {seconds}s\n{logs}\n{self.last_error}"
+        )
 
     def kill(self, proc: subprocess.Popen[bytes]) -> None:
         """SIGKILL one node's process group (its raylet, workers and actors)."""
