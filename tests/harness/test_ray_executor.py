@@ -151,7 +151,7 @@ def test_node_loss_requeues_and_matches_local(
     cluster.kill(cluster.nodes[1])  # the second node: its raylet, workers and platforms
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out
-    requeued = re.search(r"re-queued after a lost node: (\d+)", out)
+    requeued = re.search(r"re-queued after a\s+lost\s+node:\s+(\d+)", out)
     assert requeued is not None and int(requeued.group(1)) >= 1, out  # it had some in flight
     episodes = Journal(ray_run).load()
     keys = Counter(e.key for e in episodes)

@@ -179,7 +179,9 @@ def _print_summary(summary: RunSummary, console: Console) -> None:
     if summary.per_node:
         nodes = ", ".join(f"{node} {n}" for node, n in sorted(summary.per_node.items()))
         lost = summary.requeued
-        console.print(f"episodes per node: {nodes}; re-queued after a lost node: {lost}")
+        console.print(
+            f"episodes per node: {nodes}; re-queued after a lost node: {lost}", soft_wrap=True
+        )
     for item in summary.skipped_protocols:
         console.print(
             f"[yellow]skipped protocol {item}: no S5 protocol runner is installed[/yellow]"
