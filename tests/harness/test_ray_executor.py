@@ -126,6 +126,16 @@ async def test_cluster_wide_provider_limit(
     assert limits["limit"] == 2 and limits["granted"] == 12
     assert limits["high_water"] == 2  # reached, never exceeded
     assert max_overlap(episodes) <= 2  # from the journal, not the limiter's own count
+    # --resume works whichever executor the earlier run used: drop 3 episodes, resume locally
+    lines = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "run" / "episodes.jsonl").write_text("".join(lines[:-3]))
+    resumed = ExperimentRun(
+        exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(stderr=True),
+        progress=False, resume=True, executor="local",
+    )  # fmt: skip
+    again = await resumed.execute()
+    assert again.already_done == 9 and again.finished == 3
+    assert Counter(Counter(e.key for e in Journal(tmp_path / "run").load()).values()) == {1: 12}
     # the nodes built the world from its seed into their own cache
     assert list((cluster.node_cache / "worlds").glob("world-*seed930-scale1"))  # type: ignore[attr-defined]
 

@@ -370,7 +370,12 @@ class ExperimentRun:
         try:
             if self.executor == "ray":
                 # Imported only here: the local executor never needs Ray installed.
-                from dabench.runner.ray_executor import RayExecutor
+                try:
+                    from dabench.runner.ray_executor import RayExecutor
+                except ImportError as exc:
+                    raise UserInputError(
+                        f"executor ray needs Ray ({exc}); install it: pip install 'dabench[ray]'"
+                    ) from exc
 
                 await RayExecutor(self, self.ray_address).run_plan(plan, world_hash)
             else:
