@@ -85,11 +85,11 @@ class RayCluster:
             ],
             "head.log",
         )
+        self.wait_started("head.log")
         self.wait_nodes(1)
 
     def add_node(self) -> subprocess.Popen[bytes]:
         """A further node (its own raylet) joined with ``ray start --address``."""
-        before = len(self.alive_nodes())
         proc = self._start(
             [
                 f"--address={self.address}",
@@ -101,7 +101,8 @@ class RayCluster:
             ],
             f"node{len(self.nodes)}.log",
         )
-        self.wait_nodes(before + 1)
+        self.wait_started(f"node{len(self.nodes) - 1}.log")
+        self.wait_nodes(len(self.nodes))
         return proc
 
     def alive_nodes(self) -> list[str]:
@@ -117,6 +118,19 @@ class RayCluster:
             self.last_error = out.stderr[-2000:]
             return []
         return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    def wait_started(self, log: str, seconds: float = 90) -> None:
+        """Wait until a node's ``ray start`` says its runtime started (cheaper than asking
+        the cluster from a new driver process every half second)."""
+        path = self.temp / log
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if "Ray runtime started" in path.read_text(errors="replace"):
+                return
+            if self.nodes[-1].poll() is not None:
+                break
+            time.sleep(0.2)
+        raise RuntimeError(f"ray start: not started\n{path.read_text(errors='replace')[-3000:]}")
 
     def wait_nodes(self, count: int, seconds: float = 60) -> None:
         """Wait until ``count`` nodes are alive."""
