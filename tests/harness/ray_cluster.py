@@ -155,7 +155,7 @@ class RayCluster:
         for proc in reversed(self.nodes):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 5
         for proc in reversed(self.nodes):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))

@@ -312,32 +312,43 @@ class RayExecutor:
 
     async def _dispatch(self, plan: list[PlannedEpisode]) -> None:
         run = self.run
-        queue = collections.deque(p.job for p in plan)
+        queues: dict[str, collections.deque[EpisodeJob]] = {}
+        for p in plan:  # one queue per arm: a lost arm never holds the others back
+            queues.setdefault(p.arm.name, collections.deque()).append(p.job)
+        stranded: list[EpisodeJob] = []
         limiter_of = {p.arm.name: self.limiters.get(p.arm.agent.provider or "none") for p in plan}
         delivered: set[str] = set()
         in_flight: dict[asyncio.Task[Any], tuple[EpisodeJob, _Node]] = {}
         progress = run.new_progress()
         wall0 = asyncio.get_running_loop().time()
+
+        def launch() -> None:
+            """Give free slots to the arms' next jobs, one arm after another."""
+            launched = True
+            while launched:
+                launched = False
+                for arm, queue in queues.items():
+                    if queue and not any(arm in n.workers for n in self.nodes.values()):
+                        stranded.extend(queue)  # no live worker left for this arm
+                        queue.clear()
+                    target = self._pick(queue[0]) if queue else None
+                    if target is None:
+                        continue
+                    job = queue.popleft()
+                    ref = target.workers[arm].run.remote(job, limiter_of.get(arm))
+                    target.in_flight += 1
+                    in_flight[asyncio.create_task(_await(ref), name=job.key)] = (job, target)
+                    launched = True
+
         with progress:
             total = progress.add_task("episodes", total=len(plan), errors=0)
             for node in self.nodes.values():
                 node.bar = progress.add_task(f"  node {node.label}", total=None, errors="-")
             try:
-                while queue or in_flight:
-                    while queue:
-                        target = self._pick(queue[0])
-                        if target is None:
-                            break
-                        job = queue.popleft()
-                        ref = target.workers[job.arm].run.remote(job, limiter_of.get(job.arm))
-                        target.in_flight += 1
-                        in_flight[asyncio.create_task(_await(ref), name=job.key)] = (job, target)
+                while True:
+                    launch()
                     if not in_flight:
-                        arms = sorted({j.arm for j in queue})
-                        raise HarnessError(
-                            f"no live Ray worker left for arm(s) {', '.join(arms)}: "
-                            f"{len(queue)} episode(s) not run (resume the run later)"
-                        )
+                        break
                     done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                     for fut in done:
                         job, node = in_flight.pop(fut)
@@ -346,7 +357,7 @@ class RayExecutor:
                             ep: Episode = fut.result()
                         except LOST:
                             await self._lost(node, job.arm)
-                            queue.appendleft(job)  # re-run elsewhere; never recorded
+                            queues[job.arm].appendleft(job)  # re-run elsewhere; never recorded
                             run.summary.requeued += 1
                             continue
                         except ray.exceptions.RayTaskError as exc:
@@ -363,6 +374,12 @@ class RayExecutor:
                     fut.cancel()
                 await asyncio.gather(*in_flight, return_exceptions=True)
                 run.summary.episodes_wall_s += asyncio.get_running_loop().time() - wall0
+        if stranded:
+            arms = sorted({j.arm for j in stranded})
+            raise HarnessError(
+                f"no live Ray worker left for arm(s) {', '.join(arms)}: {len(stranded)} "
+                "episode(s) not run; the others are in the journal (resume the run later)"
+            )
 
     async def _stop(self) -> None:
         stops = [
