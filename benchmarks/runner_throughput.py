@@ -5,9 +5,10 @@ the reference platform (profile a0) serves the tools. Each episode makes ``calls
 and one final answer, so it needs ``calls + 1`` model calls. With concurrency ``c`` and ``n``
 episodes the ideal wall time is ``ceil(n / c) * (calls + 1) * latency`` (tool time counted as
 overhead); efficiency = ideal / measured wall time of the episode phase (targets already up).
-Also prints the harness process's CPU time per tool call.
+Also prints the harness process's CPU time per tool call and per episode.
 
     python benchmarks/runner_throughput.py [--world DIR] [--latency-ms 200] [--calls 2]
+        [--concurrency 1 8 32 64] [--episodes 320] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -18,56 +19,79 @@ import math
 import os
 import statistics
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from dabench.journal.records import Episode
 from dabench.journal.store import Journal
 from dabench.runner.experiment import Experiment
-from dabench.runner.run import ExperimentRun, load_task_set, resolve_world
+from dabench.runner.run import ExperimentRun, RunSummary, load_task_set, resolve_world
 from dabench.targets.reference import ReferenceTarget
 
 LEVELS = ((1, 8), (8, 64), (32, 128))
-"""(concurrency, episodes) pairs: enough episodes for several waves at each level."""
+"""Default (concurrency, episodes) pairs: enough episodes for several waves at each level."""
 
 
 def experiment(
-    world: Path, concurrency: int, episodes: int, latency_ms: int, calls: int
+    world: Path,
+    concurrency: int,
+    model: str,
+    *,
+    target: dict[str, Any] | None = None,
+    agent: dict[str, Any] | None = None,
+    episode_timeout_s: float = 120,
+    tasks: dict[str, Any] | None = None,
 ) -> Experiment:
-    """One reference-platform arm with the fake provider, k chosen to give ``episodes``."""
+    """One reference-platform (a0) arm with the fake provider ``model`` over ``tasks`` (default:
+    the smoke tasks); ``target`` and ``agent`` add settings to the arm's target and agent."""
     return Experiment.model_validate(
         {
             "name": f"throughput-c{concurrency}",
             "world": {"dir": str(world)},
-            "tasks": {"smoke": True},
+            "tasks": tasks or {"smoke": True},
             "k": 1,
             "concurrency": concurrency,
-            "episode_timeout_s": 120,
+            "episode_timeout_s": episode_timeout_s,
             "arms": [
                 {
                     "name": "a0",
-                    "target": {"kind": "reference", "profile": "a0"},
-                    "agent": {
-                        "kind": "llm",
-                        "model": f"fake:latency={latency_ms}ms,calls={calls},search=off",
-                        "provider_settings": {},
-                    },
+                    "target": {"kind": "reference", "profile": "a0", **(target or {})},
+                    "agent": {"kind": "llm", "model": model, **(agent or {})},
                 }
             ],
         }
     )
 
 
-async def measure(
-    world: Path, concurrency: int, episodes: int, latency_ms: int, calls: int
-) -> dict[str, float]:
-    """Run one level and return its figures."""
-    exp = experiment(world, concurrency, episodes, latency_ms, calls)
+@dataclass
+class LevelRun:
+    """One executed level: the run (its arm's target and agent), summary and episodes."""
+
+    run: ExperimentRun
+    summary: RunSummary
+    episodes: list[Episode]
+
+    @property
+    def target(self) -> ReferenceTarget:
+        """The arm's reference target (stopped)."""
+        target = self.run.arms[0].target
+        assert isinstance(target, ReferenceTarget)
+        return target
+
+    @property
+    def platform_cpu_s(self) -> float:
+        """Platform CPU seconds between healthy and stop."""
+        return (self.target.cpu_at_stop or 0.0) - (self.target.cpu_at_ready or 0.0)
+
+
+async def run_level(exp: Experiment, episodes: int) -> LevelRun:
+    """Run ``exp`` with k chosen to give at least ``episodes`` episodes."""
     n_tasks = len(load_task_set(exp, Path.cwd()).tasks)
-    k = max(1, math.ceil(episodes / n_tasks))
-    exp = exp.model_copy(update={"k": k})
-    n = k * n_tasks
+    exp = exp.model_copy(update={"k": max(1, math.ceil(episodes / n_tasks))})
     with tempfile.TemporaryDirectory(prefix="dabench-throughput-") as tmp:
         run = ExperimentRun(
             exp,
@@ -77,11 +101,21 @@ async def measure(
             progress=False,
         )
         summary = await run.execute()
-        latencies = [c.latency_ms for e in Journal(Path(tmp) / "run").load() for c in e.tool_calls]
+        loaded = Journal(Path(tmp) / "run").load()
+    return LevelRun(run, summary, loaded)
+
+
+async def measure(
+    world: Path, concurrency: int, episodes: int, latency_ms: int, calls: int
+) -> dict[str, float]:
+    """Run one level and return its figures."""
+    model = f"fake:latency={latency_ms}ms,calls={calls},search=off"
+    level = await run_level(experiment(world, concurrency, model), episodes)
+    summary = level.summary
+    n = len(level.episodes)
     assert summary.statuses.get("completed", 0) == n, summary.statuses
-    target = run.arms[0].target
-    assert isinstance(target, ReferenceTarget)
-    platform_cpu = (target.cpu_at_stop or 0.0) - (target.cpu_at_ready or 0.0)
+    latencies = [c.latency_ms for e in level.episodes for c in e.tool_calls]
+    platform_cpu = level.platform_cpu_s
     ideal = math.ceil(n / concurrency) * (calls + 1) * latency_ms / 1000
     return {
         "episodes": n,
@@ -89,6 +123,7 @@ async def measure(
         "wall_s": summary.episodes_wall_s,
         "efficiency": ideal / summary.episodes_wall_s,
         "cpu_ms_per_call": 1000 * summary.episodes_cpu_s / max(1, summary.tool_calls),
+        "cpu_ms_per_episode": 1000 * summary.episodes_cpu_s / max(1, n),
         "tool_calls": summary.tool_calls,
         "platform_cpu_ms_per_call": 1000 * platform_cpu / max(1, summary.tool_calls),
         "tool_latency_ms": statistics.mean(latencies),
@@ -96,12 +131,33 @@ async def measure(
     }
 
 
+def default_world() -> Path:
+    """The cached default world (built on first use)."""
+    base = Experiment.model_validate(
+        {
+            "name": "w",
+            "arms": [{"name": "x", "target": {"kind": "reference"}, "agent": {"kind": "oracle"}}],
+        }
+    )
+    return resolve_world(base, Path.cwd())
+
+
 def main() -> None:
-    """Measure at concurrency 1, 8 and 32 and print a table."""
+    """Measure each level and print a table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--world", type=Path, default=None, help="a built world (default: cache)")
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--calls", type=int, default=2, help="tool calls per episode")
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=None, help="levels (default: 1 8 32)"
+    )
+    parser.add_argument(
+        "--episodes",
+        type=int,
+        default=None,
+        help="episodes per level, rounded up to whole repetitions of the smoke tasks "
+        "(default: 8, 64, 128 for 1, 8, 32; 4 x concurrency otherwise)",
+    )
     parser.add_argument(
         "--repeat",
         type=int,
@@ -109,13 +165,12 @@ def main() -> None:
         help="runs per level; the run with the median efficiency is shown",
     )
     args = parser.parse_args()
-    base = Experiment.model_validate(
-        {
-            "name": "w",
-            "arms": [{"name": "x", "target": {"kind": "reference"}, "agent": {"kind": "oracle"}}],
-        }
-    )
-    world = args.world or resolve_world(base, Path.cwd())
+    world = args.world or default_world()
+    defaults = dict(LEVELS)
+    levels = [
+        (c, args.episodes or defaults.get(c, 4 * c))
+        for c in (args.concurrency or [c for c, _ in LEVELS])
+    ]
     table = Table(
         "concurrency",
         "episodes",
@@ -123,12 +178,13 @@ def main() -> None:
         "ideal s",
         "measured s",
         "efficiency",
+        "harness CPU ms / episode",
         "harness CPU ms / tool call",
         "platform CPU ms / tool call",
         "tool-call latency ms",
         "CPU busy (cores)",
     )
-    for concurrency, episodes in LEVELS:
+    for concurrency, episodes in levels:
         runs = [
             asyncio.run(measure(world, concurrency, episodes, args.latency_ms, args.calls))
             for _ in range(args.repeat)
@@ -145,12 +201,13 @@ def main() -> None:
             f"{r['ideal_s']:.2f}",
             f"{r['wall_s']:.2f}",
             f"{r['efficiency']:.3f}{spread}",
+            f"{r['cpu_ms_per_episode']:.2f}",
             f"{r['cpu_ms_per_call']:.2f}",
             f"{r['platform_cpu_ms_per_call']:.2f}",
             f"{r['tool_latency_ms']:.1f}",
             f"{r['cpu_load']:.2f} / {os.cpu_count()}",
         )
-    console = Console(width=140)
+    console = Console(width=160)
     console.print(
         f"fake provider latency {args.latency_ms} ms, {args.calls} tool calls + 1 answer "
         "per episode, reference platform a0"

@@ -16,6 +16,7 @@ from dabench.errors import DabenchError
 from dabench.grading import commands as grading_commands
 from dabench.judge import commands as judge_commands
 from dabench.platform import commands as platform_commands
+from dabench.play import commands as play_commands
 from dabench.providers import commands as providers_commands
 from dabench.report import commands as report_commands
 from dabench.runner import commands as runner_commands
@@ -52,6 +53,9 @@ app.command("run")(runner_commands.run)
 app.command("grade")(grading_commands.grade_cmd)
 app.add_typer(judge_commands.app, name="judge", help="LLM judge calibration.")
 app.add_typer(providers_commands.app, name="providers", help="LLM provider kinds, prices, ping.")
+app.add_typer(
+    play_commands.app, name="play", help="Play episodes as an external agent, step by step."
+)
 report_commands.register(app)  # report, compare, history
 app.command("publish")(store_commands.publish_cmd)
 app.command("plan")(stats_commands.plan_cmd)

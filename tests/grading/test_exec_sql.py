@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from dabench.grading.exec_sql import (
     Tolerance,
     check_exec_sql,
     compare_results,
+    normalize_rows,
     predicted_sql,
     run_query,
 )
@@ -134,3 +136,40 @@ def test_large_results_with_float_noise_compare_exactly_fast() -> None:
     shifted = [(v + 0.01, r) for v, r in gold]
     assert compare_results(shifted, gold, "multiset", Tolerance(abs=0.02)).passed
     assert not compare_results(shifted, gold, "multiset", Tolerance(abs=0.001)).passed
+
+
+def test_integer_id_year_and_count_columns_are_exact() -> None:
+    tol = Tolerance(rel=0.005)
+    ids = [(1234567890123456789,)]
+    assert not compare_results([(1234567890123456788,)], ids, "set", tol).passed
+    assert compare_results([(1234567890123456789,)], ids, "set", tol).passed
+    assert not compare_results([(2025,)], [(2024,)], "set", tol).passed
+    assert not compare_results([(903,)], [(900,)], "set", tol).passed
+    assert not compare_results([(572,)], [(573,)], "set", tol).passed
+    assert compare_results([(573.0,)], [(573,)], "set", tol).passed  # same value, other type
+    assert compare_results([(10.04,)], [(10.0,)], "set", tol).passed  # non-integer: tolerant
+    big = decimal.Decimal("12345678901234567.89")
+    assert not compare_results(
+        [(big + decimal.Decimal("0.01"),)], [(big,)], "set", Tolerance()
+    ).passed
+    assert compare_results([("2024-01-02",)], [("2024-01-02",)], "set", tol).passed
+    assert not compare_results([("2024-01-03",)], [("2024-01-02",)], "set", tol).passed
+
+
+def test_extra_column_and_optimal_alignment() -> None:
+    tol = Tolerance()
+    gold = [("a", 1), ("b", 2)]
+    extra = [("a", 1, 10.0), ("b", 2, 20.0)]
+    check = compare_results(extra, gold, "set", tol)
+    assert check.passed and check.found["alignment"] == [0, 1]
+    # Both predicted numeric columns hold {1, 2}; only the second pairs them with the right
+    # labels, so a greedy first match fails and the search must go on.
+    pred = [("a", 2, 1), ("b", 1, 2)]
+    check = compare_results(pred, gold, "set", tol)
+    assert check.passed and check.found["alignment"] == [0, 2]
+
+
+def test_booleans_are_not_integers() -> None:
+    tol = Tolerance()
+    assert not compare_results(normalize_rows([(1,)]), normalize_rows([(True,)]), "set", tol).passed
+    assert compare_results(normalize_rows([(True,)]), normalize_rows([(True,)]), "set", tol).passed

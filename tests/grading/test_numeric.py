@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dabench.grading.numbers import find_numbers, is_single_number
+from dabench.grading.numbers import find_all_numbers, find_numbers, is_single_number
 from dabench.grading.numeric import check_numeric
 
 
@@ -87,3 +87,53 @@ def test_reasons_never_use_exponent_notation() -> None:
     check = check_numeric("FINAL ANSWER: 2,600,370.36", 435348.810732, naive=2600370.36)
     assert not check.passed
     assert "2,600,370.36" in check.reason and "e+" not in check.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("1 234 567", [1234567.0]),
+        ("1\u202f234\u202f567 and 1\u2009234", [1234567.0, 1234.0]),
+        ("1'234'567.50", [1234567.5]),
+        ("12,34,567 and 1,00,000.50", [1234567.0, 100000.5]),
+        ("1.234.567 and 1.234,50 €", [1234567.0, 1234.5]),
+        ("3 lakh", [300000.0]),
+    ],
+)
+def test_locale_groupings(text: str, values: list[float]) -> None:
+    assert [m.value for m in find_numbers(text)] == pytest.approx(values)
+
+
+def test_ambiguous_groupings_stay_unparsed_in_a_comma_decimal_text() -> None:
+    mentions = find_all_numbers("moyenne 12,5 ; total 1.234 ; autre 1,234")
+    assert [(m.text, m.ambiguous) for m in mentions] == [
+        ("12,5", False),
+        ("1.234", True),
+        ("1,234", True),
+    ]
+    assert mentions[0].value == 12.5 and mentions[1].readings() == ()
+    # Without a comma decimal elsewhere the English readings hold.
+    assert [m.value for m in find_numbers("1,234 and 1.234")] == [1234.0, 1.234]
+    check = check_numeric("Le total est de 1.234 € (moyenne 12,5 €).", 1234.0)
+    assert not check.passed and "ambiguous" in check.reason
+
+
+def test_concluding_statement_not_any_number() -> None:
+    text = "I first summed gross revenue: 1,234.50.\n\nAfter refunds, net revenue is 1,100.00."
+    assert not check_numeric(text, 1234.5).passed
+    assert check_numeric(text, 1100.0).passed
+    note = "Net revenue is $1,234.50.\n\nNote: 3 orders had NULL amounts."
+    assert check_numeric(note, 1234.5).passed
+
+
+def test_hedges_and_intermediate_figures_fail() -> None:
+    hedge = check_numeric("Net revenue was $1,234.50 (or $1,300.00 if refunds count).", 1234.5)
+    assert not hedge.passed and "hedges" in hedge.reason
+    assert not check_numeric("Revenue was between 1,200 and 1,300.", 1234.5).passed
+    assert not check_numeric("FINAL ANSWER: 1,234.50-1,300", 1234.5).passed
+    mid = check_numeric("Gross is $1,234.50; net is $1,100.00.", 1234.5)
+    assert not mid.passed and "intermediate" in mid.reason
+    assert check_numeric("Revenue was $1,234.50, up from $1,100.00.", 1234.5).passed
+    assert check_numeric("Revenue was about $1.23k.", 1234.5).passed  # a restatement
+    denied = check_numeric("Revenue is not $1,234.50; it's $1,100.", 1234.5)
+    assert not denied.passed and "denies" in denied.reason

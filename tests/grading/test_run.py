@@ -148,6 +148,6 @@ def test_cli_grade_with_judge_uses_cache_on_regrade(
         assert "2 verdicts, 2 from the cache" in second.output
     grades = {g.key: g for g in load_grades(run)}
     judged = grades["a0/num1/0"]
-    assert judged.rubric_version == "v1" and judged.judge is not None
+    assert judged.rubric_version == "v2" and judged.judge is not None
     assert judged.judge["model"] == "openai-compat:judge-1"
     assert judged.score == judged.scores["overall"] and "groundedness" in judged.scores

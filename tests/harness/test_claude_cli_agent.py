@@ -40,7 +40,8 @@ async def main():
     argv = sys.argv[1:]
     prompt = sys.stdin.read()
     config = json.load(open(argv[argv.index("--mcp-config") + 1], encoding="utf-8"))
-    json.dump({"argv": argv, "prompt": prompt, "mcp_config": config},
+    json.dump({"argv": argv, "prompt": prompt, "mcp_config": config, "cwd": os.getcwd(),
+               "cwd_files": os.listdir("."), "env": dict(os.environ)},
               open(os.environ["FAKE_CLAUDE_RECORD"], "w", encoding="utf-8"))
     (name, server), = config["mcpServers"].items()
     conn = LeanMcpConnection(server["url"], server["headers"])
@@ -88,11 +89,17 @@ TWO_TURNS = """
 """
 
 
+CLAUDE_AGENT = (
+    "{kind: claude-cli, model: sonnet, inherit_env: [FAKE_CLAUDE_RECORD, FAKE_CLAUDE_MODE]}"
+)
+"""The stand-in CLIs read these variables; a sealed CLI gets only what ``inherit_env`` names."""
+
+
 def _experiment(
     tmp_path: Path,
     world: Path,
     task: str = "w.stores",
-    agent: str = "{kind: claude-cli, model: sonnet}",
+    agent: str = CLAUDE_AGENT,
 ) -> Path:
     text = (DATA / "tasks_w930.yaml").read_text(encoding="utf-8") + TWO_TURNS
     (tmp_path / "tasks.yaml").write_text(text, encoding="utf-8")
@@ -171,6 +178,28 @@ def test_cli_calls_the_platform_with_session_header(
     assert argv[argv.index("--model") + 1] == "sonnet"
     manifest = read_manifest(run_dir)
     assert not manifest.no_model and manifest.arms[0]["agent"]["kind"] == "claude-cli"
+    # Sealed: only the MCP tools, an empty temporary cwd, an environment without dabench.
+    assert argv[argv.index("--tools") + 1] == "" and "--strict-mcp-config" in argv
+    denied = argv[argv.index("--disallowedTools") + 1].split(",")
+    assert {"Bash", "Read", "Write", "Edit", "Glob", "Grep", "WebFetch", "Task"} <= set(denied)
+    assert record["cwd_files"] == [] and record["cwd"] != str(Path.cwd())
+    env = dict(record["env"])  # type: ignore[call-overload]
+    assert "PYTHONPATH" not in env and "VIRTUAL_ENV" not in env
+    assert set(env) <= {
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TZ",
+        "FAKE_CLAUDE_RECORD",
+        "FAKE_CLAUDE_MODE",
+    }
+    assert env["HOME"] == record["cwd"]  # HOME was not inherited (not in inherit_env)
+    for value in env.values():
+        assert str(run_dir) not in value and str(real_world) not in value
+        assert "/src/dabench" not in value
 
 
 def test_later_turns_resume_the_cli_conversation_on_the_same_session(

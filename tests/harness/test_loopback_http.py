@@ -18,10 +18,23 @@ from dabench.targets.process import free_port
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     connections: ClassVar[set[int]] = set()
+    served = 0
+    """Requests answered on this connection (one handler instance per connection)."""
 
     def do_POST(self) -> None:
         Handler.connections.add(id(self.connection))
         body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.served += 1
+        if self.path == "/drop-if-reused" and self.served > 1:
+            self.close_connection = True  # as a server closing an idle connection: no reply
+            return
+        if self.path == "/half":
+            self.send_response(200)
+            self.send_header("Content-Length", "10")
+            self.end_headers()
+            self.wfile.write(b"abc")
+            self.close_connection = True
+            return
         if self.path == "/chunked":
             self.send_response(200)
             self.send_header("Transfer-Encoding", "chunked")
@@ -81,3 +94,29 @@ async def test_nothing_listening_is_a_harness_error() -> None:
     await http.aclose()
     with pytest.raises(HarnessError, match="plain http only"):
         LoopbackHttp("https://example.org")
+
+
+async def test_reused_connection_closed_unanswered_is_resent_on_a_new_one(
+    server: ThreadingHTTPServer,
+) -> None:
+    """The race a client idle limit cannot rule out: the server closes the connection as
+    the request goes out. The request is sent once more, on a new connection."""
+    http = LoopbackHttp(f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        await http.request("POST", "/echo", body=b"1")
+        resp = await http.request("POST", "/drop-if-reused", body=b"2")
+        assert (resp.status, resp.body) == (201, b"2")
+        assert (http.stats.opened, http.stats.reused, http.stats.resent) == (2, 1, 1)
+    finally:
+        await http.aclose()
+
+
+async def test_a_partly_received_response_is_never_resent(server: ThreadingHTTPServer) -> None:
+    http = LoopbackHttp(f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        await http.request("POST", "/echo", body=b"1")
+        with pytest.raises(HarnessError, match=r"POST http://127\.0\.0\.1:\d+/half failed"):
+            await http.request("POST", "/half", body=b"2")
+        assert http.stats.resent == 0
+    finally:
+        await http.aclose()

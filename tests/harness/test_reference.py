@@ -17,6 +17,8 @@ from dabench.journal.records import Episode
 from dabench.journal.store import Journal, load_grades, read_manifest
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
+from dabench.stats.compute import compute_stats
+from dabench.stats.rundir import load_run
 
 
 @pytest.fixture(scope="session")
@@ -144,3 +146,69 @@ async def test_replay_of_a_recorded_run(
         ]
         assert [c.result for c in ep.tool_calls] == [c.result for c in original.tool_calls]
         assert ep.sessions != original.sessions
+
+
+def _replay_exp(tmp_path: Path, world: Path, recorded: Path, profile: str, mode: str) -> Path:
+    """An arm named a2 that replays the recorded a2 episodes onto a ``profile`` target."""
+    path = tmp_path / "exp.yaml"
+    agent = {"kind": "replay", "run": str(recorded), "arm": "a2", "mode": mode}
+    arm = {"name": "a2", "target": {"kind": "reference", "profile": profile}, "agent": agent}
+    exp = {"name": "rp", "world": {"dir": str(world)}, "tasks": {"smoke": True}, "arms": [arm]}
+    path.write_text(yaml.safe_dump(exp))
+    return path
+
+
+@pytest.mark.slow
+async def test_replay_onto_a_different_target_diverges(
+    smoke_run: tuple[Path, str], tmp_path: Path, real_world: Path
+) -> None:
+    from dabench.agents.replay import output_fingerprint
+    from dabench.grading import agrade_run
+
+    recorded_dir, _ = smoke_run
+    exp = load_experiment(_replay_exp(tmp_path, real_world, recorded_dir, "a0", "tools"))
+    run = ExperimentRun(
+        exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(quiet=True), progress=False
+    )
+    await run.execute()
+    recorded = {e.key: e for e in Journal(recorded_dir).load()}
+    episodes = Journal(tmp_path / "run").load()
+    diverged = [e for e in episodes if e.status == "harness_error"]
+    assert diverged, "a2's recorded tool outputs replayed on a0 must differ somewhere"
+    for ep in episodes:
+        original = recorded[ep.key]
+        same = [output_fingerprint(c) for c in ep.tool_calls] == [
+            output_fingerprint(c) for c in original.tool_calls
+        ]
+        # Diverged exactly when some replayed output differs from the recording.
+        assert (ep.status == "harness_error") == (not same), ep.key
+        if not same:
+            assert ep.harness_error and ep.harness_error.startswith("replay diverged"), ep.key
+            assert "first: call #" in ep.harness_error and "reference:a0" in ep.harness_error
+    grades = {g.key: g for g in await agrade_run(tmp_path / "run", world=real_world)}
+    for ep in diverged:
+        assert grades[ep.key].excluded and "replay diverged" in grades[ep.key].reason
+    caveats = compute_stats(load_run(tmp_path / "run"), resamples=0).caveats
+    assert any(f"{len(diverged)} replayed episode(s) diverged" in c for c in caveats), caveats
+
+
+@pytest.mark.slow
+async def test_replay_answer_only_regrades_without_calling_the_target(
+    smoke_run: tuple[Path, str], tmp_path: Path, real_world: Path
+) -> None:
+    recorded_dir, _ = smoke_run
+    exp = load_experiment(_replay_exp(tmp_path, real_world, recorded_dir, "a0", "answer_only"))
+    run = ExperimentRun(
+        exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(quiet=True), progress=False
+    )
+    summary = await run.execute()
+    assert summary.statuses["completed"] == summary.finished > 0
+    recorded = {e.key: e for e in Journal(recorded_dir).load()}
+    for ep in Journal(tmp_path / "run").load():
+        original = recorded[ep.key]
+        assert ep.answers == original.answers and not ep.sessions
+        assert [c.result for c in ep.tool_calls] == [c.result for c in original.tool_calls]
+    manifest = read_manifest(tmp_path / "run")
+    assert manifest.arms[0]["agent"]["mode"] == "answer_only"
+    caveats = compute_stats(load_run(tmp_path / "run"), resamples=0).caveats
+    assert any("Arm a2 replays in answer_only mode" in c for c in caveats), caveats

@@ -102,7 +102,7 @@ def test_calibrate_end_to_end_known_kappa(
     expected_claim = sum(bool(i.human_central_correct) for i in labelled) / len(labelled)
     assert report["claim_items"] == len(labelled)
     assert report["claim_agreement"] == pytest.approx(expected_claim)
-    assert report["flip_rate"] is None and report["rubric_version"] == "v1"
+    assert report["flip_rate"] is None and report["rubric_version"] == "v2"
     assert "Cohen's kappa" in str(report["_output"])
     assert len(judge_server.requests) == n
     _invoke(judge_server, tmp_path)

@@ -45,7 +45,7 @@ async def test_cache_hit_makes_no_request(
     assert first.judge is not None and second.judge is not None
     assert second.judge["cached"] is True and first.judge["cached"] is False
     assert first.scores == second.scores
-    assert second.rubric_version == "v1" and second.judge["prompt_version"] == "claims_v1"
+    assert second.rubric_version == "v2" and second.judge["prompt_version"] == "claims_v1"
 
 
 async def test_request_is_pinned(

@@ -182,3 +182,30 @@ def serve_without_module(
         "--state-dir", str(tmp_path / "state"),
     ]  # fmt: skip
     return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def raw_tool_call(
+    platform: RunningPlatform, user: str, name: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """A ``tools/call`` as one raw MCP 2026-07-28 POST. The body is ``json.dumps`` output, so
+    arguments may hold what no SDK client would send (lone surrogates travel as ``\\udXXX``,
+    NaN as ``NaN``). Returns the JSON-RPC response."""
+    protocol = "2026-07-28"
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": protocol,
+        "io.modelcontextprotocol/clientInfo": {"name": "dabench-tests", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": name, "arguments": arguments, "_meta": meta}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    headers = {
+        "Authorization": f"Bearer {KEYS[user]}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": protocol,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
+    resp = httpx.post(platform.base_url + "/mcp", content=body, headers=headers, timeout=30)
+    assert resp.status_code == 200, resp.text
+    return dict(resp.json())

@@ -214,3 +214,95 @@ async def test_memory_manage_update_and_forget(platform_a3: RunningPlatform) -> 
         assert forgotten["insight"]["status"] == "forgotten"
         _, found = await call(teacher, "search", {"session_id": sid, "query": "first draft note"})
         assert all(r["kind"] != "memory" for r in found["results"])
+
+
+async def _capture(platform: RunningPlatform, user: str, **args: Any) -> tuple[bool, Any]:
+    async with mcp_client(platform, user) as client:
+        sid = await open_session(client)
+        return await call(client, "memory_capture", {"session_id": sid, **args})
+
+
+async def _review(platform: RunningPlatform, **args: Any) -> Any:
+    async with mcp_client(platform, "reviewer") as reviewer:
+        sid = await open_session(reviewer)
+        is_error, body = await call(reviewer, "apply_knowledge", {"session_id": sid, **args})
+    assert not is_error, body
+    return body
+
+
+def _status(platform: RunningPlatform, insight_id: str) -> str:
+    items = platform.admin_get("/knowledge/insights").json()["insights"]
+    return str(next(i["status"] for i in items if i["id"] == insight_id))
+
+
+async def test_only_owner_or_reviewer_supersedes_approved(
+    platform_a3: RunningPlatform, world: Any
+) -> None:
+    _reset(platform_a3)
+    dataset, column = _column(world)
+    fact = "refund amounts are stored negated in this column since the 2024 migration"
+    _, captured = await _capture(platform_a3, "teacher", content=fact, related_ids=[column])
+    approved = captured["insight"]["id"]
+    applied = await _review(
+        platform_a3, action="apply", insight_id=approved, sink="description", target=column
+    )
+    # an analyst may not retire another user's promoted knowledge, by id or by similarity
+    is_error, body = await _capture(
+        platform_a3, "learner", content="refunds are positive", supersedes=approved
+    )
+    assert is_error and body["error"]["code"] == "SUPERSEDE_NOT_ALLOWED", body
+    is_error, body = await _capture(platform_a3, "learner", content=fact, related_ids=[column])
+    assert not is_error and body["superseded"] == [], body
+    assert _status(platform_a3, approved) == "approved"
+    assert _status(platform_a3, body["insight"]["id"]) == "pending"
+    # the owner may: the insight is superseded, its promotion stays until rolled back
+    correction = "refund amounts are stored negated in this column since the 2023 migration"
+    is_error, body = await _capture(
+        platform_a3, "teacher", content=correction, related_ids=[column], supersedes=approved
+    )
+    assert not is_error and body["superseded"] == [approved], body
+    assert _status(platform_a3, approved) == "superseded"
+    assert platform_a3.admin_get(f"/catalog/datasets/{dataset}").json()["promoted_targets"] == [
+        column
+    ]
+    # rolling the superseded insight's changeset back never revives it as pending
+    await _review(platform_a3, action="rollback", changeset_id=applied["changeset"]["id"])
+    assert _status(platform_a3, approved) == "superseded"
+    assert platform_a3.admin_get(f"/catalog/datasets/{dataset}").json()["promoted_targets"] == []
+    pending = platform_a3.admin_get("/knowledge/insights", status="pending").json()["insights"]
+    assert approved not in [i["id"] for i in pending]
+
+
+async def test_reviewer_may_supersede_anyones_approved(
+    platform_a3: RunningPlatform, world: Any
+) -> None:
+    _reset(platform_a3)
+    _, column = _column(world)
+    _, captured = await _capture(platform_a3, "teacher", content="xylophone rule one")
+    approved = captured["insight"]["id"]
+    await _review(
+        platform_a3, action="apply", insight_id=approved, sink="description", target=column
+    )
+    is_error, body = await _capture(
+        platform_a3, "reviewer", content="xylophone rule two", supersedes=approved
+    )
+    assert not is_error and body["superseded"] == [approved], body
+    assert _status(platform_a3, approved) == "superseded"
+
+
+async def test_memory_lookup_is_an_index_search(platform_a3: RunningPlatform) -> None:
+    """The server's own state database answers the visibility lookup from its indexes: other
+    users' pending memories are never scanned (benchmarks/memory_lookup.py has the cost)."""
+    import sqlite3
+
+    from dabench.platform.state import VISIBLE_SQL
+
+    _, body = await _capture(platform_a3, "teacher", content="index probe memory")
+    assert body["insight"]["status"] == "pending"
+    conn = sqlite3.connect(f"file:{platform_a3.state_dir / 'state.sqlite'}?mode=ro", uri=True)
+    try:
+        plan = [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + VISIBLE_SQL, ("x",))]
+    finally:
+        conn.close()
+    searches = [p for p in plan if p.startswith(("SEARCH", "SCAN")) and "insights" in p]
+    assert len(searches) == 2 and all(p.startswith("SEARCH") for p in searches), plan

@@ -13,6 +13,7 @@ from platform_helpers import (
     call,
     mcp_client,
     open_session,
+    raw_tool_call,
     start_platform,
     stop_platform,
 )
@@ -69,6 +70,48 @@ async def test_audit_and_state_in_postgres(
     assert session is not None and session[:2] == ("teacher", 1)
     assert table in json.loads(session[2])  # the enrichment block it received
     assert not (platform_pg.state_dir / "audit.sqlite").exists()
+
+
+def test_unstorable_text_and_foreign_handles_in_postgres(
+    platform_pg: RunningPlatform, postgres_dsn: str, world: Any
+) -> None:
+    """PostgreSQL TEXT holds no NUL and psycopg sends no lone surrogate: such calls are still
+    audited (escaped), pages still read, and refused calls stay the caller's."""
+    table = world.catalog.datasets[0].id
+    result = raw_tool_call(platform_pg, "teacher", "platform_info", {})["result"]
+    sid = json.loads(result["content"][0]["text"])["session_id"]
+    for args in (
+        {"session_id": sid, "pattern": "a\x00b"},
+        {"session_id": sid, "pattern": "\ud800"},
+        {"session_id": "dps_\x00\ud800", "pattern": "x"},
+    ):
+        raw_tool_call(platform_pg, "teacher", "list_tables", args)
+    raw_tool_call(platform_pg, "learner", "describe_table", {"session_id": sid, "table": table})
+    own = platform_pg.audit(session_id=sid)
+    assert [(r["tool_name"], r["escaped"]) for r in own] == [
+        ("platform_info", False),
+        ("list_tables", True),
+        ("list_tables", True),
+    ]
+    assert json.loads(own[1]["parameters"]["escaped_json"]) == {"pattern": "a\x00b"}
+    refused = platform_pg.audit(user_id="teacher", tool_name="list_tables")
+    assert any(r["presented_session_id"] == "dps_\\u0000\\ud800" for r in refused), refused
+    foreign = platform_pg.audit(presented_session_id=sid)
+    assert [(r["user_id"], r["error_code"]) for r in foreign] == [("learner", "SESSION_REQUIRED")]
+    # state text with a NUL is refused as such, not a database error
+    for tool, args in (
+        ("memory_capture", {"content": "a\x00b"}),
+        ("memory_manage", {"action": "forget", "insight_id": "ins_\x00"}),
+    ):
+        body = raw_tool_call(platform_pg, "teacher", tool, {"session_id": sid, **args})
+        error = json.loads(body["result"]["content"][0]["text"])["error"]
+        assert error["code"] == "INVALID_ARGUMENTS" and "NUL" in error["message"], error
+    # the insights table's indexes exist on PostgreSQL too
+    import psycopg
+
+    with psycopg.connect(postgres_dsn) as conn:
+        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes").fetchall()}
+    assert {"insights_visibility", "insights_owner", "insights_seq"} <= names
 
 
 def test_graceful_shutdown_keeps_audit(platform_pg: RunningPlatform, postgres_dsn: str) -> None:

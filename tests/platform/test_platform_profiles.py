@@ -70,7 +70,7 @@ def test_inconsistent_profiles_rejected(body: str, needle: str) -> None:
 def test_bad_yaml_names_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("name: x\ntools: [platform_info\n")
-    with pytest.raises(UserInputError, match=r"bad\.yaml: line \d+"):
+    with pytest.raises(UserInputError, match=r"bad\.yaml:\d+: invalid YAML"):
         load_profile(str(path))
 
 

@@ -40,6 +40,26 @@ async def test_profiles_expose_exactly_their_tools(
                 assert ("session_id" in required) == (tool.name != "platform_info")
 
 
+async def test_listed_tools_state_what_the_profile_enforces(
+    platform_a0: RunningPlatform, platform_a2: RunningPlatform
+) -> None:
+    """Annotations, the SQL length and row limits the profile enforces, the search kinds it
+    offers (no ``memory`` on a2), and the search-first gate in the descriptions."""
+    async with mcp_client(platform_a2, "teacher") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    sql = tools["sql_query"]
+    assert sql.annotations is not None and sql.annotations.read_only_hint is True
+    assert sql.annotations.open_world_hint is False
+    assert sql.input_schema["properties"]["sql"]["maxLength"] == 20000  # the enforced limit
+    assert "SEARCH_REQUIRED" in (sql.description or "")
+    kinds = tools["search"].input_schema["properties"]["kinds"]["anyOf"][0]["items"]["enum"]
+    assert "memory" not in kinds and "knowledge_page" in kinds
+    assert "memories" not in (tools["search"].description or "")
+    async with mcp_client(platform_a0, "teacher") as client:
+        plain = {t.name: t for t in (await client.list_tools()).tools}
+    assert "SEARCH_REQUIRED" not in (plain["sql_query"].description or "")
+
+
 async def test_health_reports_profile_and_world(platform_a2: RunningPlatform, world: Any) -> None:
     body = httpx.get(platform_a2.base_url + "/healthz").json()
     assert body["status"] == "ok"
@@ -54,10 +74,11 @@ async def test_session_required_and_audited(platform_a0: RunningPlatform) -> Non
         assert is_error and body["error"]["code"] == "SESSION_REQUIRED"
         is_error, body = await call(client, "list_tables", {"session_id": "dps_forged"})
         assert is_error and body["error"]["code"] == "SESSION_REQUIRED"
-    rows = platform_a0.audit(session_id="dps_forged")
-    assert [(r["tool_name"], r["success"], r["error_code"]) for r in rows] == [
-        ("list_tables", False, "SESSION_REQUIRED")
+    rows = platform_a0.audit(presented_session_id="dps_forged")
+    assert [(r["tool_name"], r["success"], r["error_code"], r["session_id"]) for r in rows] == [
+        ("list_tables", False, "SESSION_REQUIRED", None)
     ]
+    assert platform_a0.audit(session_id="dps_forged") == []
 
 
 async def test_session_of_another_identity_is_refused(platform_a0: RunningPlatform) -> None:
@@ -75,7 +96,8 @@ async def test_session_header_is_accepted(platform_a0: RunningPlatform) -> None:
         is_error, body = await call(client, "list_tables", {})
     assert not is_error, body
     assert body["tables"]
-    assert platform_a0.audit(session_id=sid)[-1]["tool_name"] == "list_tables"
+    calls = platform_a0.audit(session_id=sid, event_kind="tool_call")
+    assert [r["tool_name"] for r in calls] == ["list_tables"]
 
 
 async def test_invalid_arguments(platform_a0: RunningPlatform) -> None:
@@ -279,7 +301,7 @@ def test_openapi_served(platform_a0: RunningPlatform) -> None:
         "id", "timestamp", "duration_ms", "session_id", "user_id", "persona", "tool_name",
         "parameters", "success", "error_code", "request_chars", "response_chars",
         "enrichment_applied", "enrichment_tokens_full", "enrichment_tokens_delivered",
-        "event_kind",
+        "event_kind", "presented_session_id", "escaped",
     }  # fmt: skip
 
 
@@ -303,3 +325,75 @@ async def test_concurrent_sessions_audit_exactly(platform_a1: RunningPlatform, w
         rows = platform_a1.audit(session_id=sid, event_kind="tool_call")
         assert len(rows) == 2 + n % 3
         assert {r["user_id"] for r in rows} == {user}
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/healthz"),
+        ("GET", "/openapi.json"),
+        ("GET", "/api/v1/admin/openapi.json"),
+        ("GET", "/api/v1/admin/knowledge/pages"),
+        ("GET", "/api/v1/admin/knowledge/pages/anything"),
+        ("GET", "/api/v1/admin/catalog/datasets/anything"),
+        ("GET", "/api/v1/admin/catalog/columns/a.b.c"),
+        ("POST", "/api/v1/admin/state/reset"),
+    ],
+)
+def test_unknown_parameters_are_refused_on_every_route(
+    platform_a0: RunningPlatform, method: str, path: str
+) -> None:
+    before = platform_a0.admin_get("/audit/events", limit=1).json()["total"]
+    resp = httpx.request(
+        method,
+        platform_a0.base_url + path,
+        params={"foo": "1"},
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+    )
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"] == {"code": "INVALID_QUERY", "message": "foo: unknown parameter"}
+    # a refused reset did not reset (it would have written an admin audit row)
+    assert platform_a0.admin_get("/audit/events", limit=1).json()["total"] == before
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"since": "9999-12-31T23:59:59-23:59"}, "since: Value error, outside the representable"),
+        ({"until": "0001-01-01T00:00:00+01:00"}, "until: Value error, outside the representable"),
+        ({"since": "10000-01-01T00:00:00Z"}, "since: Value error, expected an ISO 8601"),
+        ({"session_id": "dps_\x00"}, "session_id: String should match pattern"),
+        ({"user_id": "x" * 1001}, "user_id: String should have at most 1000 characters"),
+        ({"offset": str(2**62 + 1)}, "offset: Input should be less than or equal to"),
+        ({"limit": "1", "offset": "0", "limit ": "2"}, "limit : unknown parameter"),
+    ],
+)
+def test_out_of_range_parameters_are_refused(
+    platform_a0: RunningPlatform, params: dict[str, str], named: str
+) -> None:
+    resp = platform_a0.admin_get("/audit/events", **params)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["message"].startswith(named), resp.text
+
+
+def test_repeated_parameter_is_refused(platform_a0: RunningPlatform) -> None:
+    resp = httpx.get(
+        platform_a0.base_url + "/api/v1/admin/audit/events?limit=1&limit=2",
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+    )
+    assert resp.status_code == 400
+    assert resp.json()["error"]["message"] == "limit: given more than once"
+
+
+def test_not_found_and_method_not_allowed_are_json(platform_a0: RunningPlatform) -> None:
+    missing = httpx.get(platform_a0.base_url + "/api/v1/admin/nothing-here")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/json"
+    assert missing.json()["error"]["code"] == "NOT_FOUND"
+    wrong = httpx.delete(
+        platform_a0.base_url + "/api/v1/admin/state/reset",
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+    )
+    assert wrong.status_code == 405
+    assert wrong.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+    assert wrong.headers["allow"] == "POST"

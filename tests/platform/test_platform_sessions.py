@@ -50,9 +50,11 @@ async def test_session_survives_a_restart(
             is_error, body = await call(client, "sql_query", {"session_id": searched, "sql": sql})
             assert is_error and body["error"]["code"] == "SESSION_REQUIRED"
         rows = platform.audit(session_id=searched, tool_name="sql_query")
-        assert [(r["user_id"], r["success"]) for r in rows] == [
-            ("teacher", True),
-            ("learner", False),
+        assert [(r["user_id"], r["success"]) for r in rows] == [("teacher", True)]
+        # the learner's refused call is the learner's, never counted in the teacher's session
+        foreign = platform.audit(presented_session_id=searched, tool_name="sql_query")
+        assert [(r["user_id"], r["session_id"], r["error_code"]) for r in foreign] == [
+            ("learner", None, "SESSION_REQUIRED")
         ]
         assert 0 < rows[0]["enrichment_tokens_delivered"] < rows[0]["enrichment_tokens_full"]
     finally:

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
-from platform_helpers import RunningPlatform, call, mcp_client, open_session
+import yaml
+from platform_helpers import (
+    RunningPlatform,
+    call,
+    mcp_client,
+    open_session,
+    start_platform,
+    stop_platform,
+)
 
-from dabench.platform.warehouse import Warehouse, read_only_config
+from dabench.platform.warehouse import Warehouse, WarehouseLimits, read_only_config
 
 REFUSED = [
     ("CREATE TABLE main.x AS SELECT 1", "SQL_NOT_READ_ONLY"),
@@ -27,9 +38,12 @@ REFUSED = [
     ("PRAGMA database_list", "SQL_NOT_READ_ONLY"),
     ("SET threads = 1", "SQL_NOT_READ_ONLY"),
     ("SELECT 1; DROP TABLE {table}", "SQL_MULTIPLE_STATEMENTS"),
-    ("SELECT * FROM read_csv('/etc/passwd')", "SQL_FORBIDDEN_FUNCTION"),
-    ("SELECT * FROM read_parquet('https://example.com/x.parquet')", "SQL_FORBIDDEN_FUNCTION"),
-    ("SELECT * FROM glob('/*')", "SQL_FORBIDDEN_FUNCTION"),
+    ("SELECT * FROM read_csv('/etc/passwd')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
+    (
+        "SELECT * FROM read_parquet('https://example.com/x.parquet')",
+        "SQL_TABLE_FUNCTION_NOT_ALLOWED",
+    ),
+    ("SELECT * FROM glob('/*')", "SQL_TABLE_FUNCTION_NOT_ALLOWED"),
     ("SELECT * FROM '/etc/passwd'", "SQL_FILE_ACCESS"),
     ("SELECT '" + "a" * 2500 + "'", "SQL_TOO_LONG"),
 ]
@@ -142,3 +156,145 @@ def test_sql_threads_flag_is_validated(world_dir: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "Invalid value for '--sql-threads'" in proc.stderr
     assert "greater than or equal to 1" in proc.stderr
+
+
+LIMITS_PROFILE = {
+    "name": "limits",
+    "description": "Test profile: small byte cap, memory limit and spill space.",
+    "tools": ["platform_info", "sql_query", "describe_table", "list_tables"],
+    "sql": {
+        "row_limit_default": 10000,
+        "row_limit_max": 10000,
+        "timeout_s": 10.0,
+        "max_result_bytes": 65536,
+        "memory_limit": "256MiB",
+        "max_temp_directory_size": "64MiB",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def platform_limits(
+    world_dir: Path, auth_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningPlatform]:
+    """A real server with the limits profile; spills under its own temp directory."""
+    tmp = tmp_path_factory.mktemp("limits")
+    profile = dict(LIMITS_PROFILE)
+    profile["sql"] = {**LIMITS_PROFILE["sql"], "temp_directory": str(tmp / "spill")}  # type: ignore[dict-item]
+    path = tmp / "limits.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    platform = start_platform(world_dir, str(path), auth_file, tmp / "state")
+    yield platform
+    stop_platform(platform)
+
+
+async def test_byte_cap_truncates_large_results(platform_limits: RunningPlatform) -> None:
+    sql = "SELECT range AS i, repeat('x', 1000) AS s FROM range(10000)"
+    async with mcp_client(platform_limits) as client:
+        sid = await open_session(client)
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": sql})
+        assert not is_error, body
+        assert body["truncated"] is True and body["truncated_by"] == "bytes"
+        assert body["max_bytes"] == 65536
+        assert 0 < body["row_count"] < 100 and body["rows"][0][0] == 0
+        assert len(json.dumps(body["rows"])) <= 65536
+        # 1 GB of result: one batch is read, nothing more
+        huge = "SELECT repeat('x', 100000) FROM range(10000)"
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": huge})
+        assert not is_error and body["truncated"] is True and body["row_count"] == 0
+        # one value over the cap never reaches Python: the row is cut, columns stay
+        one = "SELECT 1 AS n, repeat('x', 100000000) AS big, 'ok' AS s"
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": one})
+        assert not is_error and body["truncated_by"] == "bytes" and body["rows"] == []
+        assert [c["name"] for c in body["columns"]] == ["n", "big", "s"]
+        mixed = (
+            "SELECT i, CASE WHEN i = 3 THEN repeat('y', 70000) ELSE 'v' END AS s "
+            "FROM range(9) t(i) ORDER BY i DESC"
+        )
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": mixed})
+        assert body["rows"] == [[8, "v"], [7, "v"], [6, "v"], [5, "v"], [4, "v"]]
+        assert body["truncated_by"] == "bytes"
+        nested = "SELECT list(repeat('z', 1000)) AS l FROM range(2000)"
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": nested})
+        assert not is_error and body["truncated_by"] == "bytes" and body["rows"] == []
+        assert body["columns"] == [{"name": "l", "type": "VARCHAR[]"}]
+        # below both caps: not truncated, no byte fields
+        _, body = await call(client, "sql_query", {"session_id": sid, "sql": "FROM range(50)"})
+        assert body["truncated"] is False and "truncated_by" not in body
+
+
+@pytest.mark.slow
+async def test_memory_limit_and_spill_cap_come_from_the_profile(
+    platform_limits: RunningPlatform,
+) -> None:
+    big_agg = "SELECT length(string_agg(repeat('x', 1000), '')) FROM range(1000000)"
+    spill = (
+        "SELECT max(m) FROM (SELECT i, md5(i::VARCHAR) AS m FROM range(3000000) t(i) ORDER BY m)"
+    )
+    async with mcp_client(platform_limits) as client:
+        sid = await open_session(client)
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": big_agg})
+        assert is_error and body["error"]["code"] == "SQL_ERROR"
+        assert "Out of Memory" in body["error"]["message"], body
+        # the sort spills to the profile's temp directory until max_temp_directory_size
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": spill})
+        assert is_error and body["error"]["code"] == "SQL_ERROR", body
+        assert "failed to offload" in body["error"]["message"], body
+        assert "64.0 MiB" in body["error"]["message"], body
+        is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": "SELECT 1"})
+        assert not is_error and body["rows"] == [[1]]
+
+
+@pytest.mark.slow
+async def test_heavy_query_does_not_hold_up_other_sessions(
+    platform_limits: RunningPlatform, world: Any
+) -> None:
+    """While one session's query runs to its timeout, another session's queries finish."""
+    table = world.catalog.datasets[0].id
+    heavy = "SELECT count(*) FROM range(1000000000) a, range(1000) b WHERE a.range + b.range = 7"
+    finished: list[str] = []
+
+    async def heavy_session() -> None:
+        async with mcp_client(platform_limits, user="learner") as client:
+            sid = await open_session(client)
+            is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": heavy})
+            assert is_error and body["error"]["code"] == "QUERY_TIMEOUT"
+            finished.append("heavy")
+
+    async def light_session() -> None:
+        async with mcp_client(platform_limits) as client:
+            sid = await open_session(client)
+            await anyio.sleep(0.5)  # the heavy query is running by now
+            for _ in range(5):
+                sql = f"SELECT count(*) FROM {table}"
+                is_error, _ = await call(client, "sql_query", {"session_id": sid, "sql": sql})
+                assert not is_error
+            finished.append("light")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(heavy_session)
+        tg.start_soon(light_session)
+    assert finished == ["light", "heavy"]
+
+
+def test_warehouse_limits_reach_duckdb(world_dir: Path, tmp_path: Path) -> None:
+    limits = WarehouseLimits("300MiB", tmp_path / "spill", "1GiB")
+    warehouse = Warehouse(world_dir / "warehouse.duckdb", 1, limits)
+    try:
+        cur = warehouse._con.cursor()
+        settings = dict(
+            cur.execute(
+                "SELECT name, value FROM duckdb_settings() WHERE name IN "
+                "('memory_limit', 'temp_directory', 'max_temp_directory_size', "
+                "'python_enable_replacements', 'enable_external_access')"
+            ).fetchall()
+        )
+        cur.close()
+    finally:
+        warehouse.close()
+    assert settings["temp_directory"] == str(tmp_path / "spill")
+    assert settings["memory_limit"] == "300.0 MiB"
+    assert settings["max_temp_directory_size"] == "1.0 GiB"
+    assert settings["python_enable_replacements"] == "false"
+    assert settings["enable_external_access"] == "false"
+    assert (tmp_path / "spill").is_dir()

@@ -37,8 +37,8 @@ from dabench.platform.world_content import load_world_content
 MINILM = "all-minilm-l6-v2"
 MODEL_ID_PREFIX = "sentence-transformers/all-MiniLM-L6-v2@sha256:"
 KINDS = ["dataset", "glossary", "knowledge_page", "curated_query"]
-PARAPHRASE = "How much did we earn in the eleventh month of 2025?"
-"""The benchmark's hand-written paraphrase of the freshness-cutoff trap question."""
+PARAPHRASE = "Which pre-summed table gives each day's takings by channel?"
+"""A hand-written paraphrase of the daily-sales fast path (revenue per day and channel)."""
 TARGET = "dataset:analytics.daily_sales"
 
 MINILM_PROFILE = {

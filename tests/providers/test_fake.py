@@ -141,3 +141,45 @@ def test_spec_parsing() -> None:
         parse_fake_spec("colour=red")
     with pytest.raises(UserInputError, match="calls"):
         parse_fake_spec("calls=-1")
+
+
+def test_lognormal_latency_has_the_median_and_p99_asked_for() -> None:
+    provider = make_provider("fake:median=8s,p99=60s,seed=3")
+    assert isinstance(provider, FakeProvider)
+    draws = sorted(provider.draw_latency() for _ in range(40_000))
+    assert draws[len(draws) // 2] == pytest.approx(8.0, rel=0.03)
+    assert draws[int(len(draws) * 0.99)] == pytest.approx(60.0, rel=0.08)
+    assert draws_of(3, 5) == draws_of(3, 5) != draws_of(4, 5)
+
+
+def draws_of(seed: int, n: int) -> list[float]:
+    provider = FakeProvider(parse_fake_spec(f"median=8s,p99=60s,seed={seed}"))
+    return [provider.draw_latency() for _ in range(n)]
+
+
+async def test_injected_429_and_5xx_are_retryable() -> None:
+    messages = [ChatMessage(role="user", content="q")]
+    limited = make_provider("fake:rate_429=1,retry_after=2s,calls=0")
+    with pytest.raises(ProviderError, match="HTTP 429") as refused:
+        await limited.complete(messages, system="", tools=[], max_tokens=1, temperature=0)
+    assert refused.value.retryable and refused.value.retry_after == 2.0
+    assert isinstance(limited, FakeProvider) and limited.refused_429 == 1
+    assert limited.retry_after_s == 2.0 and limited.latencies == []
+    failing = make_provider("fake:rate_5xx=1,latency=1ms,calls=0")
+    with pytest.raises(ProviderError, match="HTTP 503") as failed:
+        await failing.complete(messages, system="", tools=[], max_tokens=1, temperature=0)
+    assert failed.value.retryable and failed.value.retry_after is None
+    assert isinstance(failing, FakeProvider) and failing.latencies == [0.001]
+
+
+def test_lognormal_spec_errors() -> None:
+    settings = parse_fake_spec("median=80ms,p99=600ms,rate_429=0.01,rate_5xx=0.005,seed=7")
+    assert (settings.median, settings.p99, settings.seed) == (0.08, 0.6, 7)
+    with pytest.raises(UserInputError, match="median and p99 go together"):
+        parse_fake_spec("median=1s")
+    with pytest.raises(UserInputError, match="below the median"):
+        parse_fake_spec("median=2s,p99=1s")
+    with pytest.raises(UserInputError, match="one or the other"):
+        parse_fake_spec("latency=1s,median=1s,p99=2s")
+    with pytest.raises(UserInputError, match="rate_429"):
+        parse_fake_spec("rate_429=2")

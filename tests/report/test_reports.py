@@ -147,3 +147,20 @@ def test_no_ttft_figures_when_no_arm_streams(reported_run: tuple[Path, ReportFil
     assert all(g.efficiency.ttft_n == 0 for g in files.stats.groups)
     assert "TTFT" not in files.markdown_path.read_text(encoding="utf-8")
     assert "TTFT" not in files.html_path.read_text(encoding="utf-8")
+
+
+def test_an_arm_with_harness_errors_never_shows_a_bare_accuracy(tmp_path: Path) -> None:
+    """Ranking and arm card say how many episodes were excluded as harness errors."""
+    from tests.stats.builders import episode, grade, write_run
+
+    eps = [episode("a", f"t{i}") for i in range(3)] + [
+        episode("a", "t3", status="harness_error", answer=None)
+    ]
+    run = write_run(tmp_path / "r", eps, [grade(e, e.status != "harness_error") for e in eps], k=1)
+    files = write_reports(run, resamples=0)
+    md = files.markdown_path.read_text(encoding="utf-8")
+    row = next(line for line in md.splitlines() if line.startswith("| 1 | `a` |"))
+    assert "100.0%" in row and "(1 of 4 episodes excluded: harness errors)" in row
+    html = files.html_path.read_text(encoding="utf-8")
+    assert "1 of 4 episodes excluded (harness errors)" in html
+    assert "1 of 4 excluded: harness errors" in html

@@ -33,6 +33,18 @@ def test_shipped_suites_have_no_static_issue(builtin: TaskSet, suites_world: Pat
     assert len(lock.truths) > len(builtin.tasks)  # protocols add one truth per graded step
 
 
+def test_static_checks_flag_a_truth_that_ignores_a_policy(suites_world: Path) -> None:
+    bad = _task("bad", "How many orders were placed in 2024?", "SELECT count(*) FROM sales.orders")
+    exempt = _task(
+        "exempt",
+        "How many orders were placed in 2024, including test accounts?",
+        "SELECT count(*) FROM sales.orders WHERE year(order_date) = 2024",
+    ).model_copy(update={"tags": ["policy-exempt:test_accounts"]})
+    _, issues = static_checks(TaskSet(tasks=[bad, exempt]), suites_world)
+    assert [(i.item, i.check) for i in issues] == [("bad", "policy")]
+    assert "'test_accounts'" in issues[0].detail and "test-accounts" in issues[0].detail
+
+
 def test_duplicates_need_same_sql_and_near_identical_prompt() -> None:
     a = _task("a", "How many stores are there?", "SELECT count(*) FROM sales.stores")
     b = _task("b", "How many stores are there ?", "select count(*)  from sales.stores;")

@@ -96,3 +96,16 @@ def test_smoke_subset(builtin: TaskSet) -> None:
     assert 8 <= len(tasks) <= 12
     assert {t.suite for t in tasks} == {"s1", "s3"}
     assert len(smoke) - len(tasks) == 1
+
+
+def test_s3_control_tag_matches_the_world(builtin: TaskSet, suites_world: Path) -> None:
+    """A world-trap task is tagged trap-control exactly when its trap is a control trap, and
+    most S3 tasks are hidden traps."""
+    world = json.loads((suites_world / "world.json").read_text())
+    control = {t["id"] for t in world["traps"] if t["control"]}
+    s3 = [t for t in builtin.tasks if t.suite == "s3"]
+    for t in s3:
+        traps = [tag.split(":", 1)[1] for tag in t.tags if tag.startswith("world-trap:")]
+        if traps:
+            assert ("trap-control" in t.tags) == all(x in control for x in traps), t.id
+    assert sum("trap-control" in t.tags for t in s3) * 3 < len(s3)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from dabench.world import World
-from dabench.world.constants import DAILY_SALES_CUTOFF
+from dabench.world.constants import END_DATE
 
 
 def test_breadth(world: World) -> None:
@@ -71,7 +71,8 @@ def test_near_duplicates_and_freshness(world: World) -> None:
     assert legacy.deprecated and legacy.replaced_by == "sales.orders"
     daily = world.dataset("analytics.daily_sales")
     assert daily.kind == "aggregate"
-    assert daily.last_loaded == DAILY_SALES_CUTOFF < world.dataset("sales.orders").last_loaded
+    # Not stale by date: the gap (late-arriving orders) does not show in last_loaded.
+    assert daily.last_loaded == END_DATE == world.dataset("sales.orders").last_loaded
     orders = world.manifest.table_rows["sales.orders"]
     assert world.manifest.table_rows["staging.orders_raw"] > orders
 
@@ -85,22 +86,25 @@ def test_curated_queries_run(world: World) -> None:
         con.close()
 
 
-def test_fast_path_agrees_with_facts_before_cutoff(world: World) -> None:
-    """analytics.daily_sales and the revenue curated query agree up to the cutoff."""
+def test_monthly_fast_path_is_exact_and_daily_undercounts(world: World) -> None:
+    """analytics.monthly_revenue equals the revenue policy month by month; daily_sales misses
+    late-arriving orders in every year (by more than the trap margin)."""
     con = world.connect()
     try:
         by_month = {q.id: q.sql for q in world.catalog.curated_queries}["revenue-by-month"]
-        facts = con.execute(
-            f"SELECT sum(revenue) FROM ({by_month}) WHERE month < DATE '2025-11-01'"
-        ).fetchone()
-        fast = con.execute(
-            "SELECT sum(revenue) FROM analytics.daily_sales WHERE sales_date < DATE '2025-11-01'"
-        ).fetchone()
-        monthly = con.execute(
-            "SELECT sum(revenue) FROM analytics.monthly_revenue WHERE month < DATE '2025-11-01'"
-        ).fetchone()
-        assert facts and fast and monthly
-        assert round(float(facts[0]), 2) == float(fast[0]) == float(monthly[0])
+        rows = con.execute(
+            f"SELECT f.month, round(f.revenue, 2), m.revenue FROM ({by_month}) f "
+            "JOIN analytics.monthly_revenue m USING (month) ORDER BY 1"
+        ).fetchall()
+        assert len(rows) == 36
+        assert all(float(r[1]) == float(r[2]) for r in rows)
+        years = con.execute(
+            f"SELECT year(f.month) AS y, sum(f.revenue), (SELECT sum(revenue) FROM "
+            "analytics.daily_sales d WHERE year(d.sales_date) = year(f.month)) "
+            f"FROM ({by_month}) f GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        for _, facts, daily in years:
+            assert float(daily) < 0.9 * float(facts)
     finally:
         con.close()
 

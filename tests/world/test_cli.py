@@ -110,7 +110,7 @@ def test_build_into_new_parents_then_force(world_dir: Path, tmp_path: Path) -> N
 
     info = runner.invoke(app, ["world", "info", str(out)])
     assert info.exit_code == 0
-    assert "seed 930" in info.output and "net_revenue.revenue_2024" in info.output
+    assert "seed 930" in info.output and "net_revenue.partner_revenue_2024" in info.output
 
     assert runner.invoke(app, ["world", "verify", str(out)]).exit_code == 0
     (out / "knowledge" / "revenue-policy.md").write_text("tampered")

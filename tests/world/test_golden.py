@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("1.3.0", "2.0.1"): "9d03f1f4a53a86359f8cd475e47f4a0f7644effabfcab8ce228f59c4173fe36b",
+    ("2.0.0", "2.0.1"): "a88ad0a1b4ba51001e765dbb2150d586db80f00944b0b9177b1588e6b6bfba4d",
 }
 
 

@@ -67,14 +67,14 @@ def test_deciding_fact_is_written_where_it_says(world: World) -> None:
         "cents_units": "cents",
         "net_revenue": "refunds",
         "fiscal_calendar": "February 1",
-        "freshness_cutoff": "2025-11-14",
-        "tier_definition": "gold or platinum",
+        "freshness_cutoff": "never backfilled",
+        "tier_definition": "business customer",
         "deprecated_table": "deprecated",
         "timezone_change": "UTC",
         "duplicate_events": "DISTINCT event_id",
-        "test_accounts": "lsq-automation.example",
+        "test_accounts": "signup_source = 'crm'",
         "soft_deleted": "row_state",
-        "currency_conversion": "SEK",
+        "currency_conversion": "Canadian dollars (CAD)",
     }
     for trap in world.traps:
         pages = [
@@ -93,15 +93,86 @@ def test_sql_only_reads_catalog_datasets(world: World) -> None:
                 assert ref in ids, (trap.id, ref)
 
 
-def test_every_sek_invoice_has_a_rate(world: World) -> None:
+def test_every_cad_invoice_has_a_rate(world: World) -> None:
     from dabench.world.metrics import INVOICE_FX_JOIN
 
     con = world.connect()
     try:
         row = con.execute(
             "SELECT count(*) FILTER (WHERE fx.rate IS NULL), count(*) FROM finance.invoices i "
-            f"{INVOICE_FX_JOIN} WHERE i.billing_entity = 'LSQ-NORDIC'"
+            f"{INVOICE_FX_JOIN} WHERE i.billing_entity = 'LSQ-02'"
         ).fetchone()
     finally:
         con.close()
     assert row is not None and row[0] == 0 and row[1] > 0
+
+
+CONTROL_CLASSES = {"cents_units", "duplicate_events", "deprecated_table"}
+"""Trap classes whose fact the data gives away (magnitudes, repeated keys, a last date)."""
+
+
+def test_control_class_is_labelled(world: World) -> None:
+    for trap in world.traps:
+        assert trap.control == (trap.trap_class in CONTROL_CLASSES), trap.id
+    assert sum(not t.control for t in world.traps) > 2 * sum(t.control for t in world.traps)
+
+
+def _one(world: World, sql: str) -> tuple[object, ...]:
+    con = world.connect()
+    try:
+        row = con.execute(sql).fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return tuple(row)
+
+
+def test_test_accounts_look_like_real_ones(world: World) -> None:
+    """No e-mail domain or name pattern singles the test accounts out."""
+    test_domains, real_domains, qa_names = _one(
+        world,
+        "SELECT list_sort(list_distinct(list(split_part(email, '@', 2)) FILTER "
+        "(WHERE signup_source = 'crm' AND email IS NOT NULL))), "
+        "list_sort(list_distinct(list(split_part(email, '@', 2)) FILTER "
+        "(WHERE signup_source <> 'crm' AND email IS NOT NULL))), "
+        "count(*) FILTER (WHERE regexp_matches(lower(email), 'qa|test|automation')) "
+        "FROM customers.customers",
+    )
+    assert test_domains == real_domains
+    assert qa_names == 0
+
+
+def test_erased_accounts_look_like_live_ones(world: World) -> None:
+    """Erased accounts keep pseudonymous names and e-mails, blank as often as live ones; the
+    state codes are all common."""
+    blank_erased, blank_live, states = _one(
+        world,
+        "SELECT avg((full_name IS NULL)::INTEGER) FILTER (WHERE row_state = 4), "
+        "avg((full_name IS NULL)::INTEGER) FILTER (WHERE row_state <> 4), "
+        "count(DISTINCT row_state) FROM customers.customers",
+    )
+    assert abs(float(blank_erased) - float(blank_live)) < 0.1  # type: ignore[arg-type]
+    assert float(blank_live) > 0.05  # type: ignore[arg-type]
+    assert states == 4
+
+
+def test_event_hours_do_not_shift_at_the_collector_switch(world: World) -> None:
+    """The stored hour-of-day profile is the same on both sides of 2024-07-01."""
+    before, after = _one(
+        world,
+        "SELECT (SELECT hour(event_ts) FROM marketing.web_events WHERE event_ts < "
+        "TIMESTAMP '2024-07-01' GROUP BY 1 ORDER BY count(*) DESC LIMIT 1), "
+        "(SELECT hour(event_ts) FROM marketing.web_events WHERE event_ts >= "
+        "TIMESTAMP '2024-07-01' GROUP BY 1 ORDER BY count(*) DESC LIMIT 1)",
+    )
+    assert before == after
+
+
+def test_invoice_amounts_do_not_give_the_currency_away(world: World) -> None:
+    """The two billing entities' invoice amounts are of the same order of magnitude."""
+    (ratio,) = _one(
+        world,
+        "SELECT avg(amount) FILTER (WHERE billing_entity = 'LSQ-02') / "
+        "avg(amount) FILTER (WHERE billing_entity = 'LSQ-01') FROM finance.invoices",
+    )
+    assert 0.8 < float(ratio) < 2.0  # type: ignore[arg-type]

@@ -11,6 +11,12 @@ The tool-call budget becomes ``--max-turns`` (budget + 1 by default); a run that
 that used more tool calls than the budget, ends as ``budget_exhausted``. Later user turns of a
 multi-turn task continue the CLI conversation with ``--resume <session id>``.
 
+The CLI is sealed from the answer key (:mod:`dabench.sandbox`): it runs in an empty temporary
+directory, with its built-in tools disabled (``--tools ""``, ``--disallowedTools`` naming every
+file, shell, web and sub-agent tool, ``--strict-mcp-config``) so that only the platform's MCP
+tools remain, and with an environment built from nothing but ``PATH`` (without dabench's
+directories), the locale, the variables named in ``inherit_env`` and ``env``.
+
 Retryable CLI failures (timeouts, 429/5xx, an MCP server that did not connect) are retried per
 ``retries`` with a fresh platform session; only the successful attempt's session belongs to the
 episode (and to its audit check).
@@ -18,16 +24,19 @@ episode (and to its audit check).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
 from dabench.agents.llm import DEFAULT_SYSTEM_PROMPT, FINAL_ANSWER_PROTOCOL
+from dabench.agents.platform_access import reference_of
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import EpisodeStatus, Message, TargetRound, ToolCall
 from dabench.providers import ProviderError, RetryPolicy, with_retries
+from dabench.providers.base import ToolSpec
 from dabench.providers.claude_cli import (
     MAX_TURNS_SUBTYPE,
     ClaudeCliResult,
@@ -35,7 +44,8 @@ from dabench.providers.claude_cli import (
     mcp_tool_name,
     run_claude_cli,
 )
-from dabench.targets.base import Target, TargetSession, error_code_of
+from dabench.sandbox import agent_workdir, protected_paths, sealed_env
+from dabench.targets.base import TargetSession, error_code_of
 from dabench.targets.reference import ReferenceTarget
 from dabench.tasks.model import Task
 
@@ -46,6 +56,15 @@ SESSION_NOTE = (
 )
 """Appended to the system prompt: the platform takes a non-empty ``session_id`` argument over
 the header, so the model must leave it empty."""
+
+
+CLAUDE_ENV = (
+    "HOME", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+    "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "XDG_CONFIG_HOME",
+)  # fmt: skip
+"""The harness variables the CLI gets by default: its home (login and settings), credentials,
+endpoints and proxies."""
 
 
 class ClaudeCliAgentConfig(BaseModel):
@@ -72,6 +91,12 @@ class ClaudeCliAgentConfig(BaseModel):
     extra_args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables of the CLI process."""
+    inherit_env: list[str] = Field(default_factory=lambda: list(CLAUDE_ENV))
+    """Harness environment variables passed through by name (the CLI's home and credentials;
+    nothing else of the harness's environment reaches it)."""
+    tools_flag: bool = True
+    """Pass ``--tools ""`` (disables every built-in tool); turn off for CLI versions without
+    the option (the ``--disallowedTools`` deny list still applies)."""
     retries: RetryPolicy = Field(default_factory=RetryPolicy)
 
 
@@ -91,22 +116,6 @@ def mcp_config_for(
     }
 
 
-def _reference(target: Target) -> tuple[ReferenceTarget, str]:
-    """The reference target behind ``target`` and the identity to act as (a protocol step's
-    identity-bound view wraps the arm's target)."""
-    identity = "default"
-    seen = target
-    while not isinstance(seen, ReferenceTarget):
-        inner = getattr(seen, "inner", None)
-        if not isinstance(inner, Target):
-            raise HarnessError(
-                f"agent kind 'claude-cli' needs a reference platform target, not {target.label!r}"
-            )
-        identity = str(getattr(seen, "identity", identity))
-        seen = inner
-    return seen, identity
-
-
 class ClaudeCliAgent(Agent):
     """Runs ``claude -p`` against the arm's reference platform."""
 
@@ -114,8 +123,10 @@ class ClaudeCliAgent(Agent):
     provider = "claude-cli"
     uses_model = True
 
-    def __init__(self, config: ClaudeCliAgentConfig) -> None:
+    def __init__(self, config: ClaudeCliAgentConfig, context: AgentContext | None = None) -> None:
         self.config = config
+        context = context or AgentContext()
+        self.roots = protected_paths(context.run_dir, context.world_dir)
         model = config.model
         self.model = model.split(":", 1)[1] if model and model.startswith("anthropic:") else model
         self.system = (
@@ -136,6 +147,8 @@ class ClaudeCliAgent(Agent):
             "timeout_s": self.config.timeout_s,
             "extra_args": self.config.extra_args,
             "env": sorted(self.config.env),
+            "inherit_env": self.config.inherit_env,
+            "sealed": True,
             "retries": self.config.retries.model_dump(),
         }
 
@@ -145,7 +158,7 @@ class ClaudeCliAgent(Agent):
 
     async def run(self, request: EpisodeRequest, transcript: EpisodeTranscript) -> EpisodeStatus:
         """One CLI run per user turn (later turns resume the CLI session)."""
-        target, identity = _reference(request.target)
+        target, identity = reference_of(request.target, self.kind)
         transcript.messages.append(Message(role="system", content=self.system))
         session: TargetSession | None = None
         cli_session = ""
@@ -183,24 +196,17 @@ class ClaudeCliAgent(Agent):
             extra = list(self.config.extra_args)
             if cli_session:
                 extra += ["--resume", cli_session]
-            result = await run_claude_cli(
-                prompt,
-                mcp_config=mcp_config_for(
-                    target.base_url + "/mcp",
-                    target.keys[identity],
-                    current.handle,
-                    self.config.server_name,
-                ),
-                model=self.model,
-                allowed_tools=[mcp_tool_name(self.config.server_name, t.name) for t in tools],
-                max_turns=self.config.max_turns or budget + 1,
-                system_prompt=self.system,
-                append_system_prompt=True,
-                timeout=self.config.timeout_s,
-                executable=self.config.executable,
-                extra_args=extra,
-                env=self.config.env,
-            )
+            with agent_workdir() as workdir:
+                env = sealed_env(
+                    workdir,
+                    self.roots,
+                    inherit=self.config.inherit_env,
+                    extra=self.config.env,
+                    where="agent kind 'claude-cli'",
+                )
+                result = await self._cli(
+                    prompt, target, identity, current, tools, extra, budget, workdir, env
+                )
             return current, result
 
         try:
@@ -208,6 +214,42 @@ class ClaudeCliAgent(Agent):
         except ProviderError as exc:
             kind = "retries exhausted" if exc.retryable else "non-retryable"
             raise HarnessError(f"claude-cli failed ({kind}): {exc}") from exc
+
+    async def _cli(
+        self,
+        prompt: str,
+        target: ReferenceTarget,
+        identity: str,
+        current: TargetSession,
+        tools: list[ToolSpec],
+        extra: list[str],
+        budget: int,
+        workdir: Path,
+        env: dict[str, str],
+    ) -> ClaudeCliResult:
+        """One sealed CLI run in ``workdir``."""
+        return await run_claude_cli(
+            prompt,
+            mcp_config=mcp_config_for(
+                target.base_url + "/mcp",
+                target.keys[identity],
+                current.handle,
+                self.config.server_name,
+            ),
+            model=self.model,
+            allowed_tools=[mcp_tool_name(self.config.server_name, t.name) for t in tools],
+            max_turns=self.config.max_turns or budget + 1,
+            system_prompt=self.system,
+            append_system_prompt=True,
+            timeout=self.config.timeout_s,
+            executable=self.config.executable,
+            extra_args=extra,
+            env=env,
+            cwd=workdir,
+            inherit_environment=False,
+            disable_builtin_tools=True,
+            tools_flag=self.config.tools_flag,
+        )
 
     def _record(
         self, result: ClaudeCliResult, turn: int, handle: str, transcript: EpisodeTranscript
@@ -267,7 +309,7 @@ def _factory(config: ClaudeCliAgentConfig, context: AgentContext) -> Agent:
             f"agent kind 'claude-cli': the claude CLI ({config.executable!r}) is not on PATH; "
             "install Claude Code or use another agent kind"
         )
-    return ClaudeCliAgent(config)
+    return ClaudeCliAgent(config, context)
 
 
 register_agent("claude-cli", ClaudeCliAgentConfig, _factory)

@@ -17,6 +17,8 @@ from dabench.targets.registry import KindRegistry
 def _builtin_agents() -> None:
     from dabench.agents import (  # noqa: F401  (registers them)
         claude_cli,
+        command,
+        external,
         kibana,
         llm,
         oracle,

@@ -1,24 +1,34 @@
 """The replay agent: plays a recorded run's episodes again, without a model.
 
 For each episode it looks up the recorded episode with the same task and attempt (on the same
-arm, or on ``arm`` when given), opens one fresh target session per recorded session, replays
-every tool call that reached the target with its recorded arguments, and gives the recorded
-answers. The recorded messages, tokens and cost are kept, so a run can be re-graded and
-re-reported; the tool results are the target's answers now (so they also check that the
-target still behaves the same).
+arm, or on ``arm`` when given) and gives the recorded answers, messages, tokens and cost.
+
+Modes:
+
+- ``tools`` (default): opens one fresh target session per recorded session and replays every
+  tool call that reached the target with its recorded arguments. The recorded answers are
+  only valid for the recorded tool outputs, so every replayed output is compared with the
+  recorded one (:func:`output_fingerprint`); when any differs the episode **diverged** and
+  ends as a harness error naming the first differing call (excluded from scores, never a
+  model failure).
+- ``answer_only``: copies the recorded tool calls without calling the target and re-grades
+  the recorded answers (for a changed grader or answer key). The run manifest's arm record
+  and the report name the mode.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError, UserInputError
-from dabench.journal.records import Episode, EpisodeStatus, episode_key
+from dabench.journal.records import Episode, EpisodeStatus, ToolCall, episode_key
 from dabench.journal.store import Journal
 from dabench.targets.base import TargetSession
 
@@ -33,8 +43,43 @@ class ReplayAgentConfig(BaseModel):
     """The recorded run directory (relative to the experiment file)."""
     arm: str | None = None
     """The recorded arm to replay (default: the arm with the same name)."""
-    call_tools: bool = True
-    """Replay the tool calls against the target (off: copy the recorded calls)."""
+    mode: Literal["tools", "answer_only"] = "tools"
+    """``tools``: replay the tool calls on the target and mark an episode whose outputs
+    differ from the recording as diverged (a harness error); ``answer_only``: copy the
+    recorded calls and re-grade the recorded answers without calling the target."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_call_tools(cls, data: Any) -> Any:
+        """``call_tools: false`` (the former switch) means ``mode: answer_only``."""
+        if isinstance(data, dict) and "call_tools" in data:
+            data = dict(data)
+            call_tools = data.pop("call_tools")
+            if not isinstance(call_tools, bool):
+                raise ValueError(
+                    "call_tools must be true or false (prefer mode: tools|answer_only)"
+                )
+            data.setdefault("mode", "tools" if call_tools else "answer_only")
+        return data
+
+
+def output_fingerprint(call: ToolCall) -> tuple[bool, str | None, str]:
+    """What must match between a recorded and a replayed tool call: the error flag, the error
+    code and the result text in canonical form (JSON re-serialised with sorted keys and no
+    spaces when the text parses as JSON, else the text with trailing whitespace removed)."""
+    text = call.result
+    try:
+        canonical = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        canonical = text.rstrip()
+    return call.is_error, call.error_code, canonical
+
+
+def _describe_output(call: ToolCall) -> str:
+    is_error, code, text = output_fingerprint(call)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    state = f"error {code or ''}".strip() if is_error else "ok"
+    return f"{state}, {len(text):,} chars, sha256 {digest}: {text[:80]!r}"
 
 
 class ReplayAgent(Agent):
@@ -73,8 +118,9 @@ class ReplayAgent(Agent):
         transcript.add_usage(rec.usage, rec.cost_usd, rec.cost_source)
         recorder = ToolRecorder(transcript)
         sessions: dict[str, TargetSession] = {}
+        diverged: list[tuple[ToolCall, ToolCall]] = []
         for call in rec.tool_calls:
-            if not self.config.call_tools:
+            if self.config.mode == "answer_only":
                 transcript.tool_calls.append(call.model_copy(update={"session": ""}))
                 continue
             if not call.session:
@@ -86,8 +132,19 @@ class ReplayAgent(Agent):
             if session is None:
                 session = await recorder.open(request.target)
                 sessions[call.session] = session
-            await recorder.call(session, call.name, call.arguments, call.turn)
+            replayed = await recorder.call(session, call.name, call.arguments, call.turn)
+            if output_fingerprint(replayed) != output_fingerprint(call):
+                diverged.append((call, replayed))
         transcript.answers.extend(rec.answers)
+        if diverged:
+            recorded, now = diverged[0]
+            raise HarnessError(
+                f"replay diverged: {len(diverged)} of {len(rec.tool_calls)} tool call(s) gave "
+                f"other outputs than the recording on {request.target.label}; first: call "
+                f"#{recorded.index} {recorded.name} recorded [{_describe_output(recorded)}], "
+                f"now [{_describe_output(now)}]. The recorded answers do not apply to this "
+                "target (use mode: answer_only to re-grade recorded answers)"
+            )
         return rec.status
 
 

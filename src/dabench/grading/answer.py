@@ -59,3 +59,124 @@ def focus(text: str) -> AnswerFocus:
             line = candidate.strip()
             break
     return AnswerFocus(section=section, line=line, marked=True)
+
+
+_FENCED_RE = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])[ \t]+(?=[^a-z0-9\s])")
+_DIGIT_RE = re.compile(r"\d")
+SUPPORTING_STARTS: tuple[str, ...] = (
+    "this",
+    "these",
+    "that",
+    "those",
+    "based on",
+    "note",
+    "nb",
+    "n.b.",
+    "caveat",
+    "assumption",
+    "disclaimer",
+    "warning",
+    "excluding",
+    "including",
+    "computed",
+    "calculated",
+    "source",
+    "using",
+    "as of",
+    "for reference",
+    "for context",
+    "(",
+    "i used",
+    "i ran",
+    "the query",
+    "query",
+    "sql",
+    "methodology",
+    "let me know",
+    "would you",
+    "p.s.",
+    "out of",
+    "of these",
+)
+"""Sentence (and paragraph) starts that mark a supporting remark rather than the answer
+itself (``This covers 42 orders.``, ``Note: 3 rows were NULL.``)."""
+
+
+_ANSWER_HEADING_RE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*|__)(?:final[ \t]+|short[ \t]+)?answer(?:\*\*|__)?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_NEXT_HEADING_RE = re.compile(r"^[ \t]*(?:#{1,6}[ \t]|\*\*[^*\n]+\*\*[ \t]*$)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Commitment:
+    """The statement an answer commits to (see :func:`commitment`)."""
+
+    sentence: str
+    """The committed statement: the final-answer line, else the concluding sentence."""
+    following: tuple[str, ...]
+    """The sentences after it in the same final-answer section or paragraph (checked for
+    hedges, never for the value itself)."""
+    where: str
+    """``the final-answer line`` or ``the concluding statement``."""
+
+
+def _sentences(paragraph: str) -> list[str]:
+    out: list[str] = []
+    for line in paragraph.splitlines():
+        out.extend(s.strip() for s in _SENTENCE_END_RE.split(line) if s.strip())
+    return out
+
+
+def is_supporting(sentence: str) -> bool:
+    """True when ``sentence`` starts like a supporting remark (:data:`SUPPORTING_STARTS`)."""
+    head = sentence.lstrip(" \t>*_#-|`").lower()
+    for start in SUPPORTING_STARTS:
+        if head.startswith(start) and (
+            not start[-1].isalnum() or len(head) == len(start) or not head[len(start)].isalnum()
+        ):
+            return True
+    return False
+
+
+def commitment(text: str) -> Commitment:
+    """The committed statement of an answer.
+
+    With a final-answer marker: the final-answer line, followed by the rest of the section.
+    Else, with an answer heading (``### Answer``, ``**Final answer**`` alone on a line): the
+    first non-empty line under the last such heading, followed by the rest of its section
+    (to the next heading). Else: fenced code blocks are dropped, the text is split into
+    paragraphs (blank lines) and the paragraph used is the last one with a digit, skipping
+    trailing paragraphs that open with a supporting remark; in it, the committed sentence
+    is the last sentence (lines and ``. `` boundaries) with a digit that is not a supporting
+    remark (else the last one with a digit). ``following`` holds the sentences after it in
+    that paragraph.
+    """
+    where = focus(text)
+    if where.marked:
+        after = where.section[where.section.find(where.line) + len(where.line) :]
+        return Commitment(where.line, tuple(_sentences(after)), "the final-answer line")
+    body = _FENCED_RE.sub("", text)
+    headings = list(_ANSWER_HEADING_RE.finditer(body))
+    if headings:
+        heading = headings[-1]
+        section = _NEXT_HEADING_RE.split(body[heading.end() :], maxsplit=1)[0]
+        lines = [line.strip() for line in section.splitlines() if line.strip()]
+        if lines:
+            rest = _sentences("\n".join(lines[1:]))
+            return Commitment(lines[0], tuple(rest), "the answer heading's first line")
+    paragraphs = [p for p in re.split(r"\n[ \t]*\n", body) if _DIGIT_RE.search(p)]
+    if not paragraphs:
+        return Commitment("", (), "the concluding statement")
+    chosen = paragraphs[-1]
+    for paragraph in reversed(paragraphs):
+        first = next(iter(_sentences(paragraph)), "")
+        if not is_supporting(first):
+            chosen = paragraph
+            break
+    sentences = _sentences(chosen)
+    numbered = [i for i, s in enumerate(sentences) if _DIGIT_RE.search(s)]
+    pick = next((i for i in reversed(numbered) if not is_supporting(sentences[i])), numbered[-1])
+    return Commitment(sentences[pick], tuple(sentences[pick + 1 :]), "the concluding statement")

@@ -3,7 +3,8 @@ known-wrong one?
 
 Matching is case-insensitive and bounded: a name matches only where it is not part of a
 longer identifier, so ``sales.orders`` does not match inside ``sales.orders_archive``,
-``xsales.orders`` or ``sales.orders.amount`` (a column id is a different entity). Whitespace
+``sales.orders-2023``, ``xsales.orders`` or ``sales.orders.amount`` (a column id is a
+different entity). Markdown ``*`` emphasis is ignored. Whitespace
 inside a multi-word alias matches any run of whitespace.
 
 Precedence: a known-wrong alias named in the graded text fails the grade even when a correct
@@ -26,15 +27,30 @@ def mention_pattern(name: str) -> re.Pattern[str]:
     """The bounded, case-insensitive pattern that finds ``name`` in a text."""
     parts = [re.escape(p) for p in name.strip().split()]
     body = r"\s+".join(parts)
-    return re.compile(rf"(?<![\w.]){body}(?![\w])(?!\.\w)", re.IGNORECASE)
+    return re.compile(rf"(?<![\w.-]){body}(?![\w])(?![.-]\w)", re.IGNORECASE)
+
+
+NEGATION_BEFORE = re.compile(
+    r"(?:\bnot|n't(?: use)?|\bnever|\bavoid(?:ing)?|\binstead of|\brather than|\bnor"
+    r"|\bdeprecated|\bexcept)[ \t`'\"(]*(?:the[ \t]+)?[`'\"]?$",
+    re.IGNORECASE,
+)
+"""A name right after one of these words (``not sales.orders``, ``avoid legacy.orders``,
+``instead of legacy.orders``) is rejected, not named."""
 
 
 def mentioned(text: str, names: Sequence[str]) -> list[str]:
-    """The names of ``names`` that ``text`` mentions, in the given order, without repeats."""
+    """The names of ``names`` that ``text`` names (not rejected: see :data:`NEGATION_BEFORE`),
+    in the given order, without repeats."""
+    text = text.replace("*", "")
     seen: list[str] = []
     for name in names:
-        if name.strip() and name not in seen and mention_pattern(name).search(text):
-            seen.append(name)
+        if not name.strip() or name in seen:
+            continue
+        for match in mention_pattern(name).finditer(text):
+            if not NEGATION_BEFORE.search(text[max(0, match.start() - 30) : match.start()]):
+                seen.append(name)
+                break
     return seen
 
 

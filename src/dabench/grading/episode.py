@@ -23,7 +23,7 @@ from dabench.blocking import blocking
 from dabench.grading.answer import graded_answer
 from dabench.grading.entity import check_entity
 from dabench.grading.exec_sql import check_exec_sql
-from dabench.grading.formats import check_format
+from dabench.grading.formats import check_format, numeric_part
 from dabench.grading.judging import build_judge_input
 from dabench.grading.numeric import check_numeric
 from dabench.grading.refusal import check_refusal
@@ -59,9 +59,12 @@ def _deterministic(
     if kind == "numeric" or (kind == "format" and grading.also_numeric):
         if truth is None or truth.value is None:
             raise NotGradable(f"no numeric truth for task {task.id!r} in the lock")
+        numeric_text = answer
+        if kind == "format" and grading.format is not None:
+            numeric_text = numeric_part(answer, grading.format)
         checks.append(
             check_numeric(
-                answer,
+                numeric_text,
                 truth.value,
                 tolerance_abs=grading.tolerance_abs,
                 tolerance_rel=grading.tolerance_rel,

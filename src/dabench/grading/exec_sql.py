@@ -10,16 +10,19 @@ timeout and a row cap.
 Comparison modes (the grade records which one was used and how columns were aligned):
 
 - ``set`` (BIRD execution accuracy): the results are equal as sets of rows (order and exact
-  duplicates ignored; numbers are normalised to 12 significant digits first).
+  duplicates ignored).
 - ``multiset``: equal as bags of rows (duplicates count, order ignored).
 - ``ordered``: equal as sequences of rows.
 
-Cells compare equal when both are numbers within the task's tolerance
-(``max(tolerance_abs, tolerance_rel * |gold|)``, applied per column as in Spider 2.0), or when
-their normalised text is equal (dates as ISO strings, strings trimmed, case kept). Columns are
-first compared by position; when that fails and the shapes differ, each gold column is
-matched to a distinct predicted column with the same values (Spider 2.0: column names and
-extra predicted columns are ignored) and the rows are compared again on those columns.
+Cells keep full precision (``int`` and ``Decimal`` compare exactly as decimals, so 19-digit
+ids that differ by 1 differ). A gold column whose non-NULL cells are all non-integer numbers
+(``float``/``Decimal``) is *tolerant*: cells compare within
+``max(tolerance_abs, tolerance_rel * |gold|)`` (per column, as in Spider 2.0). Every other
+column (integers, ids, years, counts, dates as ISO text, strings trimmed, booleans) is
+*exact*. A ``float`` on either side also allows binary noise of ``1e-9 * max(1, |gold|)``.
+Columns are first compared by position; when that fails, gold columns are assigned to
+distinct predicted columns with the same values by an exhaustive (capped) search
+(:func:`align_columns`; names and extra predicted columns ignored, Spider 2.0).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ DEFAULT_TIMEOUT_S = 10.0
 
 _SQL_BLOCK_RE = re.compile(r"```sql[ \t]*\n(?P<sql>.*?)```", re.IGNORECASE | re.DOTALL)
 
-Cell = float | str | bool | None
+Cell = int | float | decimal.Decimal | str | bool | None
 Row = tuple[Cell, ...]
 
 
@@ -91,18 +94,25 @@ def _check_read_only(sql: str) -> None:
 
 
 def _normalize(value: Any) -> Cell:
-    if value is None or isinstance(value, bool | str):
-        return value.strip() if isinstance(value, str) else value
+    """A cell for comparison: full precision kept (``int`` and ``Decimal`` exact, ``float``
+    as is), booleans as the text ``TRUE``/``FALSE`` (never equal to 1/0, which Python's
+    ``True == 1`` would allow), dates and times as ISO text, strings trimmed, other types as
+    text."""
+    if value is None:
+        return value
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return value.strip()
     if isinstance(value, int | float | decimal.Decimal):
-        # 12 significant digits absorb binary float noise so exact matching stays O(n).
-        return float(f"{float(value):.12g}")
+        return value
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     return str(value)
 
 
 def normalize_rows(rows: Sequence[Sequence[Any]]) -> list[Row]:
-    """Rows with cells normalised for comparison (numbers as float, dates as ISO text)."""
+    """Rows with cells normalised for comparison (see :func:`_normalize`)."""
     return [tuple(_normalize(v) for v in row) for row in rows]
 
 
@@ -134,22 +144,68 @@ def run_query(
     return columns, normalize_rows(raw)
 
 
+FLOAT_NOISE_REL = 1e-9
+"""Binary floating-point noise allowed whenever a compared number is a ``float`` (summation
+order): ``1e-9 × max(1, |gold|)``."""
+MAX_ALIGNMENTS = 1000
+"""How many complete column assignments :func:`align_columns` tries at most."""
+
+
+def _is_number(cell: Cell) -> bool:
+    return isinstance(cell, int | float | decimal.Decimal) and not isinstance(cell, bool)
+
+
+def _exact_decimal(cell: int | float | decimal.Decimal) -> decimal.Decimal:
+    return cell if isinstance(cell, decimal.Decimal) else decimal.Decimal(cell)
+
+
+def tolerant_columns(gold: list[Row]) -> tuple[bool, ...]:
+    """Per gold column: True when it is a non-integer numeric column (every non-NULL cell a
+    ``float`` or ``Decimal``); integers, ids, years, counts, dates and strings are exact."""
+    if not gold:
+        return ()
+    flags = []
+    for j in range(len(gold[0])):
+        cells = [row[j] for row in gold if row[j] is not None]
+        flags.append(bool(cells) and all(isinstance(c, float | decimal.Decimal) for c in cells))
+    return tuple(flags)
+
+
 @dataclass(frozen=True)
 class Tolerance:
-    """Numeric tolerance for cells."""
+    """Numeric tolerance for the non-integer numeric columns of the gold result."""
 
     abs: float = 0.0
     rel: float = 0.0
 
-    def cells_equal(self, pred: Cell, gold: Cell) -> bool:
-        """True when the cells are equal (numbers within tolerance)."""
-        if isinstance(pred, float) and isinstance(gold, float):
-            return abs(pred - gold) <= max(self.abs, self.rel * abs(gold)) + 1e-9
+    def cells_equal(self, pred: Cell, gold: Cell, tolerant: bool = True) -> bool:
+        """True when the cells are equal: numbers at full precision (within tolerance when
+        ``tolerant``, plus float noise when either is a ``float``), others exactly."""
+        if _is_number(pred) and _is_number(gold):
+            assert isinstance(pred, int | float | decimal.Decimal)
+            assert isinstance(gold, int | float | decimal.Decimal)
+            if pred != pred or gold != gold:  # NaN equals only NaN
+                return pred != pred and gold != gold
+            p, g = _exact_decimal(pred), _exact_decimal(gold)
+            allowed = decimal.Decimal(0)
+            if tolerant:
+                allowed = max(
+                    decimal.Decimal(repr(self.abs)), decimal.Decimal(repr(self.rel)) * abs(g)
+                )
+            if isinstance(pred, float) or isinstance(gold, float):
+                allowed += decimal.Decimal(FLOAT_NOISE_REL) * max(decimal.Decimal(1), abs(g))
+            return abs(p - g) <= allowed
+        if isinstance(pred, bool) or isinstance(gold, bool):
+            return type(pred) is type(gold) and pred == gold
         return pred == gold
 
-    def rows_equal(self, pred: Row, gold: Row) -> bool:
-        """True when the rows have the same width and equal cells."""
-        return len(pred) == len(gold) and all(map(self.cells_equal, pred, gold))
+    def rows_equal(self, pred: Row, gold: Row, tolerant: Sequence[bool] = ()) -> bool:
+        """True when the rows have the same width and equal cells (``tolerant`` per column;
+        empty: every column tolerant)."""
+        if len(pred) != len(gold):
+            return False
+        flags = tolerant or (True,) * len(gold)
+        return all(self.cells_equal(p, g, t) for p, g, t in zip(pred, gold, flags, strict=True))
 
 
 GREEDY_LIMIT = 2000
@@ -157,12 +213,13 @@ GREEDY_LIMIT = 2000
 order instead of searching (linear instead of quadratic)."""
 
 
-def _row_key(row: Row) -> tuple[tuple[int, str, float], ...]:
+def _row_key(row: Row) -> tuple[tuple[int, str, Any], ...]:
     return tuple(_sort_key(cell) for cell in row)
 
 
-def _match_bags(pred: list[Row], gold: list[Row], tol: Tolerance) -> bool:
-    """Bag equality: exact matches first (hashing), then tolerant matching of the rest."""
+def _match_bags(pred: list[Row], gold: list[Row], tol: Tolerance, flags: Sequence[bool]) -> bool:
+    """Bag equality: exact matches first (hashing), then tolerant matching of the rest, where
+    rows are only paired within the same values of the exact columns."""
     if len(pred) != len(gold):
         return False
     left = Counter(pred)
@@ -173,67 +230,118 @@ def _match_bags(pred: list[Row], gold: list[Row], tol: Tolerance) -> bool:
         return True
     if len(rest_pred) > GREEDY_LIMIT:
         a, b = sorted(rest_pred, key=_row_key), sorted(rest_gold, key=_row_key)
-        return all(map(tol.rows_equal, a, b))
+        return all(tol.rows_equal(p, g, flags) for p, g in zip(a, b, strict=True))
+    exact = [j for j, t in enumerate(flags) if not t]
+
+    def bucket(row: Row) -> tuple[Any, ...]:
+        return tuple(str(row[j]) if j < len(row) else None for j in exact)
+
+    buckets: dict[tuple[Any, ...], list[Row]] = {}
+    for row in rest_pred:
+        buckets.setdefault(bucket(row), []).append(row)
     for row in rest_gold:
-        for i, candidate in enumerate(rest_pred):
-            if tol.rows_equal(candidate, row):
-                del rest_pred[i]
+        candidates = buckets.get(bucket(row), [])
+        for i, candidate in enumerate(candidates):
+            if tol.rows_equal(candidate, row, flags):
+                del candidates[i]
                 break
         else:
             return False
     return True
 
 
-def results_match(pred: list[Row], gold: list[Row], mode: ExecSqlMode, tol: Tolerance) -> bool:
-    """Compare two results under ``mode`` with cell tolerance ``tol``."""
+def results_match(
+    pred: list[Row],
+    gold: list[Row],
+    mode: ExecSqlMode,
+    tol: Tolerance,
+    flags: Sequence[bool] | None = None,
+) -> bool:
+    """Compare two results under ``mode`` with cell tolerance ``tol`` on the columns
+    ``flags`` marks tolerant (default: :func:`tolerant_columns` of ``gold``)."""
+    flags = tolerant_columns(gold) if flags is None else flags
     if mode == "ordered":
-        return len(pred) == len(gold) and all(map(tol.rows_equal, pred, gold))
+        return len(pred) == len(gold) and all(
+            tol.rows_equal(p, g, flags) for p, g in zip(pred, gold, strict=False)
+        )
     if mode == "multiset":
-        return _match_bags(pred, gold, tol)
-    return _match_bags(list(dict.fromkeys(pred)), list(dict.fromkeys(gold)), tol)
+        return _match_bags(pred, gold, tol, flags)
+    return _match_bags(list(dict.fromkeys(pred)), list(dict.fromkeys(gold)), tol, flags)
 
 
-def _sort_key(cell: Cell) -> tuple[int, str, float]:
+def _sort_key(cell: Cell) -> tuple[int, str, Any]:
     if cell is None:
-        return (0, "", 0.0)
-    if isinstance(cell, float):
+        return (0, "", 0)
+    if _is_number(cell):
         return (1, "", cell)
-    return (2, str(cell), 0.0)
+    return (2, str(cell), 0)
 
 
 def _column(rows: list[Row], j: int) -> list[Cell]:
     return [row[j] for row in rows]
 
 
-def _columns_match(pred: list[Cell], gold: list[Cell], mode: ExecSqlMode, tol: Tolerance) -> bool:
+def _columns_match(
+    pred: list[Cell], gold: list[Cell], mode: ExecSqlMode, tol: Tolerance, tolerant: bool
+) -> bool:
     if mode == "ordered":
-        return len(pred) == len(gold) and all(map(tol.cells_equal, pred, gold))
+        return len(pred) == len(gold) and all(
+            tol.cells_equal(p, g, tolerant) for p, g in zip(pred, gold, strict=True)
+        )
     if mode == "set":
         pred, gold = list(dict.fromkeys(pred)), list(dict.fromkeys(gold))
     a, b = sorted(pred, key=_sort_key), sorted(gold, key=_sort_key)
-    return len(a) == len(b) and all(map(tol.cells_equal, a, b))
+    if len(a) != len(b):
+        return False
+    return all(tol.cells_equal(p, g, tolerant) for p, g in zip(a, b, strict=True))
 
 
 def align_columns(
     pred: list[Row], gold: list[Row], mode: ExecSqlMode, tol: Tolerance
 ) -> list[int] | None:
-    """For each gold column, a distinct predicted column with the same values (Spider 2.0
-    style), or ``None`` when some gold column has no match."""
+    """For each gold column, a distinct predicted column such that the projected rows equal
+    the gold rows (Spider 2.0: names and extra predicted columns ignored), or ``None``.
+
+    Candidates are the predicted columns whose values match the gold column's; complete
+    assignments are searched exhaustively (backtracking, the same-position column first),
+    at most :data:`MAX_ALIGNMENTS` of them, and the first whose projected rows match wins.
+    """
     if not pred or not gold:
         return None
     width_p, width_g = len(pred[0]), len(gold[0])
-    used: set[int] = set()
-    mapping: list[int] = []
+    if width_p < width_g:
+        return None
+    flags = tolerant_columns(gold)
+    candidates: list[list[int]] = []
     for j in range(width_g):
         gold_col = _column(gold, j)
-        for i in range(width_p):
-            if i not in used and _columns_match(_column(pred, i), gold_col, mode, tol):
-                used.add(i)
-                mapping.append(i)
-                break
-        else:
+        order = ([j] if j < width_p else []) + [i for i in range(width_p) if i != j]
+        found = [
+            i for i in order if _columns_match(_column(pred, i), gold_col, mode, tol, flags[j])
+        ]
+        if not found:
             return None
-    return mapping
+        candidates.append(found)
+    tried = 0
+    mapping: list[int] = []
+
+    def search(j: int) -> list[int] | None:
+        nonlocal tried
+        if j == width_g:
+            tried += 1
+            projected = [tuple(row[i] for i in mapping) for row in pred]
+            return list(mapping) if results_match(projected, gold, mode, tol, flags) else None
+        for i in candidates[j]:
+            if i in mapping or tried >= MAX_ALIGNMENTS:
+                continue
+            mapping.append(i)
+            result = search(j + 1)
+            mapping.pop()
+            if result is not None:
+                return result
+        return None
+
+    return search(0)
 
 
 _MODE_WORDS = {
@@ -264,7 +372,7 @@ def compare_results(
             found={"rows": len(pred), "columns": list(pred_columns), "alignment": "position"},
         )
     mapping = align_columns(pred, gold, mode, tol)
-    if mapping is not None and mapping != list(range(len(mapping))):
+    if mapping is not None:
         projected = [tuple(row[i] for i in mapping) for row in pred]
         if results_match(projected, gold, mode, tol):
             names = [pred_columns[i] if i < len(pred_columns) else str(i) for i in mapping]

@@ -131,6 +131,41 @@ def check_markdown_table(section: str, columns: list[str]) -> GradeCheck:
     return _check(False, "no markdown table (header row + --- separator row) found", columns)
 
 
+def _json_value(section: str) -> Any:
+    text = section.strip()
+    fenced = _FENCE_RE.match(text)
+    return json.loads(fenced.group("body") if fenced else text)
+
+
+def numeric_part(answer: str, spec: FormatSpec) -> str:
+    """The text whose number ``also_numeric`` checks: the first item of a structured answer
+    (``json``: the value of the first required key, else the first key, of the first object;
+    ``bullets``: the first top-level bullet; ``markdown_table``: the first data row), the
+    whole answer for ``single_number`` or when no item is found."""
+    section = focus(answer).section
+    if spec.kind == "json":
+        try:
+            value = _json_value(section)
+        except json.JSONDecodeError:
+            return answer
+        obj = value[0] if isinstance(value, list) and value else value
+        if isinstance(obj, dict) and obj:
+            key = spec.columns[0] if spec.columns and spec.columns[0] in obj else next(iter(obj))
+            return json.dumps(obj[key])
+        return answer
+    if spec.kind == "bullets":
+        return next((line for line in section.splitlines() if _BULLET_RE.match(line)), answer)
+    if spec.kind == "markdown_table":
+        lines = section.splitlines()
+        for i in range(len(lines) - 2):
+            separator = _cells(lines[i + 1])
+            if "|" in lines[i] and all(
+                _SEPARATOR_CELL_RE.match(c.replace(" ", "")) for c in separator
+            ):
+                return lines[i + 2] if "|" in lines[i + 2] else answer
+    return answer
+
+
 def check_format(answer: str, spec: FormatSpec) -> GradeCheck:
     """Check ``answer`` (its final-answer section) against ``spec``."""
     section = focus(answer).section

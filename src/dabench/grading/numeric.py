@@ -1,18 +1,74 @@
-"""The numeric grader: the answer's number against the truth, with absolute and relative
-tolerance.
+"""The numeric grader: the answer's committed number against the truth, with absolute and
+relative tolerance.
 
-Rule (documented in docs/grading.md): the candidates are the numbers on the final-answer line
-when there is one, else every number in the answer. The grade passes when some candidate is
-within tolerance of the truth **and** no candidate is within tolerance of a known-wrong value
-(the trap's naive answer) that is itself outside the truth's tolerance: hedging between the
-right and the naive number fails.
+Rules (docs/grading.md, "Numeric", which lists the words each rule uses):
+
+1. **Committed statement** (:func:`dabench.grading.answer.commitment`): the final-answer
+   line, else the first line under an answer heading, else the concluding sentence. Numbers
+   elsewhere (reasoning, intermediate figures, SQL) are never graded. It must state a number
+   within tolerance of the truth; counts of rows/columns/tables are never the answer.
+2. **Denied value**: the truth right after ``not`` / ``instead of``... fails.
+3. **Known-wrong value**: the trap's naive answer (outside the truth's tolerance) in the
+   committed statement or the sentences after it fails.
+4. **Intermediate figure**: when the sentence marks a value (bold, else the last one after a
+   copula such as ``is`` / ``=`` / ``:`` / ``dropped to``) of the truth's kind, that value
+   must be the truth.
+5. **Comparison** (``versus``, ``compared with``...) with another value of the truth's kind
+   fails.
+6. **Several values**: unless the truth is bold, another value of its kind in the sentence
+   fails, except in parentheses, after a reference word (``from``, ``than``, ``of``...) or a
+   negation, before a ``but`` that precedes the truth, year-like integers and shorthand
+   restatements (:func:`restates`).
+7. **Hedge**: another value of the truth's kind joined by a range or slash, or in a
+   sentence (the committed one or one after it) with a hedge word (:data:`HEDGE_WORDS`).
 """
 
 from __future__ import annotations
 
-from dabench.grading.answer import focus
-from dabench.grading.numbers import NumberMention, find_numbers, format_number
+import math
+import re
+
+from dabench.grading.answer import Commitment, commitment
+from dabench.grading.numbers import NumberMention, find_all_numbers, format_number
 from dabench.journal.records import GradeCheck
+
+HEDGE_WORDS: tuple[str, ...] = (
+    "or",
+    "either",
+    "between",
+    "alternatively",
+    "alternative",
+    "possibly",
+    "perhaps",
+    "maybe",
+    "might",
+    "could",
+    "would",
+    "otherwise",
+    "somewhere",
+    "ranging",
+    "range",
+    "if",
+    "unless",
+    "depending",
+    "depends",
+    "possible",
+    "ambiguous",
+    "unclear",
+    "uncertain",
+    "probably",
+    "likely",
+    "actually",
+    "instead",
+    "correction",
+    "corrected",
+    "rather",
+    "after",
+)
+"""Words that make a second candidate value a hedge."""
+_CONDITIONAL = {"if", "unless", "depending"}
+_WORD_RE = re.compile(r"[A-Za-z]+")
+_RANGE_RE = re.compile(r"[ \t]?[-–/][ \t]?")
 
 
 def tolerance(expected: float, tolerance_abs: float, tolerance_rel: float) -> float:
@@ -25,12 +81,201 @@ def within(found: float, expected: float, tolerance_abs: float, tolerance_rel: f
     return abs(found - expected) <= tolerance(expected, tolerance_abs, tolerance_rel) + 1e-12
 
 
-def _matching(
-    mentions: list[NumberMention], target: float, tolerance_abs: float, tolerance_rel: float
-) -> NumberMention | None:
-    for mention in mentions:
-        if any(within(v, target, tolerance_abs, tolerance_rel) for v in mention.readings()):
-            return mention
+def _hits(mention: NumberMention, target: float, tol_abs: float, tol_rel: float) -> bool:
+    return any(within(v, target, tol_abs, tol_rel) for v in mention.readings())
+
+
+def _year_like(mention: NumberMention) -> bool:
+    return (
+        not mention.percent
+        and not mention.currency
+        and mention.text.isdigit()
+        and 1900 <= mention.value <= 2100
+    )
+
+
+_MAGNITUDE_RE = re.compile(
+    r"\d\s?(?P<word>k|thousand|mm|m|million|bn|b|billion|lakh|crore)\b", re.IGNORECASE
+)
+_MAGNITUDE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mm": 1e6, "million": 1e6}
+_MAGNITUDE |= {"b": 1e9, "bn": 1e9, "billion": 1e9, "lakh": 1e5, "crore": 1e7}
+
+
+_APPROX_BEFORE_RE = re.compile(
+    r"(?:\babout|\baround|\broughly|\bapproximately|\bapprox\.|~|≈|\bi\.e\.|\bor so)[ \t*_]*$",
+    re.IGNORECASE,
+)
+
+
+def _context_before(mention: NumberMention) -> str:
+    return mention.before[-25:]
+
+
+def restates(other: NumberMention, hit: NumberMention) -> bool:
+    """True when ``other`` is shorthand (a magnitude suffix or word, or after ``about``,
+    ``~``, ``≈``, ``i.e.``) for ``hit``'s value rounded to ``other``'s written precision
+    (``$1.23k`` restates ``$1,234.50``; ``$1,240.10`` and ``4 days`` for 3.5 do not)."""
+    shorthand = _MAGNITUDE_RE.search(other.text) or _APPROX_BEFORE_RE.search(_context_before(other))
+    if not shorthand:
+        return False
+    digits = re.sub(r"[^\d.,]", "", other.text)
+    tail = re.search(r"[.,](\d{1,2})$", digits)
+    decimals = len(tail.group(1)) if tail else 0
+    magnitude = _MAGNITUDE_RE.search(other.text)
+    step = (_MAGNITUDE[magnitude.group("word").lower()] if magnitude else 1.0) * 10.0**-decimals
+    return any(
+        abs(math.floor(v / step + 0.5) * step - other.value) <= step * 1e-6 for v in hit.readings()
+    )
+
+
+def _hedge_words(sentence: str, after: int | None) -> list[str]:
+    """Hedge words in ``sentence``; conditional ones only from offset ``after`` on."""
+    words: list[str] = []
+    for match in _WORD_RE.finditer(sentence):
+        word = match.group(0).lower()
+        if word not in HEDGE_WORDS:
+            continue
+        if word in _CONDITIONAL and after is not None and match.start() < after:
+            continue
+        words.append(word)
+    return words
+
+
+_BOLD_RE = re.compile(r"\*\*(.+?)\*\*|__(.+?)__")
+_COPULA_BEFORE_RE = re.compile(
+    r"(?:(?<!which )(?<!that )\b(?:is|are|was|were|equals|totals?|totall?ed|comes to|came to"
+    r"|amounts to|amounted to|gives|yields|leaves|becomes|reached|reaches|stands at|stood at"
+    r"|(?:rose|fell|dropped|grew|increased|decreased|declined|climbed|jumped|went up|went down"
+    r"|changed|corrected|revised|adjusted|updated) to)|(?<=\w)'s|=|:|→|≈)"
+    r"[ \t*_]*(?:approximately|about|around|roughly|exactly|just|only|~)?[ \t*_~]*$",
+    re.IGNORECASE,
+)
+
+
+_META_COUNT_RE = re.compile(
+    r"^[ \t]+(?:rows?|records?|lines?|columns?|tables?|results?|quer(?:y|ies)|(?:tool )?calls?)\b",
+    re.IGNORECASE,
+)
+_COMPARISON_RE = re.compile(
+    r"\b(?:compared (?:with|to)|versus|vs\.?|against|relative to|in contrast to)\b", re.IGNORECASE
+)
+
+
+_REFERENCE_BEFORE_RE = re.compile(
+    r"(?:\bfrom|\bthan|\bsince|\bpreviously|\bprior|\bbefore|\bout of|\bof|\bacross|\bover"
+    r"|\bvs\.?|\bversus|\bcompared (?:with|to)|\bnot|n't|\binstead of|\brather than"
+    r"|\blast (?:year|quarter|month|week)|\bin (?:q[1-4]|[a-z]+ \d{4})|\bwhich (?:is|was)"
+    r"|\bthat is|\bi\.e\.|\b(?:difference|change|gap|increase|decrease|drop|rise) of)"
+    r"[ \t*_$€£¥₹~≈]*$",
+    re.IGNORECASE,
+)
+
+
+_CONTRAST_RE = re.compile(
+    r"\b(?:but|however|although|though|actually|correction|corrected|instead)\b", re.IGNORECASE
+)
+
+
+def _in_bold(sentence: str, mention: NumberMention) -> bool:
+    return any(
+        b.start() <= mention.start and mention.end <= b.end() for b in _BOLD_RE.finditer(sentence)
+    )
+
+
+def _outside_parentheses(text: str) -> list[bool]:
+    """Per character of ``text``: True when it is not inside ``(...)``."""
+    depth, out = 0, []
+    for char in text:
+        if char == "(":
+            depth += 1
+        out.append(depth == 0)
+        if char == ")" and depth:
+            depth -= 1
+    return out
+
+
+def _meta_count(sentence: str, mention: NumberMention) -> bool:
+    """``1,234 rows``: a count of query results or schema objects, never the answer."""
+    return bool(_META_COUNT_RE.match(sentence[mention.end :]))
+
+
+def _same_kind(a: NumberMention, b: NumberMention) -> bool:
+    return a.percent == b.percent and a.currency == b.currency
+
+
+_NEGATED_RE = re.compile(
+    r"(?:\bnot|n't|\bnever|\binstead of|\brather than|\bnor|\bexcept)[ \t*_]*"
+    r"(?:(?:exactly|quite|just|simply|really|the|a|an)[ \t*_]+)?[ \t*_]*$",
+    re.IGNORECASE,
+)
+
+
+def negated(sentence: str, mention: NumberMention) -> bool:
+    """True when ``mention`` is denied in ``sentence`` (``not $1,234.50``, ``instead of``)."""
+    return bool(_NEGATED_RE.search(sentence[: mention.start][-30:]))
+
+
+def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
+    """The value ``sentence`` commits to, of the same kind as ``hit`` (the truth), or ``None``
+    when the sentence marks none.
+
+    Among the numbers of the same kind as ``hit``: when the sentence bolds numbers, the last
+    bolded one is committed; else when numbers follow a copula (``is``, ``was``, ``=``,
+    ``:``, ``totals``, ``gives``...; not ``which is``), the last such one; else any.
+    """
+    mentions = [m for m in find_all_numbers(sentence) if not m.ambiguous and _same_kind(m, hit)]
+    bold = [
+        m
+        for b in _BOLD_RE.finditer(sentence)
+        for m in mentions
+        if b.start() <= m.start and m.end <= b.end()
+    ]
+    if bold:
+        last = bold[-1]
+    else:
+        bound = [m for m in mentions if _COPULA_BEFORE_RE.search(sentence[: m.start][-40:])]
+        if not bound:
+            return None
+        last = bound[-1]
+    return last
+
+
+def find_hedge(
+    statement: Commitment, hit: NumberMention, expected: float, tol_abs: float, tol_rel: float
+) -> str | None:
+    """Why ``statement`` hedges between ``hit`` (the truth) and another value, or ``None``."""
+    truth_is_year = 1900 <= expected <= 2100 and expected == int(expected)
+
+    def competitors(text: str) -> list[NumberMention]:
+        return [
+            m
+            for m in find_all_numbers(text)
+            if not m.ambiguous
+            and m.percent == hit.percent
+            and m.currency == hit.currency
+            and not math.isclose(m.value, hit.value, rel_tol=1e-9, abs_tol=1e-12)
+            and not restates(m, hit)
+            and not _REFERENCE_BEFORE_RE.search(m.before)
+            and (truth_is_year or not _year_like(m))
+        ]
+
+    sentences = [(statement.sentence, True), *((s, False) for s in statement.following)]
+    for text, committed in sentences:
+        others = competitors(text)
+        if not others:
+            continue
+        if committed:
+            first = min([hit.start, *(m.start for m in others)])
+            for other in others:
+                lo, hi = sorted((hit, other), key=lambda m: m.start)
+                if _RANGE_RE.fullmatch(text[lo.end : hi.start]):
+                    return f"a range {lo.text}-{hi.text}"
+            words = _hedge_words(text, first)
+        else:
+            words = _hedge_words(text, None)
+        if words:
+            values = ", ".join(m.text for m in others)
+            return f"another candidate value {values} with {words[0]!r}"
     return None
 
 
@@ -43,41 +288,101 @@ def check_numeric(
     naive: float | None = None,
     name: str = "numeric",
 ) -> GradeCheck:
-    """Grade the number in ``answer`` against ``expected``; ``naive`` is a known-wrong value."""
-    where = focus(answer)
-    mentions = find_numbers(where.line if where.marked else where.section)
+    """Grade the committed number in ``answer`` against ``expected``; ``naive`` is a
+    known-wrong value."""
+    statement = commitment(answer)
+    where = statement.where
+    mentions = find_all_numbers(statement.sentence)
+    parsed = [m for m in mentions if not m.ambiguous and not _meta_count(statement.sentence, m)]
+    ambiguous = [m.text for m in mentions if m.ambiguous]
     tol = tolerance(expected, tolerance_abs, tolerance_rel)
     bound = (
         f"{format_number(expected)} ± {format_number(tol)} "
         f"(max of abs {format_number(tolerance_abs)}, rel {tolerance_rel:g})"
     )
     found = [m.text for m in mentions]
-    if not mentions:
+    unparsed = f" ({', '.join(ambiguous)}: ambiguous grouping, not read)" if ambiguous else ""
+
+    def fail(reason: str) -> GradeCheck:
         return GradeCheck(
-            name=name,
-            passed=False,
-            reason=f"no number in {where.where}; expected {bound}",
-            expected=expected,
-            found=None,
+            name=name, passed=False, reason=reason, expected=expected, found=found or None
         )
-    hit = _matching(mentions, expected, tolerance_abs, tolerance_rel)
-    wrong = None
-    if naive is not None and not within(naive, expected, tolerance_abs, tolerance_rel):
-        wrong = _matching(mentions, naive, tolerance_abs, tolerance_rel)
-    if hit is not None and wrong is None:
-        reason = f"{where.where} states {hit.text}, within {bound}"
-        return GradeCheck(name=name, passed=True, reason=reason, expected=expected, found=hit.text)
-    if hit is not None and wrong is not None:
-        reason = (
-            f"{where.where} states both the truth ({hit.text}) and the known-wrong value "
-            f"{wrong.text} (naive answer {format_number(naive or 0.0)}): a hedge fails"
+
+    tols = (tolerance_abs, tolerance_rel)
+    hit = next((m for m in parsed if _hits(m, expected, *tols)), None)
+    if hit is not None and negated(statement.sentence, hit):
+        return fail(
+            f"{where} ({statement.sentence[:100]!r}) denies {hit.text} (the truth); "
+            f"expected {bound}"
         )
-        return GradeCheck(name=name, passed=False, reason=reason, expected=expected, found=found)
-    if wrong is not None:
-        reason = (
-            f"{where.where} states {wrong.text}, the known-wrong (naive) answer "
-            f"{format_number(naive or 0.0)}; expected {bound}"
+    naive_differs = (
+        naive is not None
+        and not math.isnan(naive)
+        and not within(naive, expected, tolerance_abs, tolerance_rel)
+    )
+    if naive is not None and naive_differs:
+        span = [statement.sentence, *statement.following]
+        for text in span:
+            wrong = next((m for m in find_all_numbers(text) if _hits(m, naive, *tols)), None)
+            if wrong is None:
+                continue
+            said = f"{where} ({statement.sentence[:100]!r}) or what follows it"
+            if hit is not None:
+                return fail(
+                    f"{said} states both the truth ({hit.text}) and the known-wrong value "
+                    f"{wrong.text} (naive answer {format_number(naive)}): a hedge fails"
+                )
+            return fail(
+                f"{said} states {wrong.text}, the known-wrong (naive) answer "
+                f"{format_number(naive)}; expected {bound}"
+            )
+    if not parsed:
+        return fail(f"no number in {where}{unparsed}; expected {bound}")
+    if hit is None:
+        return fail(
+            f"{where} ({statement.sentence[:100]!r}) states {', '.join(found)}; "
+            f"none is within {bound}{unparsed}"
         )
-        return GradeCheck(name=name, passed=False, reason=reason, expected=expected, found=found)
-    reason = f"{where.where} states {', '.join(found)}; none is within {bound}"
-    return GradeCheck(name=name, passed=False, reason=reason, expected=expected, found=found)
+    hits = [m for m in parsed if _hits(m, expected, *tols)]
+    committed = committed_value(statement.sentence, hit)
+    if committed is not None and all(committed.start != m.start for m in hits):
+        return fail(
+            f"{where} ({statement.sentence[:100]!r}) commits to {committed.text}; "
+            f"{hit.text} appears only as an intermediate figure; expected {bound}"
+        )
+    if _COMPARISON_RE.search(statement.sentence):
+        rival = [
+            m
+            for m in parsed
+            if _same_kind(m, hit) and not _hits(m, expected, *tols) and not restates(m, hit)
+        ]
+        if rival:
+            return fail(
+                f"{where} ({statement.sentence[:100]!r}) compares {hit.text} with "
+                f"{rival[0].text} without saying which is the answer; expected {bound}"
+            )
+    if not _in_bold(statement.sentence, hit):
+        outside = _outside_parentheses(statement.sentence)
+        rivals = [
+            m
+            for m in parsed
+            if _same_kind(m, hit)
+            and outside[m.start]
+            and not _hits(m, expected, *tols)
+            and not restates(m, hit)
+            and not (_year_like(m) and not _year_like(hit))
+            and not _REFERENCE_BEFORE_RE.search(m.before)
+            and not (
+                m.end <= hit.start and _CONTRAST_RE.search(statement.sentence[m.end : hit.start])
+            )
+        ]
+        if rivals:
+            return fail(
+                f"{where} ({statement.sentence[:100]!r}) states {hit.text} and also "
+                f"{rivals[0].text} for what may be the asked quantity; expected {bound}"
+            )
+    hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel)
+    if hedge is not None:
+        return fail(f"{where} states {hit.text} but hedges: {hedge}; a hedge fails")
+    reason = f"{where} states {hit.text}, within {bound}"
+    return GradeCheck(name=name, passed=True, reason=reason, expected=expected, found=hit.text)

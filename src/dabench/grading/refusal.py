@@ -1,65 +1,251 @@
-"""Refusal and abstention graders (phrase based, deliberately simple and documented).
+"""Refusal and abstention graders: documented patterns grouped by meaning class, plus a
+no-commitment rule.
 
 ``refusal``: an adversarial or impossible request (a nonexistent field, contradictory
-filters); the answer must say it cannot be done or that the thing does not exist.
-``abstain``: a fact never taught or not in the data; the answer must say it does not know.
-The graded text is the final-answer section when there is one, else the whole answer. Nuance
-(a refusal that still invents a number) is the judge's job.
+filters); ``abstain``: a fact never taught or not in the data. Both pass when the graded text
+(the final-answer section, else the whole answer) expresses one of the meaning classes
+(:data:`MEANING_CLASSES`: non-existence, not recorded, impossible or contradictory, cannot be
+determined, out of scope) **and** does not commit to a value (:func:`find_commitment`).
+
+Matching runs on normalised text (lower case, curly quotes straightened, ``*`` and backticks
+removed, whitespace collapsed). Patterns whose words are themselves positive
+(``impossible``, ``contradictory``, ``unknown``...) are negation-aware: a match preceded by
+``not`` / ``n't`` / ``never`` / ``no longer`` within two words (``not impossible``, ``isn't
+contradictory``) does not count. This is a pattern list, not language understanding: its
+known misses are listed in docs/grading.md.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from dabench.grading.answer import focus
+from dabench.grading.numbers import find_numbers
 from dabench.journal.records import GradeCheck
 
-REFUSAL_PHRASES: tuple[str, ...] = (
-    r"can ?not",
-    r"can't",
-    r"unable to",
-    r"not (?:be )?possible",
-    r"impossible",
-    r"does(?: not|n't) exist",
-    r"do(?: not|n't) exist",
-    r"is(?: not|n't) (?:a |an )?(?:valid|available|present)",
-    r"no such",
-    r"there (?:is|are) no",
-    r"not (?:available|found|present)",
-    r"contradict(?:ory|s|ion)",
-    r"mutually exclusive",
-    r"no (?:column|field|table|dataset) (?:named|called)",
-    r"(?:won't|will not|must decline|decline)",
+_ENTITY = (
+    r"(?:column|field|attribute|table|dataset|metric|measure|property|dimension|view|kpi"
+    r"|region|store|segment|channel|country|city|market|category|product|customer|team"
+    r"|department|tier|status|account|campaign|supplier|warehouse)"
 )
-ABSTAIN_PHRASES: tuple[str, ...] = (
-    r"(?:do not|don't|does not|doesn't) know",
-    r"not (?:sure|certain|aware)",
-    r"no (?:information|record|data|knowledge|memory|memories|insight)",
-    r"(?:could not|couldn't|cannot|can't|unable to) (?:find|determine|confirm|verify|answer)",
-    r"(?:have|has) not been (?:taught|recorded|told|documented)",
-    r"(?:nothing|none) (?:is |was )?(?:recorded|stored|known|found)",
-    r"unknown",
-    r"not (?:in|part of) (?:the|my) (?:data|records|knowledge|memory)",
-)
+_DONT = r"(?:doesn't|does not|don't|do not|didn't|did not)"
+_CANT = r"(?:cannot|can not|can't|could not|couldn't)"
+_BE = r"(?:is|are|was|were)"
 
-_COMPILED = {
-    "refusal": re.compile(r"\b(?:" + "|".join(REFUSAL_PHRASES) + r")", re.IGNORECASE),
-    "abstain": re.compile(
-        r"\b(?:" + "|".join((*ABSTAIN_PHRASES, *REFUSAL_PHRASES)) + r")", re.IGNORECASE
+MEANING_CLASSES: dict[str, tuple[str, ...]] = {
+    "non-existence": (
+        r"(?:does|do|did)(?: not|n't) exist",
+        r"non-?existent",
+        r"no such \w+",
+        rf"there(?: is|'s| are| was| were) no(?: such)? [\w .'\"-]{{0,40}}?{_ENTITY}",
+        rf"(?:no|not an?|without an?) [\w.-]{{0,30}} ?{_ENTITY}s? (?:named|called|by that name)",
+        rf"(?:no|not an?) {_ENTITY}s? (?:named|called|like|for|by that name|matching)",
+        rf"{_DONT} (?:have|contain|include|expose|define|list|carry|offer) (?:an?|any|such an?)"
+        rf" ?[\w.-]{{0,30}} ?{_ENTITY}",
+        rf"{_BE}(?: not|n't) (?:an? |any )?(?:(?:existing|valid|known|real|defined|recognised"
+        rf"|recognized) )?{_ENTITY}",
+        rf"none of (?:them|these|those|the \w+) (?:has|have|contains?|includes?|exposes?)"
+        rf" (?:an?|any)? ?[\w.-]{{0,30}} ?{_ENTITY}",
+        rf"{_BE}(?: not|n't) (?:part of|in|among|listed in|defined in) (?:the|any|this|our)"
+        r" (?:schema|catalog|table|dataset|data model|warehouse|model)",
+        r"(?:not|n't|never) (?:found|present|defined|listed|included) (?:in|anywhere|among)",
+        rf"(?:isn't|is not|aren't|are not|wasn't|was not) (?:one of|among) (?:the|our|its|any)"
+        rf" [\w -]{{0,20}}?{_ENTITY}s?",
+        r"no (?:customer|product|order|store|region|employee|account|user|team|entity)s? "
+        r"(?:named|called|with (?:the )?(?:name|id))",
+    ),
+    "not recorded": (
+        rf"(?:{_BE}|has|have)(?: not|n't)(?: been)? (?:recorded|stored|tracked|captured|logged"
+        r"|kept|collected|saved|taught|documented|shared|told|mentioned|provided|available"
+        r"|present|included|covered)",
+        r"not (?:recorded|stored|tracked|captured|logged|collected|available|covered|documented"
+        r"|saved|taught|known)",
+        r"nothing (?:about|on|regarding|concerning) [\w .,'-]{0,80}?(?:has been|have been|was|is"
+        r"|were) (?:taught|recorded|saved|documented|stored|mentioned|shared)",
+        rf"{_DONT} (?:record|store|track|capture|log|keep|hold|cover|go back|extend)",
+        r"no (?:record|records|data|information|info|knowledge|memory|memories|insight|insights"
+        r"|mention|history|entry|entries|notes?|facts?) (?:of|about|on|for|regarding|that|in"
+        r"|covering|saved|stored|recorded)",
+        r"nothing (?:is |was |has been )?(?:recorded|stored|saved|known|taught|documented"
+        r"|on record)",
+        r"(?:never|hasn't|has not|haven't|have not) been (?:taught|told|recorded|given|shared"
+        r"|saved|documented)",
+        r"(?:i|we) (?:have|had) no (?:record|memory|information|knowledge|data|notes?)",
+        r"nothing (?:in|from|among) [\w .,'-]{0,80}?(?:mentions?|records?|says|covers|contains"
+        r"|describes|refers to|documents)",
+        r"no (?:[\w-]+ )?(?:page|insight|note|record|document|entry|source)s? (?:mentions?|records?"
+        r"|covers|describes|refers to|documents)",
+        r"(?:beyond|outside|before|after) (?:the end of )?the (?:data|date range|coverage"
+        r"|period covered|available data|data's range)",
+        r"(?:not|n't) (?:in|part of) (?:the|my|our|any) (?:data|records|knowledge|memory|warehouse"
+        r"|dataset|notes|catalog|platform|insights)",
+        r"there(?:'s| is| are| was| were) no [\w -]{0,30}?(?:data|information|records?|values?"
+        r"|history|tracking)\b",
+    ),
+    "impossible or contradictory": (
+        r"\bimpossible",
+        r"(?:can|could)(?: ?not|n't| never) (?:all |both |simultaneously |at the same time |ever )?"
+        r"(?:hold|be true|be satisfied|be met|co-?exist|happen|occur|apply|be both|match both)",
+        r"can never",
+        r"contradict(?:ory|s|ion|ions|ing)",
+        r"mutually exclusive",
+        r"(?:incompatible|inconsistent|conflicting|self-contradictory)",
+        r"(?:not|n't) (?:be )?possible",
+        r"no (?:single )?\w+ can (?:be|have|satisfy|match|meet)",
+        r"(?:always|necessarily|by definition) (?:be )?empty",
+        r"never (?:simultaneously|at the same time|both)",
+        r"makes? no sense",
+        r"ill-?posed|not well-?defined",
+        r"invalid (?:request|query|question|premise|combination|date|range)",
+        r"false premise|premise (?:is|seems) (?:false|wrong|incorrect|mistaken|flawed)",
+    ),
+    "cannot be determined": (
+        rf"{_CANT} (?:be )?(?:determine|determined|find|found|locate|located|identify|identified"
+        r"|confirm|confirmed|verify|verified|answer|answered|compute|computed|calculate"
+        r"|calculated|say|tell|know|work out|establish|provide|give|derive|derived|retrieve"
+        r"|see|pin down|look up)",
+        r"(?:unable|not able) to",
+        rf"{_DONT} know",
+        r"\bunknown\b",
+        r"not (?:sure|certain|clear|known|determinable|answerable|aware)",
+        r"no way (?:to|of)",
+        r"(?:insufficient|not enough|no) (?:data|information|evidence|basis)",
+        r"undeterminable|indeterminate|unanswerable|undetermined",
+        r"(?:found|find|see|returned|turned up|have|has) no (?:match|matching|result|results"
+        r"|rows|trace|evidence|reference|answer)",
+        rf"{_DONT} (?:find|return|turn up|show|see)",
+        r"nothing (?:came up|matched|was found|turned up)",
+        r"(?:nothing|no [\w-]+) to (?:report|average|show|compute|sum|count|aggregate)",
+        r"no (?:[\w-]+ )?(?:figure|number|value|result|answer)s? (?:for|to report|available)",
+    ),
+    "out of scope": (
+        r"out(?:side)? (?:of )?(?:the |my |this |our )?(?:scope|domain|coverage)",
+        r"beyond (?:the |my |what )",
+        r"not (?:covered|supported|something (?:i|the data|this dataset|the warehouse))",
+        r"(?:won't|will not|cannot|can't|must|should not|shouldn't) (?:decline|refuse|guess"
+        r"|make up|invent|fabricate|speculate|provide a number)",
+        r"\bdecline\b",
+        r"rather not (?:guess|speculate|invent)",
+        r"not (?:going|willing) to (?:guess|invent|make up|fabricate|speculate)",
+        r"(?:unrelated|irrelevant) to (?:the|this|our) (?:data|warehouse|dataset)",
     ),
 }
+"""Meaning class -> patterns (regular expressions over normalised text)."""
+
+_POSITIVE_WORDS = re.compile(
+    r"^(?:impossible|contradict|mutually|incompatible|inconsistent|conflicting|self-contra"
+    r"|unknown|undeterminable|indeterminate|unanswerable|undetermined|ill|invalid|out|beyond)"
+)
+_NEGATED_BEFORE = re.compile(r"(?:\bnot|n't|\bnever|\bno longer|\bhardly)(?: \S+){0,2} ?$")
+_COMPILED = {
+    cls: [re.compile(r"(?<![\w])(?:" + p + r")", re.IGNORECASE) for p in patterns]
+    for cls, patterns in MEANING_CLASSES.items()
+}
+
+_VALUE = r"(?:[$€£¥₹]\s?)?[-−]?\d(?:[\d,.']*\d)?%?"
+_COPULA_VALUE_RE = re.compile(
+    rf"(?:\b(?:is|are|was|were|equals|totals?|comes to|amounts to|would be|should be|will be"
+    rf"|scores?|averages?|averaged|stands at|sits at|reaches|reached|works out to|i'd say"
+    rf"|i would say|estimate(?:d)? (?:at|to be))|(?<=\w)'s"
+    rf"|=|≈|(?<![\d\s]):)[ \t]+(?:(?:about|approximately|approx\.|around|roughly|exactly|just"
+    rf"|only|probably|likely|estimated(?: at)?|an estimated|~)[ \t]+)?~?(?P<val>{_VALUE})"
+)
+_GUESS_RE = re.compile(
+    r"(?:not sure|not certain|don't know|do not know|can't confirm|cannot confirm|can't verify"
+    r"|cannot verify|no way to be sure|unknown|can't be sure|cannot be sure|not able to confirm"
+    r"|isn't documented|not documented|isn't recorded|not recorded|don't have it|do not have it"
+    r"|couldn't find|could not find|can't find|cannot find|isn't a column|not a column)"
+    r"[^.!?\n]{0,60}?\b(?:but|however|though|although)\b[^.!?\n]{0,60}?"
+    r"(?:\b(?:is|are|was|were|would be|should be|probably|likely|i'd guess|i would guess"
+    r"|my (?:best )?guess|around|about|approximately|typically|usually|estimat\w*|gives)\b|'s\b)"
+    r"|(?:^|[.!?;]\s)(?:most likely|probably|my best guess|i'd guess|i would guess|likely)\b"
+    r"|\b(?:my (?:best )?guess (?:is|would be)|i'd guess|i would guess|i'd estimate"
+    r"|i would estimate|i'd assume|i would assume)\b"
+)
+_MEASURE_OF_RE = re.compile(
+    rf"\b(?:average|mean|median|total|sum|rate|score|count|revenue|value|share)\s+"
+    rf"(?:[\w-]+\s+){{0,3}}?(?:of|at)\s+(?P<val>{_VALUE})"
+)
+_LIST_MARKER_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_TABLE_VALUE_RE = re.compile(r"\|\s*(?:[$€£¥₹]\s?)?[-−]?[\d][\d,.' ]*%?\s*\|")
+_DATE_LIKE_RE = re.compile(r"^\d{4}-\d{2}")
+
+
+@dataclass(frozen=True)
+class MeaningMatch:
+    """A refusal or abstention found in a text."""
+
+    meaning: str
+    """The meaning class (a key of :data:`MEANING_CLASSES`)."""
+    phrase: str
+
+
+def normalise(text: str) -> str:
+    """Lower case, straight quotes, no ``*`` or backticks, whitespace collapsed."""
+    text = text.replace("’", "'").replace("‘", "'").replace("`", "").replace("*", "")
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def find_meaning(text: str) -> MeaningMatch | None:
+    """The first (by class order) refusal or abstention meaning expressed in ``text``."""
+    norm = normalise(text)
+    for cls, patterns in _COMPILED.items():
+        for pattern in patterns:
+            for match in pattern.finditer(norm):
+                if _POSITIVE_WORDS.match(match.group(0)) and _NEGATED_BEFORE.search(
+                    norm[max(0, match.start() - 30) : match.start()]
+                ):
+                    continue
+                return MeaningMatch(cls, match.group(0))
+    return None
+
+
+def find_commitment(text: str, *, marked_line: str | None = None) -> str | None:
+    """What in ``text`` commits to a value, or ``None``.
+
+    A commitment is: the final-answer line being a bare number (``marked_line``); a number
+    right after a copula (``is 42``, ``= $1,234``, ``was approximately 12%``, ``: 42``); a
+    markdown table cell holding only a number; or a guess after a hedge (``I'm not sure, but
+    it is ...``). Dates are not values here (``data ends on 2025-03-31`` is an explanation).
+    """
+    if marked_line is not None:
+        line = marked_line.strip().strip("*_`").strip()
+        numbers = find_numbers(line)
+        if numbers and len(numbers[0].text) >= len(line) * 0.5:
+            return f"the final-answer line is a value ({line[:60]!r})"
+    norm = "\n".join(normalise(_LIST_MARKER_RE.sub("", line)) for line in text.splitlines())
+    for match in _COPULA_VALUE_RE.finditer(norm):
+        if _DATE_LIKE_RE.match(norm[match.start("val") :]):
+            continue
+        return f"it states a value ({match.group(0)!r})"
+    measure = _MEASURE_OF_RE.search(norm)
+    if measure is not None and not _DATE_LIKE_RE.match(norm[measure.start("val") :]):
+        return f"it states a value ({measure.group(0)!r})"
+    table = _TABLE_VALUE_RE.search(text)
+    if table is not None:
+        return f"it gives a table of values ({table.group(0).strip()!r})"
+    guess = _GUESS_RE.search(norm)
+    if guess is not None:
+        return f"it hedges and then answers anyway ({guess.group(0)!r})"
+    return None
 
 
 def check_refusal(answer: str, kind: Literal["refusal", "abstain"] = "refusal") -> GradeCheck:
-    """Pass when the graded text contains a refusal (or abstention) phrase."""
+    """Pass when the graded text refuses or abstains (a meaning class) and commits to no
+    value."""
     where = focus(answer)
-    normalized = where.section.replace("’", "'")
-    match = _COMPILED[kind].search(normalized)
     wanted = "a refusal" if kind == "refusal" else "an abstention"
-    if match:
-        reason = f"{where.where} contains {wanted} ({match.group(0)!r})"
-        return GradeCheck(name=kind, passed=True, reason=reason, expected=wanted, found=match[0])
+    meaning = find_meaning(where.section)
+    commit = find_commitment(where.section, marked_line=where.line if where.marked else None)
     snippet = where.section[:120]
-    reason = f"{where.where} contains no {kind} phrase; it appears to answer: {snippet!r}"
-    return GradeCheck(name=kind, passed=False, reason=reason, expected=wanted, found=snippet)
+    if meaning is None:
+        reason = f"{where.where} expresses no {kind}; it appears to answer: {snippet!r}"
+        return GradeCheck(name=kind, passed=False, reason=reason, expected=wanted, found=snippet)
+    said = f"{meaning.meaning} ({meaning.phrase!r})"
+    if commit is not None:
+        reason = f"{where.where} says {said} but commits to a value: {commit}"
+        return GradeCheck(name=kind, passed=False, reason=reason, expected=wanted, found=commit)
+    reason = f"{where.where} contains {wanted}: {said}, and commits to no value"
+    return GradeCheck(name=kind, passed=True, reason=reason, expected=wanted, found=said)

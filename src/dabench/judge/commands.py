@@ -18,6 +18,7 @@ from dabench.judge.calibrate import (
 )
 from dabench.judge.factory import make_judge
 from dabench.judge.prompt import DEFAULT_TOOL_OUTPUT_CHARS
+from dabench.judge.rubric import DEFAULT_RUBRIC_VERSION
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -28,7 +29,7 @@ def calibrate_cmd(
     file: Path = typer.Option(DEFAULT_CALIBRATION_FILE, "--file", help="Calibration JSONL."),
     repeat: int = typer.Option(1, "--repeat", help="Judge each item N times (variance)."),
     base_url: str | None = typer.Option(None, "--base-url", help="Judge API base URL."),
-    rubric: str = typer.Option("v1", "--rubric", help="Rubric version or file."),
+    rubric: str = typer.Option(DEFAULT_RUBRIC_VERSION, "--rubric", help="Rubric version or file."),
     prompt: str = typer.Option("claims_v1", "--prompt", help="Prompt version or file."),
     out: Path | None = typer.Option(
         None, "--out", help="Report JSON (default: next to the rubric, <version>.calibration.json)."

@@ -13,7 +13,7 @@ from dabench.errors import UserInputError
 from dabench.judge.versioned import versioned_file
 
 RUBRIC_DIR = Path(__file__).resolve().parent / "rubric"
-DEFAULT_RUBRIC_VERSION = "v1"
+DEFAULT_RUBRIC_VERSION = "v2"
 
 
 class RubricItem(BaseModel):

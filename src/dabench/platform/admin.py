@@ -1,7 +1,10 @@
 """The admin REST API (``/api/v1/admin/...``), the health endpoint and the OpenAPI schema.
 
 Every admin route needs ``Authorization: Bearer <admin key>``: 401 without a (known) key,
-403 for an identity key that is not an admin key.
+403 for an identity key that is not an admin key. Every route refuses an unknown, repeated or
+invalid query parameter with 400; unknown paths (404) and methods (405) answer JSON errors
+too, and :class:`SingleAuthorization` refuses a request with more than one
+``Authorization`` header (400) on every route.
 """
 
 from __future__ import annotations
@@ -9,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dabench import __version__
-from dabench.platform.audit import AuditPage, AuditQuery
+from dabench.platform.audit import AuditPage, AuditQuery, FilterText
 from dabench.platform.auth import bearer_key
 from dabench.platform.service import PlatformService
 from dabench.platform.state import Changeset, Insight, InsightStatus
@@ -24,19 +30,25 @@ from dabench.world.model import ColumnMeta, DatasetMeta, KnowledgePage
 PREFIX = "/api/v1/admin"
 
 
+class NoQuery(BaseModel):
+    """Routes without query parameters: any parameter is unknown (400)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class InsightQuery(BaseModel):
     """Filters of ``GET /knowledge/insights``."""
 
     model_config = ConfigDict(extra="forbid")
     status: InsightStatus | None = None
-    captured_by: str | None = None
+    captured_by: FilterText | None = None
 
 
 class ChangesetQuery(BaseModel):
     """Filters of ``GET /knowledge/changesets``."""
 
     model_config = ConfigDict(extra="forbid")
-    insight_id: str | None = None
+    insight_id: FilterText | None = None
     active: bool = False
     """Only changesets that were not rolled back."""
 
@@ -156,23 +168,78 @@ def _query(request: Request, model: type[Q]) -> Q | JSONResponse:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+QueryHandler = Callable[[Request, Any], Awaitable[Response]]
+
+
+def _authorization(scope: Scope) -> list[bytes]:
+    return [v for k, v in scope["headers"] if k.lower() == b"authorization"]
+
+
+class SingleAuthorization:
+    """ASGI middleware: 400 ``DUPLICATE_AUTHORIZATION`` for a request with more than one
+    ``Authorization`` header, on every route but ``/mcp`` (whose gate refuses and audits it).
+    One policy everywhere, so no route can pick a different header than another."""
+
+    def __init__(self, app: ASGIApp, skip: str = "/mcp") -> None:
+        self.app = app
+        self.skip = skip
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        duplicate = scope["type"] == "http" and len(_authorization(scope)) > 1
+        if duplicate and scope["path"] != self.skip:
+            response = _error(
+                400, "DUPLICATE_AUTHORIZATION", "send exactly one Authorization header"
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """404 and 405 (and any other HTTP error Starlette raises) as ``{"error": ...}``."""
+    assert isinstance(exc, HTTPException)
+    codes = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+    code = codes.get(exc.status_code, f"HTTP_{exc.status_code}")
+    message = {
+        404: f"no route {request.url.path}",
+        405: f"{request.method} is not allowed on {request.url.path}",
+    }.get(exc.status_code, str(exc.detail))
+    response = _error(exc.status_code, code, message)
+    response.headers.update(exc.headers or {})
+    return response
+
+
+HTTP_ERROR_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    HTTPException: _http_error
+}
+"""``exception_handlers`` of the app: Starlette's HTTP errors as JSON."""
 
 
 def admin_routes(service: PlatformService) -> list[Route]:
     """The admin API, health and OpenAPI routes for ``service``."""
 
-    def guarded(handler: Handler) -> Handler:
+    def route(
+        path: str,
+        handler: QueryHandler,
+        model: type[BaseModel] = NoQuery,
+        method: str = "GET",
+        admin: bool = True,
+    ) -> Route:
         async def endpoint(request: Request) -> Response:
-            key = bearer_key(request.headers.get("authorization"))
-            if service.auth.is_admin(key):
-                return await handler(request)
-            if service.auth.identity_for(key) is not None:
-                return _error(403, "FORBIDDEN", "this key is not an admin key")
-            return _error(401, "UNAUTHENTICATED", "an admin key is required (Bearer)")
+            if admin:
+                key = bearer_key(request.headers.get("authorization"))
+                if not service.auth.is_admin(key):
+                    if service.auth.identity_for(key) is not None:
+                        return _error(403, "FORBIDDEN", "this key is not an admin key")
+                    return _error(401, "UNAUTHENTICATED", "an admin key is required (Bearer)")
+            query = _query(request, model)
+            if isinstance(query, JSONResponse):
+                return query
+            return await handler(request, query)
 
-        return endpoint
+        return Route(path, endpoint, methods=[method])
 
-    async def health(request: Request) -> Response:
+    async def health(request: Request, query: NoQuery) -> Response:
         info = service.info()
         body = Health(
             status="ok",
@@ -183,29 +250,20 @@ def admin_routes(service: PlatformService) -> list[Route]:
         )
         return JSONResponse(body.model_dump(mode="json"))
 
-    async def audit_events(request: Request) -> Response:
-        query = _query(request, AuditQuery)
-        if isinstance(query, JSONResponse):
-            return query
-        page: AuditPage = service.audit.events(query)
+    async def audit_events(request: Request, query: AuditQuery) -> Response:
+        page: AuditPage = await anyio.to_thread.run_sync(service.audit.events, query)
         return JSONResponse(page.model_dump(mode="json"))
 
-    async def insights(request: Request) -> Response:
-        query = _query(request, InsightQuery)
-        if isinstance(query, JSONResponse):
-            return query
+    async def insights(request: Request, query: InsightQuery) -> Response:
         items = service.state.insights(status=query.status, captured_by=query.captured_by)
         return JSONResponse(InsightList(insights=items, total=len(items)).model_dump(mode="json"))
 
-    async def changesets(request: Request) -> Response:
-        query = _query(request, ChangesetQuery)
-        if isinstance(query, JSONResponse):
-            return query
+    async def changesets(request: Request, query: ChangesetQuery) -> Response:
         items = service.state.changesets(insight_id=query.insight_id, active_only=query.active)
         body = ChangesetList(changesets=items, total=len(items))
         return JSONResponse(body.model_dump(mode="json"))
 
-    async def dataset(request: Request) -> Response:
+    async def dataset(request: Request, query: NoQuery) -> Response:
         ds = service.view.dataset(request.path_params["dataset_id"])
         if ds is None:
             return _error(404, "NOT_FOUND", f"no dataset {request.path_params['dataset_id']!r}")
@@ -215,7 +273,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
         )
         return JSONResponse(body.model_dump(mode="json"))
 
-    async def column(request: Request) -> Response:
+    async def column(request: Request, query: NoQuery) -> Response:
         hit = service.view.column(request.path_params["column_id"])
         if hit is None:
             return _error(404, "NOT_FOUND", f"no column {request.path_params['column_id']!r}")
@@ -224,7 +282,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
         body = EffectiveColumn(dataset=hit[0].id, column=col, promoted=promoted)
         return JSONResponse(body.model_dump(mode="json"))
 
-    async def page(request: Request) -> Response:
+    async def page(request: Request, query: NoQuery) -> Response:
         pid = request.path_params["page_id"]
         found = service.view.page(pid)
         if found is None:
@@ -232,33 +290,43 @@ def admin_routes(service: PlatformService) -> list[Route]:
         body = EffectivePage(page=found, promoted=service.view.is_promoted(pid))
         return JSONResponse(body.model_dump(mode="json"))
 
-    async def pages(request: Request) -> Response:
+    async def pages(request: Request, query: NoQuery) -> Response:
         items = [
             PageSummary(id=p.id, title=p.title, promoted=service.view.is_promoted(p.id))
             for p in service.view.pages()
         ]
         return JSONResponse(PageList(pages=items, total=len(items)).model_dump(mode="json"))
 
-    async def reset(request: Request) -> Response:
+    async def reset(request: Request, query: NoQuery) -> Response:
         service.reset_state(by="admin")
         body = ResetResult(status="reset", state_version=service.state.version)
         return JSONResponse(body.model_dump(mode="json"))
 
-    async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_schema())
+    first = service.world.catalog.datasets[0] if service.world.catalog.datasets else None
+    examples = {}
+    if first is not None:
+        examples["dataset_id"] = first.id
+        if first.columns:
+            examples["column_id"] = f"{first.id}.{first.columns[0].name}"
+    if service.world.pages:
+        examples["page_id"] = service.world.pages[0].id
+    document = openapi_schema(examples)
+
+    async def openapi(request: Request, query: NoQuery) -> Response:
+        return JSONResponse(document)
 
     return [
-        Route("/healthz", health, methods=["GET"]),
-        Route("/openapi.json", openapi, methods=["GET"]),
-        Route(f"{PREFIX}/openapi.json", openapi, methods=["GET"]),
-        Route(f"{PREFIX}/audit/events", guarded(audit_events), methods=["GET"]),
-        Route(f"{PREFIX}/knowledge/insights", guarded(insights), methods=["GET"]),
-        Route(f"{PREFIX}/knowledge/changesets", guarded(changesets), methods=["GET"]),
-        Route(f"{PREFIX}/knowledge/pages", guarded(pages), methods=["GET"]),
-        Route(f"{PREFIX}/knowledge/pages/{{page_id}}", guarded(page), methods=["GET"]),
-        Route(f"{PREFIX}/catalog/datasets/{{dataset_id}}", guarded(dataset), methods=["GET"]),
-        Route(f"{PREFIX}/catalog/columns/{{column_id}}", guarded(column), methods=["GET"]),
-        Route(f"{PREFIX}/state/reset", guarded(reset), methods=["POST"]),
+        route("/healthz", health, admin=False),
+        route("/openapi.json", openapi, admin=False),
+        route(f"{PREFIX}/openapi.json", openapi, admin=False),
+        route(f"{PREFIX}/audit/events", audit_events, AuditQuery),
+        route(f"{PREFIX}/knowledge/insights", insights, InsightQuery),
+        route(f"{PREFIX}/knowledge/changesets", changesets, ChangesetQuery),
+        route(f"{PREFIX}/knowledge/pages", pages),
+        route(f"{PREFIX}/knowledge/pages/{{page_id}}", page),
+        route(f"{PREFIX}/catalog/datasets/{{dataset_id}}", dataset),
+        route(f"{PREFIX}/catalog/columns/{{column_id}}", column),
+        route(f"{PREFIX}/state/reset", reset, method="POST"),
     ]
 
 
@@ -284,11 +352,16 @@ def _query_params(model: type[BaseModel]) -> list[dict[str, Any]]:
     return out
 
 
-def _p(name: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+def _p(name: str, example: str | None = None) -> dict[str, Any]:
+    param: dict[str, Any] = {"name": name, "in": "path", "required": True}
+    param["schema"] = {"type": "string"}
+    if example is not None:
+        param["example"] = example
+    return param
 
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+_BAD_QUERY = "INVALID_QUERY: an unknown, repeated or invalid parameter"
 
 
 def _op(
@@ -296,30 +369,43 @@ def _op(
     model: type[BaseModel],
     params: list[dict[str, Any]] | None = None,
     errors: dict[str, str] | None = None,
+    links: dict[str, Any] | None = None,
+    secured: bool = True,
 ) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{model.__name__}"}
-    responses: dict[str, Any] = {
-        "200": {"description": "OK", "content": {"application/json": {"schema": ref}}}
-    }
-    for status, text in {
-        **(errors or {}),
-        "401": "no or unknown key",
-        "403": "not an admin key",
-    }.items():
+    ok: dict[str, Any] = {"description": "OK", "content": {"application/json": {"schema": ref}}}
+    if links:
+        ok["links"] = links
+    responses: dict[str, Any] = {"200": ok}
+    documented = {"400": _BAD_QUERY, **(errors or {})}
+    if secured:
+        documented |= {"401": "no or unknown key", "403": "not an admin key"}
+    for status, text in documented.items():
         responses[status] = {
             "description": text,
             "content": {"application/json": {"schema": _ERROR_REF}},
         }
-    return {
-        "summary": summary,
-        "security": [{"bearer": []}],
-        "parameters": params or [],
-        "responses": responses,
-    }
+    op: dict[str, Any] = {"summary": summary, "parameters": params or [], "responses": responses}
+    if secured:
+        op["security"] = [{"bearer": []}]
+    return op
 
 
-def openapi_schema() -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the admin API."""
+def _link(operation: str, parameters: dict[str, str], description: str) -> dict[str, Any]:
+    return {"operationRef": operation, "parameters": parameters, "description": description}
+
+
+def _ref(path: str, method: str = "get") -> str:
+    return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
+
+
+def openapi_schema(examples: dict[str, str] | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the admin API.
+
+    ``examples`` (``dataset_id``, ``column_id``, ``page_id``) name real objects of the
+    served world, so clients and fuzzers can reach the 200 answers of the path routes.
+    """
+    ex = examples or {}
     models: list[type[BaseModel]] = [
         AuditPage,
         InsightList,
@@ -337,12 +423,12 @@ def openapi_schema() -> dict[str, Any]:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(schema.pop("$defs", {}))
         components[model.__name__] = schema
-    bad_query = {"400": "INVALID_QUERY: an unknown, repeated or invalid parameter"}
     not_found = {"404": "NOT_FOUND"}
-    health_op = _op("Health", Health)
-    health_op.pop("security")
-    for status in ("401", "403"):
-        health_op["responses"].pop(status)
+    events, insights = f"{PREFIX}/audit/events", f"{PREFIX}/knowledge/insights"
+    changesets, pages = f"{PREFIX}/knowledge/changesets", f"{PREFIX}/knowledge/pages"
+    page, reset = f"{PREFIX}/knowledge/pages/{{page_id}}", f"{PREFIX}/state/reset"
+    dataset = f"{PREFIX}/catalog/datasets/{{dataset_id}}"
+    column = f"{PREFIX}/catalog/columns/{{column_id}}"
     return {
         "openapi": "3.1.0",
         "info": {"title": "dabench platform admin API", "version": __version__},
@@ -351,26 +437,95 @@ def openapi_schema() -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "paths": {
-            "/healthz": {"get": health_op},
-            f"{PREFIX}/audit/events": {
-                "get": _op("Audit events", AuditPage, _query_params(AuditQuery), bad_query)
+            "/healthz": {"get": _op("Health", Health, secured=False)},
+            events: {
+                "get": _op(
+                    "Audit events",
+                    AuditPage,
+                    _query_params(AuditQuery),
+                    links={
+                        "SameSession": _link(
+                            _ref(events),
+                            {"session_id": "$response.body#/events/0/session_id"},
+                            "the other events of the first event's session",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/knowledge/insights": {
-                "get": _op("Insights", InsightList, _query_params(InsightQuery), bad_query)
+            insights: {
+                "get": _op(
+                    "Insights",
+                    InsightList,
+                    _query_params(InsightQuery),
+                    links={
+                        "Changesets": _link(
+                            _ref(changesets),
+                            {"insight_id": "$response.body#/insights/0/id"},
+                            "the changesets of the first insight",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/knowledge/changesets": {
-                "get": _op("Changesets", ChangesetList, _query_params(ChangesetQuery), bad_query)
+            changesets: {"get": _op("Changesets", ChangesetList, _query_params(ChangesetQuery))},
+            pages: {
+                "get": _op(
+                    "Knowledge pages",
+                    PageList,
+                    links={
+                        "Page": _link(
+                            _ref(page),
+                            {"page_id": "$response.body#/pages/0/id"},
+                            "the first page",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/knowledge/pages": {"get": _op("Knowledge pages", PageList)},
-            f"{PREFIX}/knowledge/pages/{{page_id}}": {
-                "get": _op("Effective knowledge page", EffectivePage, [_p("page_id")], not_found)
+            page: {
+                "get": _op(
+                    "Effective knowledge page",
+                    EffectivePage,
+                    [_p("page_id", ex.get("page_id"))],
+                    not_found,
+                )
             },
-            f"{PREFIX}/catalog/datasets/{{dataset_id}}": {
-                "get": _op("Effective dataset", EffectiveDataset, [_p("dataset_id")], not_found)
+            dataset: {
+                "get": _op(
+                    "Effective dataset",
+                    EffectiveDataset,
+                    [_p("dataset_id", ex.get("dataset_id"))],
+                    not_found,
+                    links={
+                        "Dataset": _link(
+                            _ref(dataset),
+                            {"dataset_id": "$response.body#/dataset/id"},
+                            "the same dataset again",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/catalog/columns/{{column_id}}": {
-                "get": _op("Effective column", EffectiveColumn, [_p("column_id")], not_found)
+            column: {
+                "get": _op(
+                    "Effective column",
+                    EffectiveColumn,
+                    [_p("column_id", ex.get("column_id"))],
+                    not_found,
+                    links={
+                        "Dataset": _link(
+                            _ref(dataset),
+                            {"dataset_id": "$response.body#/dataset"},
+                            "the column's dataset",
+                        )
+                    },
+                )
             },
-            f"{PREFIX}/state/reset": {"post": _op("Reset platform state", ResetResult)},
+            reset: {
+                "post": _op(
+                    "Reset platform state",
+                    ResetResult,
+                    links={
+                        "Insights": _link(_ref(insights), {}, "insights after the reset (none)")
+                    },
+                )
+            },
         },
     }

@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import FrameType
+from typing import cast
 
 import anyio
 import uvicorn
@@ -14,12 +15,15 @@ from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from dabench.errors import UserInputError
-from dabench.platform.admin import admin_routes
+from dabench.keepalive import SERVER_KEEP_ALIVE_S
+from dabench.platform.admin import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
 from dabench.platform.auth import AuthConfig, Identity
-from dabench.platform.mcp_server import McpAuthGate, build_mcp_server
+from dabench.platform.mcp_gate import McpAuditGate
+from dabench.platform.mcp_server import build_mcp_server
 from dabench.platform.service import PlatformService
 
 API_KEY_ENV = "DABENCH_API_KEY"
@@ -38,7 +42,7 @@ def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlet
     manager = StreamableHTTPSessionManager(
         app=server, json_response=True, security_settings=security
     )
-    mcp_endpoint = McpAuthGate(StreamableHTTPASGIApp(manager), service.auth)
+    mcp_endpoint = McpAuditGate(StreamableHTTPASGIApp(manager), service)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -49,7 +53,12 @@ def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlet
                 service.close()
 
     routes = [Route("/mcp", endpoint=mcp_endpoint), *admin_routes(service)]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=HTTP_ERROR_HANDLERS,
+        middleware=[Middleware(SingleAuthorization)],
+    )
 
 
 class _GracefulServer(uvicorn.Server):
@@ -60,8 +69,11 @@ class _GracefulServer(uvicorn.Server):
         self._captured_signals.clear()  # do not re-raise the signal after shutting down
 
 
-def serve_http(service: PlatformService, host: str, port: int) -> None:
-    """Serve until SIGINT/SIGTERM (uvicorn shuts down gracefully, then the stores close)."""
+def serve_http(
+    service: PlatformService, host: str, port: int, keep_alive_s: float = SERVER_KEEP_ALIVE_S
+) -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn shuts down gracefully, then the stores close).
+    ``keep_alive_s``: idle keep-alive connections are closed after this many seconds."""
     app = build_http_app(service, host)
     config = uvicorn.Config(
         app,
@@ -71,6 +83,8 @@ def serve_http(service: PlatformService, host: str, port: int) -> None:
         access_log=False,
         timeout_graceful_shutdown=5,
         lifespan="on",
+        # typed int, but uvicorn only hands it to loop.call_later: fractions work
+        timeout_keep_alive=cast(int, keep_alive_s),
     )
     _GracefulServer(config).run()
 

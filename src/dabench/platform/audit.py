@@ -1,28 +1,69 @@
-"""The audit log: one durable row per tool call, allowed or refused.
+"""The audit log: one durable row per request to ``/mcp``, allowed or refused.
 
-Rows are written (and committed) before the tool response is returned. SQLite in WAL mode
+Rows are written (and committed) before the response is returned. SQLite in WAL mode
 at ``<state-dir>/audit.sqlite`` by default, PostgreSQL when a DSN is configured. The admin
 API reads it back with ``GET /api/v1/admin/audit/events``.
 
-``event_kind`` is ``tool_call`` for every call of a tool other than ``platform_info``
-(including refused ones), ``session_start`` for ``platform_info`` (it opens a session),
-and ``admin`` for state-changing admin API calls (``POST /state/reset``).
+``event_kind`` is ``tool_call`` for every ``tools/call`` of a tool other than
+``platform_info`` (including refused ones, and ones refused before a tool ran: protocol
+errors, invalid Unicode, oversize bodies), ``session_start`` for ``platform_info`` (it opens
+a session), ``protocol`` for every other MCP request (``initialize``, ``tools/list``,
+unparseable bodies, unauthenticated requests...) and ``admin`` for state-changing admin API
+calls (``POST /state/reset``).
+
+Nothing a client sends can make a row unreadable: a row whose strings are not valid Unicode
+text (a lone surrogate), contain NUL, or whose arguments hold a non-finite number is stored
+*escaped* (``escaped: true``): every string column through :func:`escape_text` and the
+arguments as one ASCII JSON text, losslessly (:func:`unescape_text`, ``json.loads``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dabench.platform.storage import Database
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_UNSAFE = re.compile("[\x00\ud800-\udfff]")
+_ESCAPE = re.compile(r"\\(\\|u[0-9a-f]{4})")
 
-EventKind = Literal["tool_call", "session_start", "admin"]
+EventKind = Literal["tool_call", "session_start", "protocol", "admin"]
+
+UNAUTHENTICATED = "(unauthenticated)"
+"""``user_id`` of a request that carried no valid key (no real user id has parentheses)."""
+
+
+def escape_text(value: str) -> str:
+    """Lossless safe text: ``\\`` doubled, NUL and lone surrogates as ``\\uXXXX``."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", value.replace("\\", "\\\\"))
+
+
+def unescape_text(value: str) -> str:
+    """The original of :func:`escape_text` (the fields of a row with ``escaped: true``)."""
+    return _ESCAPE.sub(
+        lambda m: "\\" if m.group(1) == "\\" else chr(int(m.group(1)[1:], 16)), value
+    )
+
+
+def _clean(value: Any) -> bool:
+    """Whether ``value`` serialises to strict JSON in valid UTF-8 without NUL."""
+    if isinstance(value, str):
+        return _UNSAFE.search(value) is None
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if value is None or isinstance(value, bool | int):
+        return True
+    if isinstance(value, list):
+        return all(_clean(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _clean(k) and _clean(v) for k, v in value.items())
+    return False
 
 
 class AuditEvent(BaseModel):
@@ -33,19 +74,25 @@ class AuditEvent(BaseModel):
     id: int
     """Monotonic row id."""
     timestamp: datetime
-    """UTC time the call started."""
+    """UTC time the request started."""
     duration_ms: float
     session_id: str | None
-    """The ``dps_...`` session handle, or ``None`` when the call carried none (refused)."""
+    """The caller's own ``dps_...`` session the call ran in, else ``None``."""
+    presented_session_id: str | None = None
+    """A handle the call presented that is not a session of the caller (unknown, another
+    identity's, malformed), else ``None``. Such a call is never counted in that session."""
     user_id: str
+    """The caller's user (from the API key), ``(unauthenticated)`` without a valid key."""
     persona: str
     tool_name: str
+    """The tool called; for a ``protocol`` row the JSON-RPC method (or ``(unparseable)``)."""
     parameters: dict[str, Any]
-    """Arguments as received (long string values are clipped to 4000 characters)."""
+    """Arguments as received minus ``session_id`` (long strings clipped to 4000 characters);
+    ``{"escaped_json": text}`` when ``escaped``."""
     success: bool
     error_code: str | None
     request_chars: int
-    """Characters of the JSON-serialised arguments."""
+    """Characters of the JSON-serialised arguments (bytes of the body for a protocol row)."""
     response_chars: int
     """Characters of the JSON text returned to the client."""
     enrichment_applied: bool
@@ -54,6 +101,20 @@ class AuditEvent(BaseModel):
     enrichment_tokens_delivered: int
     """Approximate tokens of the enrichment actually returned."""
     event_kind: EventKind
+    escaped: bool = False
+    """The call carried text that is not valid Unicode, NUL or a non-finite number (or huge
+    arguments): the string fields hold :func:`escape_text` of the original and ``parameters``
+    is ``{"escaped_json": <the arguments as ASCII JSON, cut at 64 000 characters>}``."""
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+FilterText = Annotated[str, Field(max_length=1000, pattern="^[^\\x00]*$")]
+"""A text filter of an admin query: at most 1000 characters, no NUL."""
 
 
 class AuditQuery(BaseModel):
@@ -61,9 +122,10 @@ class AuditQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    session_id: str | None = None
-    user_id: str | None = None
-    tool_name: str | None = None
+    session_id: FilterText | None = None
+    presented_session_id: FilterText | None = None
+    user_id: FilterText | None = None
+    tool_name: FilterText | None = None
     success: bool | None = None
     event_kind: EventKind | None = None
     since: datetime | None = Field(default=None, description="inclusive lower bound")
@@ -79,6 +141,18 @@ class AuditQuery(BaseModel):
             raise ValueError("expected an ISO 8601 date-time such as 2026-11-30T10:00:00Z")
         return value
 
+    @field_validator("since", "until")
+    @classmethod
+    def _in_utc_range(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        try:
+            return _utc(value)
+        except OverflowError:
+            raise ValueError(
+                "outside the representable range (0001-01-01T00:00:00Z..9999-12-31T23:59:59Z)"
+            ) from None
+
 
 class AuditPage(BaseModel):
     """One page of audit events and the total number matching the filters."""
@@ -93,6 +167,7 @@ _COLUMNS = (
     "timestamp",
     "duration_ms",
     "session_id",
+    "presented_session_id",
     "user_id",
     "persona",
     "tool_name",
@@ -105,27 +180,46 @@ _COLUMNS = (
     "enrichment_tokens_full",
     "enrichment_tokens_delivered",
     "event_kind",
+    "escaped",
 )
+_TEXT_COLUMNS = ("session_id", "presented_session_id", "user_id", "persona", "tool_name",
+                 "error_code")  # fmt: skip
 
 _MAX_PARAM_CHARS = 4000
+_MAX_STORED_JSON = 64000
+_ADDED_COLUMNS = {"presented_session_id": "TEXT", "escaped": "INTEGER NOT NULL DEFAULT 0"}
+"""Columns newer than the first schema: added to an older table on start-up."""
 
 
 def _ts(value: datetime) -> str:
-    """Fixed-width UTC ISO text, so string order equals time order."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width UTC ISO text (years 0001..9999), so string order equals time order."""
+    v = _utc(value)
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+        f".{v.microsecond:06d}Z"
+    )
+
+
+def _clip(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > _MAX_PARAM_CHARS:
+        return value[:_MAX_PARAM_CHARS] + f"...[{len(value) - _MAX_PARAM_CHARS} more]"
+    if isinstance(value, dict):
+        return {k: _clip(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip(v) for v in value]
+    return value
 
 
 def clip_parameters(params: dict[str, Any]) -> dict[str, Any]:
-    """Bound what is stored: long strings are cut to 4000 characters."""
-    out: dict[str, Any] = {}
-    for key, value in params.items():
-        if isinstance(value, str) and len(value) > _MAX_PARAM_CHARS:
-            out[key] = value[:_MAX_PARAM_CHARS] + f"...[{len(value) - _MAX_PARAM_CHARS} more]"
-        else:
-            out[key] = value
-    return out
+    """Bound what is stored: strings (at any depth) are cut to 4000 characters."""
+    return {k: _clip(v) for k, v in params.items()}
+
+
+def _escaped_parameters(params: dict[str, Any]) -> str:
+    text = json.dumps(params, sort_keys=True, ensure_ascii=True, default=repr)
+    if len(text) > _MAX_STORED_JSON:
+        text = text[:_MAX_STORED_JSON] + f"...[{len(text) - _MAX_STORED_JSON} more]"
+    return json.dumps({"escaped_json": text})
 
 
 class AuditStore:
@@ -161,6 +255,22 @@ class AuditStore:
                 "CREATE INDEX IF NOT EXISTS audit_events_ts ON audit_events (timestamp)",
             ]
         )
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        if self.db.dialect == "sqlite":
+            have = {str(r["name"]) for r in self.db.query("PRAGMA table_info(audit_events)")}
+            missing = [c for c in _ADDED_COLUMNS if c not in have]
+            self.db.executescript(
+                [f"ALTER TABLE audit_events ADD COLUMN {c} {_ADDED_COLUMNS[c]}" for c in missing]
+            )
+        else:
+            self.db.executescript(
+                [
+                    f"ALTER TABLE audit_events ADD COLUMN IF NOT EXISTS {c} {kind}"
+                    for c, kind in _ADDED_COLUMNS.items()
+                ]
+            )
 
     def record(
         self,
@@ -180,24 +290,44 @@ class AuditStore:
         enrichment_tokens_full: int = 0,
         enrichment_tokens_delivered: int = 0,
         event_kind: EventKind = "tool_call",
+        presented_session_id: str | None = None,
     ) -> None:
-        """Append one row and commit it."""
+        """Append one row and commit it (escaped when its text is not storable as is)."""
+        texts: dict[str, str | None] = {
+            "session_id": session_id,
+            "presented_session_id": presented_session_id,
+            "user_id": user_id,
+            "persona": persona,
+            "tool_name": tool_name,
+            "error_code": error_code,
+        }
+        clipped = clip_parameters(parameters)
+        escaped = not (_clean(clipped) and all(_clean(t) for t in texts.values()))
+        params_text = ""
+        if not escaped:
+            params_text = json.dumps(clipped, sort_keys=True, ensure_ascii=False, allow_nan=False)
+            escaped = len(params_text) > _MAX_STORED_JSON
+        if escaped:
+            params_text = _escaped_parameters(clipped)
+            texts = {k: None if v is None else escape_text(v) for k, v in texts.items()}
         values = (
             _ts(timestamp),
             round(duration_ms, 3),
-            session_id,
-            user_id,
-            persona,
-            tool_name,
-            json.dumps(clip_parameters(parameters), sort_keys=True, default=str),
+            texts["session_id"],
+            texts["presented_session_id"],
+            texts["user_id"],
+            texts["persona"],
+            texts["tool_name"],
+            params_text,
             int(success),
-            error_code,
+            texts["error_code"],
             request_chars,
             response_chars,
             int(enrichment_applied),
             enrichment_tokens_full,
             enrichment_tokens_delivered,
             event_kind,
+            int(escaped),
         )
         placeholders = ", ".join("?" for _ in _COLUMNS)
         self.db.execute(
@@ -208,7 +338,7 @@ class AuditStore:
         """The events matching ``q``, oldest first, with the total count."""
         where: list[str] = []
         params: list[Any] = []
-        for field in ("session_id", "user_id", "tool_name", "event_kind"):
+        for field in ("session_id", "presented_session_id", "user_id", "tool_name", "event_kind"):
             value = getattr(q, field)
             if value is not None:
                 where.append(f"{field} = ?")
@@ -232,8 +362,28 @@ class AuditStore:
 
 
 def _to_event(row: dict[str, Any]) -> AuditEvent:
+    """A stored row as an event. A row that is somehow not clean (written by an older
+    version, or by hand) is escaped on the way out rather than breaking the page."""
     data = dict(row)
-    data["parameters"] = json.loads(data["parameters"])
+    raw = str(data["parameters"])
+    escaped = bool(data.get("escaped") or 0)
+    try:
+        params: Any = json.loads(raw)
+    except ValueError:
+        params = None
+    texts_clean = all(_clean(data.get(c)) for c in _TEXT_COLUMNS)
+    if not (isinstance(params, dict) and _clean(params) and texts_clean):
+        for c in _TEXT_COLUMNS:
+            value = data.get(c)
+            if isinstance(value, str) and not (escaped and _clean(value)):
+                data[c] = escape_text(value)
+        if not isinstance(params, dict):
+            params = {"escaped_json": escape_text(raw)}
+        elif not (escaped and _clean(params)):
+            params = json.loads(_escaped_parameters(params))
+        escaped = True
+    data["parameters"] = params
+    data["escaped"] = escaped
     data["success"] = bool(data["success"])
     data["enrichment_applied"] = bool(data["enrichment_applied"])
     data["timestamp"] = datetime.strptime(data["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(

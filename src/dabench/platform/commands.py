@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from dabench.errors import UserInputError
+from dabench.keepalive import SERVER_KEEP_ALIVE_S
 from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
 from dabench.platform.auth import DEV_AUTH, load_auth
 from dabench.platform.profile import SHIPPED_PROFILES, load_profile
@@ -41,6 +42,12 @@ def serve(
         min=1,
         help="DuckDB threads per query (1: sessions run in parallel, each query on one).",
     ),
+    keep_alive_s: float = typer.Option(
+        SERVER_KEEP_ALIVE_S,
+        "--keep-alive-s",
+        min=0.001,
+        help="Close keep-alive HTTP connections idle this many seconds.",
+    ),
 ) -> None:
     """Serve the reference platform over MCP (streamable HTTP at /mcp, or stdio)."""
     if transport not in ("http", "stdio"):
@@ -72,7 +79,7 @@ def serve(
         f"(admin API /api/v1/admin, health /healthz)"
     )
     sys.stderr.flush()
-    serve_http(service, host, port)
+    serve_http(service, host, port, keep_alive_s)
 
 
 @app.command("profiles")

@@ -1,27 +1,25 @@
 """The MCP face of the platform, on the official SDK's low-level ``Server``.
 
 Over HTTP the caller's identity comes from ``Authorization: Bearer <key>`` (checked by
-:class:`McpAuthGate` before the SDK sees the request) and the session handle may come from
-the ``X-DPS-Session`` header; over stdio the identity is fixed at start-up.
+:class:`~dabench.platform.mcp_gate.McpAuditGate` before the SDK sees the request) and the
+session handle may come from the ``X-DPS-Session`` header; over stdio the identity is fixed
+at start-up.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dabench import __version__
-from dabench.platform.auth import AuthConfig, Identity, bearer_key
+from dabench.platform.auth import Identity
+from dabench.platform.mcp_gate import AUDITED_STATE_KEY, IDENTITY_STATE_KEY, SESSION_HEADER
 from dabench.platform.service import SERVER_NAME, PlatformService
-
-IDENTITY_STATE_KEY = "dabench_identity"
-SESSION_HEADER = "x-dps-session"
+from dabench.platform.tools import tool_annotations
 
 
 def _identity(ctx: ServerRequestContext[Any, Any], fixed: Identity | None) -> Identity:
@@ -50,7 +48,12 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
     ) -> types.ListToolsResult:
         identity = _identity(ctx, fixed_identity)
         tools = [
-            types.Tool(name=s.name, description=s.description, input_schema=s.input_schema)
+            types.Tool(
+                name=s.name,
+                description=s.description,
+                input_schema=s.input_schema,
+                annotations=types.ToolAnnotations(**tool_annotations(s.name)),
+            )
             for s in service.tool_specs(identity)
         ]
         return types.ListToolsResult(tools=tools)
@@ -59,6 +62,10 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         identity = _identity(ctx, fixed_identity)
+        if isinstance(ctx.request, Request):
+            # service.call writes this request's row (whatever happens, even if the client
+            # goes away meanwhile), so the gate must not write a second one
+            ctx.request.scope.setdefault("state", {})[AUDITED_STATE_KEY] = True
         outcome = await anyio.to_thread.run_sync(
             service.call, identity, params.name, params.arguments, _header_session(ctx)
         )
@@ -81,42 +88,3 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
     )
     server.middleware = []  # no OpenTelemetry span per message: nothing exports them here
     return server
-
-
-class McpAuthGate:
-    """ASGI wrapper for ``/mcp``: 401 unless the bearer key is a known identity."""
-
-    def __init__(self, app: ASGIApp, auth: AuthConfig) -> None:
-        self.app = app
-        self.auth = auth
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        identity = self.auth.identity_for(bearer_key(headers.get("authorization")))
-        if identity is None:
-            body = json.dumps(
-                {
-                    "error": {
-                        "code": "UNAUTHENTICATED",
-                        "message": "a valid API key is required",
-                        "hint": "send Authorization: Bearer <key>",
-                    }
-                }
-            ).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b"Bearer"),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        scope.setdefault("state", {})[IDENTITY_STATE_KEY] = identity
-        await self.app(scope, receive, send)

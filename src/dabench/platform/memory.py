@@ -9,6 +9,17 @@ Similarity rule (documented in docs/platform.md): a new memory supersedes a live
 
 The old insight becomes ``superseded`` (``superseded_by`` set) instead of a duplicate
 being stored. Insights a user captured are invisible to other users until promoted.
+
+Only the owner of an approved (promoted) insight, or a reviewer (an identity whose persona
+may call ``apply_knowledge``), may supersede it: naming someone else's approved insight in
+``supersedes`` is refused with ``SUPERSEDE_NOT_ALLOWED``, and a near-duplicate of it is
+stored as a new pending insight beside it. Superseding an approved insight does not undo its
+promotion; rolling back its changeset does, and leaves the insight ``superseded``.
+
+Rollback: the changeset is marked rolled back (the effective catalog is recomputed from the
+active changesets); its insight returns to ``pending`` only while it is still ``approved``
+by that changeset. An insight that was superseded, forgotten or rejected meanwhile keeps
+that status (it is never revived).
 """
 
 from __future__ import annotations
@@ -16,10 +27,22 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from dabench.platform.errors import ToolError
 from dabench.platform.knowledge import KnowledgeView
 from dabench.platform.state import LIVE_STATUSES, Changeset, Insight, StateStore, new_id, similarity
 from dabench.platform.tools import ApplyKnowledgeArgs, MemoryCaptureArgs, MemoryManageArgs
+
+
+def _refuse_nul(args: BaseModel) -> None:
+    """No NUL in anything the state store keeps or looks up (PostgreSQL TEXT cannot hold it)."""
+    for name, value in args:
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and "\x00" in v for v in values):
+            raise ToolError(
+                "INVALID_ARGUMENTS", f"{name}: must not contain NUL", "remove the NUL character"
+            )
 
 
 def _not_found(kind: str, ident: str | None) -> ToolError:
@@ -47,18 +70,33 @@ class MemoryService:
                     "use ids such as sales.orders or sales.orders.amount",
                 )
 
-    def capture(self, args: MemoryCaptureArgs, user: str, session_id: str) -> dict[str, Any]:
-        """Store an insight or supersede a near-duplicate."""
+    def capture(
+        self, args: MemoryCaptureArgs, user: str, session_id: str, reviewer: bool = False
+    ) -> dict[str, Any]:
+        """Store an insight or supersede a near-duplicate (``reviewer``: the caller may
+        supersede other users' approved insights)."""
+        _refuse_nul(args)
         self._check_related(args.related_ids)
         visible = self.state.visible_insights(user)
         victims: list[Insight] = []
+
+        def may_supersede(old: Insight) -> bool:
+            return old.captured_by == user or reviewer
+
         if args.supersedes is not None:
             target = next((i for i in visible if i.id == args.supersedes), None)
             if target is None:
                 raise _not_found("insight", args.supersedes)
+            if not may_supersede(target):
+                raise ToolError(
+                    "SUPERSEDE_NOT_ALLOWED",
+                    f"insight {target.id} is {target.captured_by}'s approved knowledge; only "
+                    "its owner or a reviewer may supersede it",
+                    "capture your correction without supersedes; a reviewer can promote it",
+                )
             victims.append(target)
         for old in visible:
-            if old in victims:
+            if old in victims or not may_supersede(old):
                 continue
             sim = similarity(old.content, args.content)
             shared = bool(set(old.related_ids) & set(args.related_ids))
@@ -88,6 +126,7 @@ class MemoryService:
 
     def manage(self, args: MemoryManageArgs, user: str) -> dict[str, Any]:
         """List, update or forget the caller's own insights."""
+        _refuse_nul(args)
         if args.action == "list":
             mine = self.state.insights(status=args.status, captured_by=user)
             return {"insights": [_insight_json(i) for i in mine]}
@@ -124,6 +163,7 @@ class MemoryService:
 
     def apply_knowledge(self, args: ApplyKnowledgeArgs, user: str) -> dict[str, Any]:
         """Review actions: list, apply, reject, rollback."""
+        _refuse_nul(args)
         if args.action == "list":
             return {
                 "pending": [_insight_json(i) for i in self.state.insights(status="pending")],
@@ -228,7 +268,10 @@ class MemoryService:
         self.state.mark_rolled_back(cs.id, user)
         insight = self.state.get_insight(cs.insight_id)
         if insight is not None and insight.changeset_id == cs.id:
-            self.state.update_insight(insight.id, status="pending", changeset_id=None)
+            if insight.status == "approved":  # a superseded/forgotten one is never revived
+                self.state.update_insight(insight.id, status="pending", changeset_id=None)
+            else:
+                self.state.update_insight(insight.id, changeset_id=None)
         rolled = self.state.get_changeset(cs.id)
         assert rolled is not None
         return {"changeset": rolled.model_dump(mode="json")}

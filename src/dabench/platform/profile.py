@@ -14,9 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, get_args
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from dabench import safe_yaml
 from dabench.errors import UserInputError
 
 ToolName = Literal[
@@ -104,13 +104,36 @@ class MemorySettings(_Strict):
     """Token-set Jaccard similarity at or above which a new memory supersedes an old one."""
 
 
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""Default byte cap of one ``sql_query`` result's rows (1 MiB of JSON)."""
+
+DEFAULT_MEMORY_LIMIT = "2GiB"
+"""Default DuckDB ``memory_limit`` of the warehouse: a few GiB of a shared 24 GiB machine."""
+
+DEFAULT_MAX_TEMP_DIRECTORY_SIZE = "4GiB"
+"""Default cap of what DuckDB may spill to its temp directory."""
+
+_SIZE_PATTERN = r"^[0-9]+(\.[0-9]+)?\s*([KMGT]i?B|B)$"
+
+
 class SqlSettings(_Strict):
-    """Bounds of ``sql_query``."""
+    """Bounds of ``sql_query`` and of the warehouse's DuckDB."""
 
     row_limit_default: int = Field(default=1000, ge=1)
     row_limit_max: int = Field(default=10000, ge=1)
     timeout_s: float = Field(default=10.0, gt=0, le=600)
     max_sql_chars: int = Field(default=20000, ge=16)
+    max_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024, le=256 * 1024 * 1024)
+    """Byte cap of a result's rows (their JSON size); ``truncated`` is set when it cuts."""
+    memory_limit: str = Field(default=DEFAULT_MEMORY_LIMIT, pattern=_SIZE_PATTERN)
+    """DuckDB ``memory_limit`` of the warehouse connection (``512MB``, ``2GiB`` ...); larger
+    operators spill to :attr:`temp_directory`."""
+    temp_directory: str | None = None
+    """Where DuckDB spills; default ``<state-dir>/duckdb-tmp``."""
+    max_temp_directory_size: str = Field(
+        default=DEFAULT_MAX_TEMP_DIRECTORY_SIZE, pattern=_SIZE_PATTERN
+    )
+    """Cap of the spill files; a query needing more fails with ``SQL_ERROR``."""
 
 
 class Persona(_Strict):
@@ -136,6 +159,10 @@ DEFAULT_PERSONAS: dict[str, Persona] = {
 HASH_NEUTRAL_DEFAULTS: dict[tuple[str, str], object] = {
     ("search", "ranking"): "bm25",
     ("search", "embedding_model"): DEFAULT_EMBEDDING_MODEL,
+    ("sql", "max_result_bytes"): DEFAULT_MAX_RESULT_BYTES,
+    ("sql", "memory_limit"): DEFAULT_MEMORY_LIMIT,
+    ("sql", "temp_directory"): None,
+    ("sql", "max_temp_directory_size"): DEFAULT_MAX_TEMP_DIRECTORY_SIZE,
 }
 """``(section, field) -> default`` left out of :meth:`Profile.canonical_json` at that default."""
 
@@ -215,12 +242,7 @@ def _format_validation_error(source: str, err: ValidationError) -> str:
 
 def parse_profile(text: str, source: str) -> Profile:
     """Parse and validate profile YAML ``text``; ``source`` names it in errors."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise UserInputError(f"{source}:{where} is not valid YAML: {exc}") from exc
+    data = safe_yaml.load_text(text, source)  # size, UTF-8, alias and depth limits; FILE:LINE
     if not isinstance(data, dict):
         raise UserInputError(f"{source}: a profile must be a YAML mapping")
     try:
@@ -240,4 +262,4 @@ def load_profile(name_or_path: str) -> Profile:
             f"profile {name_or_path!r}: not a shipped profile ({', '.join(SHIPPED_PROFILES)}) "
             "and no such file"
         )
-    return parse_profile(path.read_text(encoding="utf-8"), str(path))
+    return parse_profile(safe_yaml.read_text(path), str(path))

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from dabench import __version__
 from dabench.errors import UserInputError
-from dabench.platform.audit import AuditStore
+from dabench.platform.audit import UNAUTHENTICATED, AuditStore, EventKind
 from dabench.platform.auth import AuthConfig, Identity
 from dabench.platform.enrichment import (
     NO_ENRICHMENT,
@@ -40,7 +40,6 @@ from dabench.platform.state import Insight, StateStore
 from dabench.platform.storage import Database
 from dabench.platform.tools import (
     TOOL_ARGS,
-    TOOL_DESCRIPTIONS,
     ApplyKnowledgeArgs,
     DescribeTableArgs,
     FetchArgs,
@@ -50,8 +49,9 @@ from dabench.platform.tools import (
     SearchArgs,
     SqlQueryArgs,
     input_schema,
+    profile_tool,
 )
-from dabench.platform.warehouse import DEFAULT_SQL_THREADS, Warehouse
+from dabench.platform.warehouse import DEFAULT_SQL_THREADS, Warehouse, WarehouseLimits
 from dabench.world.model import Catalog, KnowledgePage
 
 logger = logging.getLogger(__name__)
@@ -97,6 +97,17 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def warehouse_limits(profile: Profile, state_dir: Path) -> WarehouseLimits:
+    """DuckDB's resource limits from the profile; spills default to ``<state-dir>/duckdb-tmp``."""
+    sql = profile.sql
+    temp = Path(sql.temp_directory) if sql.temp_directory else state_dir / "duckdb-tmp"
+    return WarehouseLimits(
+        memory_limit=sql.memory_limit,
+        temp_directory=temp.resolve(),
+        max_temp_directory_size=sql.max_temp_directory_size,
+    )
+
+
 class PlatformService:
     """One platform instance: a world, a profile, identities, state and the audit log."""
 
@@ -118,8 +129,11 @@ class PlatformService:
         self.world = world
         self.profile = profile
         self.auth = auth
-        self.warehouse = Warehouse(world.warehouse_path, sql_threads)
+        self.warehouse = Warehouse(
+            world.warehouse_path, sql_threads, warehouse_limits(profile, state_dir)
+        )
         self.tables = dict(self.warehouse.tables())
+        self.sql_scope = self.warehouse.scope()
         if audit_dsn:
             audit_db = Database(dsn=audit_dsn)
             state_db = Database(dsn=audit_dsn)
@@ -148,10 +162,16 @@ class PlatformService:
         """The tools ``identity``'s persona may see under this profile."""
         specs = self._specs.get(identity.persona)
         if specs is None:
-            specs = [
-                ToolSpec(name, TOOL_DESCRIPTIONS[name], input_schema(name))
-                for name in self.profile.tools_for(identity.persona)
-            ]
+            p = self.profile
+            specs = []
+            for name in p.tools_for(identity.persona):
+                description, schema = profile_tool(
+                    name, max_sql_chars=p.sql.max_sql_chars,
+                    row_limit_default=p.sql.row_limit_default,
+                    row_limit_max=p.sql.row_limit_max, search_kinds=list(p.search.kinds),
+                    search_first=p.gate.search_first,
+                )  # fmt: skip
+                specs.append(ToolSpec(name=name, description=description, input_schema=schema))
             self._specs[identity.persona] = specs
         return specs
 
@@ -204,11 +224,22 @@ class PlatformService:
         except (TypeError, ValueError):
             request_chars = 0
         arg_session = raw.pop("session_id", None)
-        session_id = arg_session if isinstance(arg_session, str) and arg_session else header_session
+        presented = arg_session if isinstance(arg_session, str) and arg_session else header_session
+        if tool == "platform_info":  # it opens a session; a handle it carries is ignored
+            arg_session = presented = None
         enrichment = NO_ENRICHMENT
-        audited_session: str | None = None
-        touched: PlatformSession | None = None
+        # Attribution first: the row names a session only when it is the caller's own, so a
+        # refused call never counts as a call of the handle's owner.
+        unresolved: Exception | None = None
         try:
+            session = self.sessions.resolve(presented, identity.user) if presented else None
+        except Exception as exc:  # the state store failed: still one row, INTERNAL_ERROR
+            session, unresolved = None, exc
+        audited_session = session.id if session is not None else None
+        touched: PlatformSession | None = session
+        try:
+            if unresolved is not None:
+                raise unresolved
             if request_chars > MAX_REQUEST_CHARS:
                 raise ToolError(
                     "INPUT_TOO_LARGE",
@@ -227,18 +258,20 @@ class PlatformService:
                     f"persona {identity.persona!r} may not call {tool}",
                     "ask a reviewer",
                 )
-            session: PlatformSession | None = None
-            if tool != "platform_info":
-                session = self.sessions.resolve(session_id, identity.user)
-                if session is None:
-                    raise ToolError(
-                        "SESSION_REQUIRED",
-                        "this tool needs a valid session_id"
-                        + (" (unknown or not yours)" if session_id else ""),
-                        "call platform_info and pass its session_id",
-                    )
-                audited_session = session.id
-                touched = session
+            if arg_session is not None and not isinstance(arg_session, str):
+                raw["session_id"] = arg_session  # audited as sent
+                raise ToolError(
+                    "INVALID_ARGUMENTS",
+                    f"{tool}: session_id: expected a string, got {type(arg_session).__name__}",
+                    "pass the session_id string from platform_info",
+                )
+            if tool != "platform_info" and session is None:
+                raise ToolError(
+                    "SESSION_REQUIRED",
+                    "this tool needs a valid session_id"
+                    + (" (unknown or not yours)" if presented else ""),
+                    "call platform_info and pass its session_id",
+                )
             try:
                 args = TOOL_ARGS[tool].model_validate(raw)
             except ValidationError as exc:
@@ -247,7 +280,7 @@ class PlatformService:
                     f"{tool}: {_validation_message(exc)}",
                     "check the tool's input schema",
                 ) from exc
-            if session is None:
+            if tool == "platform_info":
                 session = self.sessions.open(identity.user, identity.persona)
                 audited_session = session.id
                 payload: dict[str, Any] = {
@@ -265,6 +298,7 @@ class PlatformService:
                     },
                 }
             else:
+                assert session is not None
                 payload, enrichment = self._dispatch(tool, args, session, identity)
             is_error = False
             error_code = None
@@ -279,12 +313,16 @@ class PlatformService:
             is_error = True
             error_code = err.code
         if touched is not None:
-            self.sessions.save(touched)  # gate and enrichment state, before the response
+            try:
+                self.sessions.save(touched)  # gate and enrichment state, before the response
+            except Exception:  # the row below must still be written
+                logger.exception("saving session %s failed", touched.id)
         text = json.dumps(payload, ensure_ascii=False, default=str)
         self.audit.record(
             timestamp=timestamp,
             duration_ms=(time.perf_counter() - started) * 1000.0,
-            session_id=audited_session if audited_session else session_id,
+            session_id=audited_session,
+            presented_session_id=presented if audited_session is None else None,
             user_id=identity.user,
             persona=identity.persona,
             tool_name=tool,
@@ -315,7 +353,8 @@ class PlatformService:
         if isinstance(args, FetchArgs):
             return self._fetch(args, user), NO_ENRICHMENT
         if isinstance(args, MemoryCaptureArgs):
-            return self.memory.capture(args, user, session.id), NO_ENRICHMENT
+            reviewer = "apply_knowledge" in self._allowed_tools(identity.persona)
+            return self.memory.capture(args, user, session.id, reviewer), NO_ENRICHMENT
         if isinstance(args, MemoryManageArgs):
             return self.memory.manage(args, user), NO_ENRICHMENT
         if isinstance(args, ApplyKnowledgeArgs):
@@ -353,9 +392,9 @@ class PlatformService:
                 "this platform requires a search before the first sql_query of a session",
                 "call search with what you are looking for, then query",
             )
-        checked = check_sql(args.sql, sql_cfg.max_sql_chars)
+        checked = check_sql(args.sql, sql_cfg.max_sql_chars, self.sql_scope)
         limit = min(args.limit or sql_cfg.row_limit_default, sql_cfg.row_limit_max)
-        result = self.warehouse.run(checked.sql, limit, sql_cfg.timeout_s)
+        result = self.warehouse.run(checked.sql, limit, sql_cfg.timeout_s, sql_cfg.max_result_bytes)
         payload: dict[str, Any] = {
             "columns": result.columns,
             "rows": result.rows,
@@ -363,6 +402,9 @@ class PlatformService:
             "truncated": result.truncated,
             "limit": limit,
         }
+        if result.truncated_by == "bytes":
+            payload["truncated_by"] = "bytes"
+            payload["max_bytes"] = sql_cfg.max_result_bytes
         enrichment = self._enrich([t for t in checked.tables if t in self.tables], session)
         if enrichment.applied:
             payload["semantic_context"] = enrichment.blocks
@@ -460,8 +502,45 @@ class PlatformService:
         if kind == "curated_query":
             q = next((q for q in self.view.catalog.curated_queries if q.id == ident), None)
             return None if q is None else q.model_dump(mode="json")
-        memory = next((m for m in self.state.visible_insights(user) if m.id == ident), None)
+        memory = self.state.visible_insight(ident, user)
         return None if memory is None else memory.model_dump(mode="json")
+
+    def record_request(
+        self,
+        identity: Identity | None,
+        *,
+        timestamp: datetime,
+        duration_ms: float,
+        tool_name: str,
+        event_kind: EventKind,
+        parameters: dict[str, Any],
+        presented_session: str | None,
+        error_code: str | None,
+        request_chars: int,
+        response_chars: int,
+    ) -> None:
+        """Audit a request no tool handled (refused before a tool ran, or not a tool call).
+
+        Attributed like :meth:`call`: the session only when it is the caller's own.
+        """
+        session = None
+        if identity is not None and presented_session:
+            session = self.sessions.resolve(presented_session, identity.user)
+        self.audit.record(
+            timestamp=timestamp,
+            duration_ms=duration_ms,
+            session_id=session.id if session is not None else None,
+            presented_session_id=presented_session if session is None else None,
+            user_id=identity.user if identity is not None else UNAUTHENTICATED,
+            persona=identity.persona if identity is not None else "",
+            tool_name=tool_name,
+            parameters=parameters,
+            success=error_code is None,
+            error_code=error_code,
+            request_chars=request_chars,
+            response_chars=response_chars,
+            event_kind=event_kind,
+        )
 
     # ------------------------------------------------------------------ admin
 

@@ -11,6 +11,7 @@ the database when its handle is next presented.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 from collections import OrderedDict
@@ -18,6 +19,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from dabench.platform.storage import Database
+
+HANDLE = re.compile(r"dps_[0-9a-f]{24}")
+"""The shape of every handle :meth:`SessionRegistry.open` hands out."""
 
 CACHED_SESSIONS = 4096
 """How many sessions the registry keeps in memory; the database holds all of them."""
@@ -89,8 +93,8 @@ class SessionRegistry:
 
     def resolve(self, session_id: str | None, user: str) -> PlatformSession | None:
         """The session with this handle if it belongs to ``user``, else ``None``."""
-        if not session_id:
-            return None
+        if not session_id or HANDLE.fullmatch(session_id) is None:
+            return None  # never looked up: it cannot be a handle (and may not be storable text)
         with self._lock:
             session = self._cache.get(session_id)
             if session is not None:

@@ -23,6 +23,13 @@ Sink = Literal["description", "knowledge_page"]
 
 LIVE_STATUSES: tuple[str, ...] = ("pending", "approved")
 
+VISIBLE_SQL = (
+    "SELECT * FROM (SELECT * FROM insights WHERE status = 'approved' UNION ALL "
+    "SELECT * FROM insights WHERE status = 'pending' AND captured_by = ?) AS v ORDER BY seq"
+)
+"""The insights one user may see. UNION ALL, not OR: each half is an index search, where an
+OR lets SQLite prefer a scan in ``seq`` order."""
+
 
 class Insight(BaseModel):
     """A captured memory. ``approved`` means promoted into knowledge (visible to everyone)."""
@@ -151,6 +158,11 @@ class StateStore:
                     applied_by TEXT NOT NULL, applied_at TEXT NOT NULL,
                     rolled_back INTEGER NOT NULL, rolled_back_by TEXT, rolled_back_at TEXT,
                     seq INTEGER NOT NULL)""",
+                # memory lookups by visibility (status) and owner, never a scan of everyone's
+                "CREATE INDEX IF NOT EXISTS insights_visibility ON insights (status, captured_by)",
+                "CREATE INDEX IF NOT EXISTS insights_owner ON insights (captured_by, status)",
+                "CREATE INDEX IF NOT EXISTS insights_seq ON insights (seq)",
+                "CREATE INDEX IF NOT EXISTS changesets_seq ON changesets (seq)",
             ]
         )
 
@@ -231,12 +243,17 @@ class StateStore:
         ]
 
     def visible_insights(self, user: str) -> list[Insight]:
-        """Live insights ``user`` may see: their own pending/approved, everyone's approved."""
-        return [
-            i
-            for i in self.insights()
-            if i.status in LIVE_STATUSES and (i.captured_by == user or i.status == "approved")
-        ]
+        """Live insights ``user`` may see: their own pending, everyone's approved (in capture
+        order). An indexed lookup: other users' pending insights are never read."""
+        rows = self.db.query(VISIBLE_SQL, (user,))
+        return [_insight(r) for r in rows]
+
+    def visible_insight(self, insight_id: str, user: str) -> Insight | None:
+        """One insight by id if ``user`` may see it (see :meth:`visible_insights`)."""
+        found = self.get_insight(insight_id)
+        if found is None or found.status not in LIVE_STATUSES:
+            return None
+        return found if found.status == "approved" or found.captured_by == user else None
 
     # changesets -------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ also arrive in the ``X-DPS-Session`` HTTP header).
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any, Literal
 
@@ -119,7 +120,8 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
     ),
     "sql_query": (
         "Run one read-only SQL query (DuckDB dialect) on the warehouse. Returns columns, rows "
-        "(capped; truncated=true when more exist) and semantic context for referenced tables."
+        "(capped in rows and bytes; truncated=true when more exist) and semantic context for "
+        "referenced tables."
     ),
     "describe_table": "Columns and types of a table, with its semantic context when available.",
     "list_tables": "List warehouse tables, optionally filtered by a glob or substring.",
@@ -160,3 +162,71 @@ def input_schema(tool: str) -> dict[str, Any]:
         schema["properties"] = {"session_id": SESSION_PROPERTY, **schema["properties"]}
         schema["required"] = ["session_id", *schema.get("required", [])]
     return schema
+
+
+KIND_NAMES = {
+    "dataset": "datasets",
+    "column": "columns",
+    "glossary": "glossary terms",
+    "knowledge_page": "knowledge pages",
+    "curated_query": "curated queries",
+    "memory": "memories",
+}
+"""How each search kind is named in the search tool's description."""
+
+READ_ONLY_TOOLS = frozenset(
+    {"platform_info", "sql_query", "describe_table", "list_tables", "search", "fetch"}
+)
+"""Tools that change nothing a user can see (they only open sessions and write audit rows)."""
+DESTRUCTIVE_TOOLS = frozenset({"memory_manage", "apply_knowledge"})
+"""Tools that can forget, reject or roll back what is stored."""
+
+
+def tool_annotations(tool: str) -> dict[str, bool]:
+    """MCP tool annotations (``readOnlyHint`` ...) of a tool, as keyword arguments of
+    ``mcp.types.ToolAnnotations``; every tool works on the platform's own world only."""
+    read_only = tool in READ_ONLY_TOOLS
+    return {
+        "read_only_hint": read_only,
+        "destructive_hint": tool in DESTRUCTIVE_TOOLS,
+        "idempotent_hint": read_only and tool != "platform_info",
+        "open_world_hint": False,
+    }
+
+
+def profile_tool(
+    tool: str, *, max_sql_chars: int, row_limit_default: int, row_limit_max: int,
+    search_kinds: list[str], search_first: bool,
+) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    """A tool's description and input schema as one profile enforces them: the SQL length and
+    row limits it applies, the search kinds it offers, and its search-first gate."""
+    description = TOOL_DESCRIPTIONS[tool]
+    schema = input_schema(tool)
+    if tool == "sql_query":
+        schema = copy.deepcopy(schema)
+        schema["properties"]["sql"]["maxLength"] = max_sql_chars
+        limit = schema["properties"]["limit"]
+        branch = next((b for b in limit.get("anyOf", []) if b.get("type") == "integer"), limit)
+        branch["maximum"] = row_limit_max
+        schema["properties"]["limit"]["description"] = (
+            f"Maximum rows to return (default {row_limit_default}, at most {row_limit_max})."
+        )
+        if search_first:
+            description += (
+                " This profile requires a search first: until the session has called search, "
+                "sql_query is refused with SEARCH_REQUIRED."
+            )
+    elif tool == "search":
+        schema = copy.deepcopy(schema)
+        kinds = schema["properties"]["kinds"]
+        item = kinds["anyOf"][0]["items"] if "anyOf" in kinds else kinds["items"]
+        item.pop("$ref", None)
+        item.update({"type": "string", "enum": list(search_kinds)})
+        array = kinds["anyOf"][0] if "anyOf" in kinds else kinds
+        array["maxItems"] = len(search_kinds)
+        schema.pop("$defs", None)
+        names = ", ".join(KIND_NAMES.get(k, k) for k in search_kinds)
+        description = f"Search {names}. Returns ranked ids to pass to fetch."
+        if search_first:
+            description += " Calling it opens this session's search-first gate for sql_query."
+    return description, schema

@@ -1,8 +1,12 @@
-"""Read-only query execution on the world's DuckDB warehouse, bounded in rows and time.
+"""Read-only query execution on the world's DuckDB warehouse, bounded in rows, bytes,
+memory and time.
 
-One read-only connection with external access and extension auto-loading disabled; each
-call gets its own ``cursor()`` and runs in the caller's worker thread. A timer interrupts
-the cursor when the statement timeout expires.
+One read-only connection with external access and extension auto-loading disabled and a
+``memory_limit`` (spilling to a bounded temp directory); each call gets its own
+``cursor()`` and runs in the caller's worker thread. Results stream: rows are fetched in
+small batches until the row cap or the byte cap is reached, so a query with a huge result
+costs one batch, not the result. A watchdog interrupts the cursor when the statement
+timeout expires.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import datetime as dt
 import decimal
 import heapq
 import itertools
+import json
 import threading
 import time
 import uuid
@@ -21,10 +26,21 @@ from typing import Any
 import duckdb
 
 from dabench.platform.errors import ToolError
+from dabench.platform.sqlguard import SqlScope
 from dabench.world import OFFLINE_CONFIG
 
-READ_ONLY_CONFIG: dict[str, Any] = {**OFFLINE_CONFIG, "lock_configuration": True}
-"""The world's offline settings, and no ``SET`` can change them afterwards."""
+READ_ONLY_CONFIG: dict[str, Any] = {
+    **OFFLINE_CONFIG,
+    "python_enable_replacements": False,
+    "allocator_flush_threshold": "32MiB",
+    "allocator_bulk_deallocation_flush_threshold": "64MiB",
+    "allocator_background_threads": True,
+    "lock_configuration": True,
+}
+"""The world's offline settings, no Python-variable replacement scans, memory handed back
+to the OS within seconds of a large query (``allocator_*``: without the background threads
+a 1 GB-result query left ~0.9 GB resident), and no ``SET`` can change them
+afterwards."""
 
 DEFAULT_SQL_THREADS = 1
 """DuckDB threads per query. One: a tool call's query runs on its own worker thread, so
@@ -32,21 +48,49 @@ concurrent sessions already run in parallel, and for the small queries agents se
 DuckDB's pool costs more than it saves (``benchmarks/platform_roundtrip.py``)."""
 
 
-def read_only_config(threads: int = DEFAULT_SQL_THREADS) -> dict[str, Any]:
-    """:data:`READ_ONLY_CONFIG` with DuckDB's thread count (every connection to one file in a
-    process must use the same configuration)."""
+@dataclass(frozen=True)
+class WarehouseLimits:
+    """DuckDB's resource settings for the warehouse connection (from the profile's ``sql``)."""
+
+    memory_limit: str = "2GiB"
+    temp_directory: Path | None = None
+    """Where DuckDB spills; ``None`` keeps DuckDB's default (next to the database file)."""
+    max_temp_directory_size: str = "4GiB"
+
+
+def read_only_config(
+    threads: int = DEFAULT_SQL_THREADS, limits: WarehouseLimits | None = None
+) -> dict[str, Any]:
+    """:data:`READ_ONLY_CONFIG` with DuckDB's thread count and resource limits (every
+    connection to one file in a process must use the same configuration)."""
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
-    return {**READ_ONLY_CONFIG, "threads": threads}
+    lim = limits or WarehouseLimits()
+    config: dict[str, Any] = {
+        **READ_ONLY_CONFIG,
+        "threads": threads,
+        "memory_limit": lim.memory_limit,
+        "max_temp_directory_size": lim.max_temp_directory_size,
+    }
+    if lim.temp_directory is not None:
+        config["temp_directory"] = str(lim.temp_directory)
+    return config
+
+
+FETCH_BATCH_ROWS = 16
+"""Rows converted per fetch: bounds the Python work (and GIL time) between cap checks."""
 
 
 @dataclass(frozen=True)
 class QueryResult:
-    """Rows of a query, capped at ``limit`` with ``truncated`` set when more existed."""
+    """Rows of a query, capped at ``limit`` rows and ``max_bytes`` of JSON; ``truncated``
+    is set when more existed."""
 
     columns: list[dict[str, str]]
     rows: list[list[Any]]
     truncated: bool
+    truncated_by: str | None = None
+    """``rows`` or ``bytes``: which cap cut the result."""
 
 
 def jsonable(value: Any) -> Any:
@@ -128,9 +172,18 @@ class Watchdog:
 class Warehouse:
     """The world's warehouse opened read-only."""
 
-    def __init__(self, path: Path, threads: int = DEFAULT_SQL_THREADS) -> None:
+    def __init__(
+        self,
+        path: Path,
+        threads: int = DEFAULT_SQL_THREADS,
+        limits: WarehouseLimits | None = None,
+    ) -> None:
         self.path = path
-        self._con = duckdb.connect(str(path), read_only=True, config=read_only_config(threads))
+        if limits is not None and limits.temp_directory is not None:
+            limits.temp_directory.mkdir(parents=True, exist_ok=True)
+        self._con = duckdb.connect(
+            str(path), read_only=True, config=read_only_config(threads, limits)
+        )
         self._watchdog = Watchdog()
 
     def tables(self) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -140,7 +193,8 @@ class Warehouse:
             rows = cur.execute(
                 "SELECT table_schema, table_name, column_name, data_type "
                 "FROM information_schema.columns "
-                "WHERE table_schema NOT IN ('information_schema', 'pg_catalog') "
+                "WHERE table_catalog = current_database() "
+                "AND table_schema NOT IN ('information_schema', 'pg_catalog') "
                 "ORDER BY table_schema, table_name, ordinal_position"
             ).fetchall()
         finally:
@@ -150,14 +204,29 @@ class Warehouse:
             out.setdefault(f"{schema}.{table}".lower(), []).append((column, dtype))
         return sorted(out.items())
 
-    def run(self, sql: str, limit: int, timeout_s: float) -> QueryResult:
-        """Run one checked SELECT; raise ``QUERY_TIMEOUT`` or ``SQL_ERROR`` on failure."""
+    def scope(self) -> SqlScope:
+        """What the SQL guard lets a query reference: this warehouse's tables."""
+        cur = self._con.cursor()
+        try:
+            row = cur.execute("SELECT current_database()").fetchone()
+        finally:
+            cur.close()
+        catalog = str(row[0]) if row else ""
+        return SqlScope(catalog=catalog, tables=frozenset(t for t, _ in self.tables()))
+
+    def run(
+        self, sql: str, limit: int, timeout_s: float, max_bytes: int = 1024 * 1024
+    ) -> QueryResult:
+        """Run one checked SELECT; raise ``QUERY_TIMEOUT`` or ``SQL_ERROR`` on failure.
+
+        At most ``limit`` rows and ``max_bytes`` of row JSON are returned."""
         cur = self._con.cursor()
         ticket = self._watchdog.arm(cur, timeout_s)
         try:
-            cur.execute(sql)
-            description = cur.description or []
-            fetched = cur.fetchmany(limit + 1)
+            bounded, flagged = _bounded_values(cur, sql, max_bytes)
+            cur.execute(bounded)
+            description = (cur.description or [])[: -1 if flagged else None]
+            rows, truncated_by = _fetch_capped(cur, limit, max_bytes, flagged)
         except duckdb.InterruptException as exc:
             raise ToolError(
                 "QUERY_TIMEOUT",
@@ -173,10 +242,84 @@ class Warehouse:
             self._watchdog.disarm(ticket)
             cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
-        truncated = len(fetched) > limit
-        rows = [[jsonable(v) for v in row] for row in fetched[:limit]]
-        return QueryResult(columns=columns, rows=rows, truncated=truncated)
+        return QueryResult(
+            columns=columns,
+            rows=rows,
+            truncated=truncated_by is not None,
+            truncated_by=truncated_by,
+        )
 
     def close(self) -> None:
         """Close the connection."""
         self._con.close()
+
+
+_SIZE_FUNCTIONS = {"VARCHAR": "strlen({})", "JSON": "strlen({})", "BLOB": "octet_length({})"}
+_NESTED_PREFIXES = ("STRUCT", "MAP", "UNION", "VARIANT")
+
+
+def _size_expression(type_name: str, column: str) -> str | None:
+    """SQL for a value's size in bytes when its type can be large, else ``None``."""
+    template = _SIZE_FUNCTIONS.get(type_name)
+    if template is None and (type_name.endswith("]") or type_name.startswith(_NESTED_PREFIXES)):
+        template = "strlen(CAST({} AS VARCHAR))"  # lists, arrays, structs, maps
+    return template.format(column) if template else None
+
+
+def _bounded_values(cur: duckdb.DuckDBPyConnection, sql: str, max_bytes: int) -> tuple[str, bool]:
+    """Wrap ``sql`` so no value larger than ``max_bytes`` reaches Python.
+
+    The query is bound (not run) to learn its column types; when it has string, blob or
+    nested (list, struct, map) columns, the wrapper replaces an oversized value by NULL and
+    adds a last boolean column saying so (the fetch stops at that row). A value over the
+    byte cap could never be returned, and converting one (``repeat('x', 1e9)``, a list of
+    millions of strings) would hold the process for seconds and gigabytes. Columns keep
+    their names, types and order. Returns the SQL to run and whether the flag was added.
+
+    ``sql`` must be guard-checked: the guard refuses unterminated comments, strings and
+    quoted names and more than one statement, so the text cannot reach past the wrapper's
+    parentheses (and a trailing ``--`` comment ends at the newline before them).
+    """
+    rel = cur.sql(sql)
+    sized = {
+        i: size
+        for i, t in enumerate(rel.types, 1)
+        if (size := _size_expression(str(t), f"#{i}")) is not None
+    }
+    if not sized:
+        return sql, False
+    cols = []
+    for i, name in enumerate(rel.columns, 1):
+        alias = '"' + str(name).replace('"', '""') + '"'
+        size = sized.get(i)
+        value = f"CASE WHEN {size} > {max_bytes} THEN NULL ELSE #{i} END" if size else f"#{i}"
+        cols.append(f"{value} AS {alias}")
+    flag = " OR ".join(f"coalesce({size} > {max_bytes}, false)" for size in sized.values())
+    wrapped = f"SELECT {', '.join(cols)}, ({flag}) AS oversize FROM (\n{sql}\n) AS q"
+    return wrapped, True
+
+
+def _fetch_capped(
+    cur: duckdb.DuckDBPyConnection, limit: int, max_bytes: int, flagged: bool = False
+) -> tuple[list[list[Any]], str | None]:
+    """Stream rows until ``limit`` rows or ``max_bytes`` of JSON; returns the rows and which
+    cap cut them (``None`` when the result ended first). With ``flagged``, each row's last
+    value says one of its values was over the cap (see :func:`_bounded_values`)."""
+    rows: list[list[Any]] = []
+    used = 0
+    while True:
+        batch = cur.fetchmany(min(FETCH_BATCH_ROWS, limit + 1 - len(rows)))
+        if not batch:
+            return rows, None
+        for raw in batch:
+            if len(rows) == limit:
+                return rows, "rows"
+            if flagged:
+                if raw[-1]:
+                    return rows, "bytes"
+                raw = raw[:-1]
+            row = [jsonable(v) for v in raw]
+            used += len(json.dumps(row)) + 1
+            if used > max_bytes:
+                return rows, "bytes"
+            rows.append(row)

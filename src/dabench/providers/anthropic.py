@@ -22,7 +22,7 @@ from dabench.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from dabench.providers.http_errors import SdkErrors, malformed_response, sdk_call
+from dabench.providers.http_errors import SdkErrors, idle_limits, malformed_response, sdk_call
 from dabench.providers.pricing import PriceOverrides, PriceTable, price_table, resolve_cost
 from dabench.providers.usage import anthropic_usage
 
@@ -56,7 +56,11 @@ class AnthropicProvider:
         self.send_temperature = send_temperature
         self.prices = price_table(prices)
         self.client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=anthropic.DefaultAsyncHttpxClient(limits=idle_limits()),
         )
 
     async def complete(

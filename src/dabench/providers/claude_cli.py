@@ -12,7 +12,6 @@ parsed: ``system`` (init: session id, model), ``assistant`` (text and ``tool_use
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from dabench.journal.records import TokenUsage
 from dabench.providers.base import ProviderError
 from dabench.providers.pricing import CostSource, PriceOverrides, PriceTable, resolve_cost
 from dabench.providers.usage import anthropic_usage
+from dabench.sandbox import run_sealed
 
 MAX_TURNS_SUBTYPE = "error_max_turns"
 """The ``result`` subtype when the CLI ran out of turns: an agent outcome, not a harness error."""
@@ -87,6 +87,15 @@ def mcp_tool_name(server: str, tool: str) -> str:
     return f"mcp__{server}__{tool}"
 
 
+BUILTIN_TOOLS = (
+    "Agent", "Bash", "BashOutput", "Edit", "ExitPlanMode", "Glob", "Grep", "KillShell", "LS",
+    "ListMcpResourcesTool", "MultiEdit", "NotebookEdit", "NotebookRead", "Read",
+    "ReadMcpResourceTool", "Skill", "SlashCommand", "Task", "TodoWrite", "WebFetch",
+    "WebSearch", "Write",
+)  # fmt: skip
+"""The CLI's built-in tools (file, shell, web, sub-agents): denied when they are disabled."""
+
+
 def build_command(
     executable: str,
     *,
@@ -97,8 +106,13 @@ def build_command(
     system_prompt: str | None = None,
     append_system_prompt: bool = False,
     extra_args: Sequence[str] = (),
+    disable_builtin_tools: bool = False,
+    tools_flag: bool = True,
 ) -> list[str]:
-    """The argv of one headless run (the prompt itself is written to stdin)."""
+    """The argv of one headless run (the prompt itself is written to stdin).
+    ``disable_builtin_tools`` leaves only the MCP config's tools: ``--tools ""`` (no built-in
+    tool at all; omitted when ``tools_flag`` is false, for CLIs without the option) and
+    ``--disallowedTools`` naming every built-in tool."""
     argv = [
         executable,
         "-p",
@@ -111,6 +125,10 @@ def build_command(
     ]
     if model:
         argv += ["--model", model]
+    if disable_builtin_tools:
+        if tools_flag:
+            argv += ["--tools", ""]
+        argv += ["--disallowedTools", ",".join(BUILTIN_TOOLS)]
     if allowed_tools:
         argv += ["--allowedTools", ",".join(allowed_tools)]
     if max_turns is not None:
@@ -250,10 +268,16 @@ async def run_claude_cli(
     extra_args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     prices: PriceOverrides | PriceTable = None,
+    cwd: Path | None = None,
+    inherit_environment: bool = True,
+    disable_builtin_tools: bool = False,
+    tools_flag: bool = True,
 ) -> ClaudeCliResult:
     """Run one headless ``claude`` episode against the MCP servers in ``mcp_config``.
 
-    ``mcp_config`` is the CLI's config object (``{"mcpServers": {name: {...}}}``).
+    ``mcp_config`` is the CLI's config object (``{"mcpServers": {name: {...}}}``). The CLI
+    runs in ``cwd`` (default: the current directory) with the harness's environment plus
+    ``env``, or with exactly ``env`` when ``inherit_environment`` is false (a sealed agent).
     Returns the result, including a run that stopped at ``max_turns`` (``is_error`` set,
     ``subtype == "error_max_turns"``). Raises :class:`UserInputError` when the CLI is not
     installed and :class:`ProviderError` for a timeout (retryable), an MCP server of
@@ -279,8 +303,11 @@ async def run_claude_cli(
             system_prompt=system_prompt,
             append_system_prompt=append_system_prompt,
             extra_args=extra_args,
+            disable_builtin_tools=disable_builtin_tools,
+            tools_flag=tools_flag,
         )
-        stdout, stderr, code = await _run(argv, prompt, timeout, env)
+        full_env = {**os.environ, **(env or {})} if inherit_environment else dict(env or {})
+        stdout, stderr, code = await _run(argv, prompt, timeout, full_env, cwd)
     result, final = parse_stream_json(stdout.splitlines(), prices=prices)
     result.exit_code = code
     result.stderr = stderr[-2000:]
@@ -311,25 +338,11 @@ async def run_claude_cli(
 
 
 async def _run(
-    argv: list[str], prompt: str, timeout: float, env: Mapping[str, str] | None
+    argv: list[str], prompt: str, timeout: float, env: dict[str, str], cwd: Path | None
 ) -> tuple[str, str, int]:
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-    )
-    try:
-        out, err = await asyncio.wait_for(process.communicate(prompt.encode("utf-8")), timeout)
-    except TimeoutError as exc:
-        process.kill()
-        await process.wait()
+    result = await run_sealed(argv, cwd=cwd or Path.cwd(), env=env, stdin=prompt, timeout_s=timeout)
+    if result.timed_out:
         raise ProviderError(
-            f"claude-cli: no result within {timeout:g} s (process killed)", retryable=True
-        ) from exc
-    return (
-        out.decode("utf-8", errors="replace"),
-        err.decode("utf-8", errors="replace"),
-        process.returncode if process.returncode is not None else -1,
-    )
+            f"claude-cli: no result within {timeout:g} s (process group killed)", retryable=True
+        )
+    return result.stdout, result.stderr, result.returncode

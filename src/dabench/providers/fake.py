@@ -1,15 +1,19 @@
 """``FakeProvider``: a deterministic, in-process stand-in for a model.
 
-It measures the harness, not a model: no network, a fixed latency per call, and a scripted
-behaviour. For each user turn it makes up to ``calls`` tool calls, one per response (a
+It measures the harness, not a model: no network, a fixed latency per call (or one drawn
+from a lognormal distribution with a given median and p99, as real models think), and a
+scripted behaviour. For each user turn it makes up to ``calls`` tool calls, one per response (a
 ``search`` first when that tool is offered and ``search`` is on, then the SQL tool with the
 configured ``sql``), and then answers ``answer``, where ``{last_result}`` is replaced by the
 content of the last tool result. Tools it is not offered are skipped.
 
 Spec: ``fake[:key=value,...]`` (a leading bare word is a label: ``fake:scripted``) with
 keys ``latency`` (``200ms``, ``1.5s``, ``0``), ``calls`` (int), ``search`` (``on``/``off``),
-``sql``, ``answer``, ``sql_tool``, ``search_tool`` and ``fail_first`` (the first N calls
-raise a retryable ``ProviderError``). Values cannot contain commas in the spec; pass such
+``sql``, ``answer``, ``sql_tool``, ``search_tool``, ``fail_first`` (the first N calls
+raise a retryable ``ProviderError``), ``median`` and ``p99`` (a lognormal latency instead of
+``latency``), ``rate_429`` and ``rate_5xx`` (the probability that a call fails like a rate
+limit, at once with ``retry_after``, or like a server error, after its latency), and
+``seed`` (of the draws, in call order). Values cannot contain commas in the spec; pass such
 values as settings instead (``make_provider("fake", sql="SELECT a, b FROM t")``).
 """
 
@@ -17,11 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import random
 import re
 import time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dabench.errors import UserInputError
 from dabench.journal.records import TokenUsage
@@ -35,6 +41,8 @@ from dabench.providers.base import (
 
 _LATENCY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*$")
 _CHARS_PER_TOKEN = 4
+_Z99 = 2.3263478740408408
+"""The standard normal's 99th percentile: a lognormal's p99 is ``median * exp(sigma * _Z99)``."""
 
 
 class FakeSettings(BaseModel):
@@ -55,6 +63,36 @@ class FakeSettings(BaseModel):
     search_tool: str = "search"
     fail_first: int = Field(default=0, ge=0)
     """The first N calls of this provider raise a retryable :class:`ProviderError`."""
+    median: float | None = Field(default=None, gt=0.0)
+    """Median seconds of a lognormal latency (replaces ``latency``; needs ``p99``)."""
+    p99: float | None = Field(default=None, gt=0.0)
+    """99th percentile seconds of the lognormal latency (at least ``median``)."""
+    rate_429: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Probability that a call is refused at once like an HTTP 429 (retryable, waiting
+    ``retry_after``)."""
+    rate_5xx: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Probability that a call fails like an HTTP 503 after its latency (retryable)."""
+    retry_after: float = Field(default=1.0, ge=0.0)
+    """Seconds a 429 asks the client to wait."""
+    seed: int = 0
+    """Seed of the latency and failure draws (drawn in call order)."""
+
+    @model_validator(mode="after")
+    def _one_latency(self) -> FakeSettings:
+        if (self.median is None) != (self.p99 is None):
+            raise ValueError("median and p99 go together")
+        if self.median is not None and self.p99 is not None:
+            if self.latency:
+                raise ValueError("latency is fixed; median/p99 draw it: give one or the other")
+            if self.p99 < self.median:
+                raise ValueError(f"p99 {self.p99} is below the median {self.median}")
+        return self
+
+    def sigma(self) -> float:
+        """The lognormal's sigma (0 for a fixed latency)."""
+        if self.median is None or self.p99 is None:
+            return 0.0
+        return math.log(self.p99 / self.median) / _Z99
 
 
 def parse_latency(text: str) -> float:
@@ -78,15 +116,16 @@ def parse_fake_spec(options: str, **settings: Any) -> FakeSettings:
             raise UserInputError(f"fake provider: {item!r}: expected key=value")
         values[key.strip()] = value.strip()
     values.update(settings)
-    if isinstance(values.get("latency"), str):
-        values["latency"] = parse_latency(values["latency"])
+    for key in ("latency", "median", "p99", "retry_after"):
+        if isinstance(values.get(key), str):
+            values[key] = parse_latency(values[key])
     if isinstance(values.get("search"), str):
         values["search"] = values["search"].lower() in {"on", "true", "1", "yes"}
     try:
         return FakeSettings.model_validate(values)
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
+        field = ".".join(str(p) for p in err["loc"]) or "settings"
         raise UserInputError(
             f"fake provider: {field}: {err['msg']} (keys: {', '.join(FakeSettings.model_fields)})"
         ) from exc
@@ -101,6 +140,20 @@ class FakeProvider:
         self.settings = settings or FakeSettings()
         self.model = model
         self.calls_made = 0
+        self.latencies: list[float] = []
+        """Every latency slept, in call order (seconds)."""
+        self.refused_429 = 0
+        self.failed_5xx = 0
+        self.retry_after_s = 0.0
+        """The waits the 429s asked for, summed (seconds)."""
+        self._rng = random.Random(self.settings.seed)
+
+    def draw_latency(self) -> float:
+        """The next latency in seconds: fixed, or drawn from the lognormal."""
+        s = self.settings
+        if s.median is None:
+            return s.latency
+        return self._rng.lognormvariate(math.log(s.median), s.sigma())
 
     async def complete(
         self,
@@ -114,8 +167,21 @@ class FakeProvider:
         """The next scripted step for this conversation (deterministic in its input)."""
         started = time.perf_counter()
         self.calls_made += 1
-        if self.settings.latency:
-            await asyncio.sleep(self.settings.latency)
+        s = self.settings
+        if s.rate_429 and self._rng.random() < s.rate_429:
+            self.refused_429 += 1
+            self.retry_after_s += s.retry_after
+            raise ProviderError(
+                "fake: HTTP 429: injected rate limit", retryable=True, retry_after=s.retry_after
+            )
+        latency = self.draw_latency()
+        failing = bool(s.rate_5xx) and self._rng.random() < s.rate_5xx
+        if latency:
+            self.latencies.append(latency)
+            await asyncio.sleep(latency)
+        if failing:
+            self.failed_5xx += 1
+            raise ProviderError("fake: HTTP 503: injected server error", retryable=True)
         if self.calls_made <= self.settings.fail_first:
             raise ProviderError(
                 f"fake: injected failure {self.calls_made}/{self.settings.fail_first}",

@@ -12,6 +12,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+import httpx2
+
+from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ProviderError
 from dabench.retry import parse_retry_after as parse_retry_after  # re-exported
 
@@ -20,6 +23,15 @@ T = TypeVar("T")
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 """Statuses worth retrying: timeouts, conflicts, rate limits, server errors, overload (529)."""
+
+
+def idle_limits() -> httpx2.Limits:
+    """The SDKs' connection limits with an idle limit below the common 5 s server keep-alive
+    (vLLM, llama.cpp server): an idle connection is closed, never reused after the server
+    closed it. A connection failure is still a retryable :class:`ProviderError`."""
+    return httpx2.Limits(
+        max_connections=1000, max_keepalive_connections=100, keepalive_expiry=DEFAULT_CLIENT_IDLE_S
+    )
 
 
 def is_retryable_status(status: int) -> bool:

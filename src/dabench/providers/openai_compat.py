@@ -27,7 +27,7 @@ from dabench.providers.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from dabench.providers.http_errors import SdkErrors, sdk_call
+from dabench.providers.http_errors import SdkErrors, idle_limits, sdk_call
 from dabench.providers.pricing import PriceOverrides, PriceTable, price_table, resolve_cost
 
 TOOL_ERROR_PREFIX = "ERROR: "
@@ -60,7 +60,11 @@ class OpenAICompatProvider:
         self.extra_body = dict(extra_body or {})
         self.prices = price_table(prices)
         self.client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(limits=idle_limits()),
         )
 
     async def complete(

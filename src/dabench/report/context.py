@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dabench.journal.sequential import SequentialRecord, read_sequential
 from dabench.report.fmt import pct
 from dabench.stats.frame import EpisodeFrame
 from dabench.stats.model import ArmSummary, Delta, Dimension, GroupStats, RunStats
@@ -146,6 +147,11 @@ class ReportContext:
     def arms(self) -> list[str]:
         """Arm names in manifest order."""
         return self.stats.arms
+
+    @property
+    def sequential(self) -> SequentialRecord | None:
+        """Where each arm of a ``--until-decided`` run stopped (``None`` for a fixed design)."""
+        return read_sequential(self.run.run_dir)
 
     @property
     def colors(self) -> dict[str, str]:

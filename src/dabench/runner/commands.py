@@ -253,6 +253,23 @@ def run(
     ray_address: str | None = typer.Option(
         None, "--ray-address", metavar="HOST:PORT", help="Ray cluster to use (--executor ray)."
     ),
+    until_decided: bool = typer.Option(
+        False,
+        "--until-decided",
+        help="Run in rounds; stop each arm once its delta vs the first arm is decided "
+        "(k = the most rounds).",
+    ),
+    min_delta: float | None = typer.Option(
+        None,
+        "--min-delta",
+        min=0.0,
+        max=1.0,
+        metavar="D",
+        help="With --until-decided: a delta inside ±D also decides (equivalent), e.g. 0.05.",
+    ),
+    alpha: float = typer.Option(
+        0.05, "--alpha", min=0.0001, max=0.5, metavar="A", help="With --until-decided: error level."
+    ),
 ) -> None:
     """Run an experiment's arms over its tasks k times; journal, audit-check, grade, report."""
     console = Console(stderr=True)
@@ -292,13 +309,31 @@ def run(
 
     if executor not in (None, "local", "ray"):
         raise UserInputError(f"--executor {executor}: expected local or ray")
+    if executor is not None or ray_address is not None:  # where it runs; not in its hash
+        ray_spec = exp.ray.model_copy(update={"address": ray_address or exp.ray.address})
+        exp = exp.model_copy(update={"executor": executor or exp.executor, "ray": ray_spec})
     execution = ExperimentRun(
         exp, run_dir, experiment_dir=exp_dir, resume=resume is not None, console=console,
-        progress=progress, executor=executor,  # type: ignore[arg-type]
-        ray_address=ray_address,
+        progress=progress,
     )  # fmt: skip
+    if min_delta is not None and not until_decided:
+        raise UserInputError("--min-delta needs --until-decided")
     try:
-        summary = asyncio.run(_main(execution))
+        if until_decided:
+            summary = asyncio.run(
+                _until_decided(
+                    exp,
+                    run_dir,
+                    exp_dir,
+                    resume is not None,
+                    console,
+                    progress,
+                    alpha=alpha,
+                    min_delta=min_delta,
+                )
+            )
+        else:
+            summary = asyncio.run(_main(execution))
     except (KeyboardInterrupt, asyncio.CancelledError):
         console.print(
             f"[yellow]interrupted: finished episodes are in the journal; continue with "
@@ -328,6 +363,22 @@ def run(
             "(excluded from grading); exit code 3[/yellow]"
         )
         raise typer.Exit(3)
+
+
+async def _until_decided(
+    exp: Experiment, run_dir: Path, exp_dir: Path, resume: bool, console: Console,
+    progress: bool, *, alpha: float, min_delta: float | None,
+) -> RunSummary:  # fmt: skip
+    """``--until-decided``: rounds, each graded, each arm stopped once decided."""
+    from dabench.runner.until_decided import run_until_decided
+
+    grade = _entry_point(("dabench.grading.run",), "agrade_run")
+    if grade is None:
+        raise UserInputError("--until-decided needs the grading package (dabench.grading)")
+    return await run_until_decided(
+        exp, run_dir, experiment_dir=exp_dir, resume=resume, console=console,
+        progress=progress, grade=grade, alpha=alpha, min_delta=min_delta, execute=_main,
+    )  # fmt: skip
 
 
 async def _main(execution: ExperimentRun) -> RunSummary:

@@ -120,9 +120,9 @@ class Experiment(_Spec):
         return any(a.agent.get("kind") in MODEL_AGENT_KINDS for a in self.arms)
 
 
-MODEL_AGENT_KINDS = frozenset({"llm", "kibana", "claude-cli"})
+MODEL_AGENT_KINDS = frozenset({"llm", "kibana", "claude-cli", "command"})
 """Agent kinds that call a model (the ``kibana`` agent's model runs inside Kibana, the
-``claude-cli`` agent's inside the claude CLI)."""
+``claude-cli`` agent's inside the claude CLI, a ``command`` agent's inside its program)."""
 
 
 def validate_arms(exp: Experiment, where: str) -> None:
@@ -137,7 +137,7 @@ def load_experiment(path: Path) -> Experiment:
     root = compose_file(path)
     if root is None:
         raise UserInputError(f"{path}: empty experiment file")
-    data = node_data(root)
+    data = node_data(root, path)
     if not isinstance(data, dict):
         raise UserInputError(f"{path}:1: an experiment is a mapping (name, world, tasks, arms...)")
     try:

@@ -44,6 +44,26 @@ def _judge_caveat(run: RunData) -> str | None:
     )
 
 
+def _replay_caveats(run: RunData) -> list[str]:
+    """Replay arms that re-grade recorded answers only, and replays that diverged."""
+    out = []
+    for arm in run.manifest.arms:
+        agent = arm.get("agent") or {}
+        if agent.get("kind") == "replay" and agent.get("mode") == "answer_only":
+            out.append(
+                f"Arm {arm.get('name')} replays in answer_only mode: its recorded answers were "
+                "re-graded without calling the target, so its numbers say nothing about the "
+                "target."
+            )
+    diverged = [e for e in run.episodes if (e.harness_error or "").startswith("replay diverged")]
+    if diverged:
+        out.append(
+            f"{len(diverged)} replayed episode(s) diverged (the target's tool outputs differ "
+            "from the recording): excluded from scores as harness errors."
+        )
+    return out
+
+
 def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]:
     """Caveats for ``report.md`` / ``report.html``, most important first."""
     out: list[str] = list(run.notes)
@@ -56,6 +76,7 @@ def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]
             "No model was used (oracle, probe or replay agents): the numbers validate tasks, "
             "graders and audit, not an LLM."
         )
+    out.extend(_replay_caveats(run))
     if stats.k < 3:
         out.append(
             f"k = {stats.k}: pass^k is close to plain accuracy and CIs only reflect task "

@@ -3,6 +3,11 @@
 The reference platform (and ``txn2/mcp-data-platform``) answer ``{"events": [...], "total": N}``.
 Rows with ``event_kind == "tool_call"`` (or with no ``event_kind``) are the tool calls; their
 number must equal the harness's own count of tool calls in those sessions.
+
+Attribution is by session AND identity: a session's owner is the ``user_id`` of its
+``session_start`` row (the ``platform_info`` call that opened it), and rows of that session
+carrying another ``user_id`` (another identity presenting the handle) are not the session's
+calls. A target whose rows have no ``session_start`` is counted by session alone.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import HarnessError
 from dabench.journal.records import AuditCheck
+from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.targets.loopback_http import LoopbackHttp
 
 AUDIT_PATH = "/api/v1/admin/audit/events"
@@ -89,16 +95,33 @@ async def fetch_audit_rows(
             return rows
 
 
+def own_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The rows of one session made by its owner, and how many other rows were left out."""
+    owners = {r.get("user_id") for r in rows if r.get("event_kind") == "session_start"}
+    if len(owners) != 1:
+        return rows, 0
+    owner = owners.pop()
+    own = [r for r in rows if r.get("user_id") == owner]
+    return own, len(rows) - len(own)
+
+
 def check_audit(
-    rows: list[dict[str, Any]], expected_calls: int, kinds: list[str], sessions: list[str]
+    rows: list[dict[str, Any]],
+    expected_calls: int,
+    kinds: list[str],
+    sessions: list[str],
+    foreign: int = 0,
 ) -> AuditCheck:
-    """Compare the audit rows' tool calls with the harness's count."""
+    """Compare the audit rows' tool calls with the harness's count (``foreign``: rows of
+    other identities already left out, reported in the detail)."""
     calls = [r for r in rows if r.get("event_kind", "tool_call") in kinds]
     ok = len(calls) == expected_calls
     detail = (
         f"{len(calls)} audit tool-call rows for {len(sessions)} session(s), harness counted "
         f"{expected_calls}"
     )
+    if foreign:
+        detail += f" ({foreign} row(s) of other identities presenting these handles ignored)"
     if not ok:
         detail = "AUDIT GAP: " + detail
     return AuditCheck(
@@ -115,10 +138,11 @@ def check_audit(
     )
 
 
-def http_client() -> httpx.AsyncClient:
+def http_client(idle_s: float = DEFAULT_CLIENT_IDLE_S) -> httpx.AsyncClient:
     """A client for loopback admin APIs. Create one per target and reuse it: building a
-    client loads the CA bundle, which costs ~100 ms of CPU."""
-    return httpx.AsyncClient(timeout=30.0)
+    client loads the CA bundle, which costs ~100 ms of CPU. Connections idle ``idle_s``
+    seconds are closed, not reused (keep it below the server's keep-alive)."""
+    return httpx.AsyncClient(timeout=30.0, limits=httpx.Limits(keepalive_expiry=idle_s))
 
 
 async def read_audit_http(
@@ -130,6 +154,9 @@ async def read_audit_http(
 ) -> AuditCheck:
     """Fetch the rows of every session and check them."""
     rows: list[dict[str, Any]] = []
+    foreign = 0
     for s in sessions:
-        rows.extend(await fetch_audit_rows(get, config, admin_key, s))
-    return check_audit(rows, expected_calls, config.tool_call_kinds, sessions)
+        own, others = own_rows(await fetch_audit_rows(get, config, admin_key, s))
+        rows.extend(own)
+        foreign += others
+    return check_audit(rows, expected_calls, config.tool_call_kinds, sessions, foreign)

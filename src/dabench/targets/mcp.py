@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dabench.errors import UserInputError
 from dabench.journal.records import AuditCheck
+from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
 from dabench.targets.audit import AuditReaderConfig, http_client, httpx_get, read_audit_http
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome, hide_argument
@@ -62,6 +63,9 @@ class McpTargetConfig(BaseModel):
     audit: AuditReaderConfig | None = None
     """The target's audit API, if it has one."""
     call_timeout_s: float = 120.0
+    idle_s: float = Field(default=DEFAULT_CLIENT_IDLE_S, gt=0)
+    """Close HTTP connections idle this many seconds instead of reusing them; keep it below
+    the server's keep-alive (4 s suits uvicorn's and Node's 5 s)."""
 
     @model_validator(mode="after")
     def _one_endpoint(self) -> McpTargetConfig:
@@ -116,6 +120,7 @@ class McpTarget(Target):
                 cwd=cwd,
             ),
             call_timeout_s=config.call_timeout_s,
+            idle_s=config.idle_s,
         )
         self._started = False
         self._http: httpx.AsyncClient | None = None

@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from dabench.errors import HarnessError
+from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
 from dabench.targets.base import ToolCallTimer, ToolOutcome
 
@@ -53,9 +54,18 @@ def _result_text(result: mcp_types.CallToolResult) -> str:
 class McpConnection:
     """A connected MCP client owned by a background task."""
 
-    def __init__(self, endpoint: McpEndpoint, *, call_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        endpoint: McpEndpoint,
+        *,
+        call_timeout_s: float = 120.0,
+        idle_s: float = DEFAULT_CLIENT_IDLE_S,
+    ) -> None:
+        """``idle_s``: HTTP connections idle this long are closed, not reused (keep it below
+        the server's keep-alive; ``httpx`` also drops connections the server closed)."""
         self.endpoint = endpoint
         self.call_timeout_s = call_timeout_s
+        self.idle_s = idle_s
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -67,7 +77,9 @@ class McpConnection:
         ep = self.endpoint
         if ep.url:
             http = httpx2.AsyncClient(
-                headers=ep.headers, timeout=httpx2.Timeout(30.0, read=self.call_timeout_s)
+                headers=ep.headers,
+                timeout=httpx2.Timeout(30.0, read=self.call_timeout_s),
+                limits=httpx2.Limits(keepalive_expiry=self.idle_s),
             )
             return Client(streamable_http_client(ep.url, http_client=http), cache=None)
         if not ep.command:

@@ -32,7 +32,15 @@ _MODEL_FAULT_CODES = {-32600, -32601, -32602}
 class LeanMcpConnection:
     """Tool listing and tool calls over stateless streamable HTTP."""
 
-    def __init__(self, url: str, headers: dict[str, str], *, call_timeout_s: float = 120.0):
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        call_timeout_s: float = 120.0,
+        idle_s: float | None = None,
+    ):
+        """``idle_s``: the pool's idle limit (see :class:`LoopbackHttp`)."""
         self.url = url
         self.headers = {
             **headers,
@@ -41,6 +49,7 @@ class LeanMcpConnection:
             "MCP-Protocol-Version": PROTOCOL_VERSION,
         }
         self.call_timeout_s = call_timeout_s
+        self.idle_s = idle_s
         self._ids = itertools.count(1)
         self._http: LoopbackHttp | None = None
         self._path = urlsplit(url).path or "/"
@@ -54,7 +63,7 @@ class LeanMcpConnection:
     async def open(self) -> None:
         """Discover the server and check it speaks the stateless revision."""
         if self._http is None:
-            self._http = LoopbackHttp(self.url, timeout_s=self.call_timeout_s)
+            self._http = LoopbackHttp(self.url, timeout_s=self.call_timeout_s, idle_s=self.idle_s)
         try:
             result = await self._request("server/discover", {})
         except _RpcError as exc:
@@ -68,6 +77,11 @@ class LeanMcpConnection:
                 f"{self.url}: the server does not offer MCP {PROTOCOL_VERSION} "
                 f"(offers {versions}); use the official client"
             )
+
+    @property
+    def pool(self) -> LoopbackHttp | None:
+        """The HTTP connection pool (``None`` until opened or after closing)."""
+        return self._http
 
     async def close(self) -> None:
         """Close the HTTP pool; safe to call twice."""

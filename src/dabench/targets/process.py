@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 _LIVE: set[ServerProcess] = set()
@@ -38,10 +39,20 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
 class ServerProcess:
     """A server subprocess with its output in a log file."""
 
-    def __init__(self, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        argv: list[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        *,
+        detached: bool = False,
+    ):
         self.argv = argv
         self.log_path = log_path
         self.env = env
+        self.detached = detached
+        """A detached child outlives the harness process (``dabench play`` keeps the platform
+        running between commands and stops it with :func:`stop_pid`)."""
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -54,10 +65,11 @@ class ServerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(self.env or {})},
-                preexec_fn=_die_with_parent,
+                preexec_fn=None if self.detached else _die_with_parent,
                 start_new_session=True,
             )
-        _LIVE.add(self)
+        if not self.detached:
+            _LIVE.add(self)
 
     @property
     def pid(self) -> int | None:
@@ -104,6 +116,37 @@ class ServerProcess:
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop the child without blocking the event loop."""
         await asyncio.to_thread(self.kill_now, grace_s)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return state != "Z"
+
+
+def stop_pid(pid: int, grace_s: float = 5.0) -> None:
+    """Stop the process group of a detached child started by an earlier harness process:
+    SIGTERM, wait up to ``grace_s``, then SIGKILL."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    # Reap it when it is our own child (a test that started and stops it in one process).
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 @atexit.register

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import AuditCheck
+from dabench.keepalive import SERVER_KEEP_ALIVE_S, client_idle_limit
 from dabench.providers.base import ToolSpec
 from dabench.targets.audit import AuditReaderConfig, http_client, loopback_get, read_audit_http
 from dabench.targets.base import (
@@ -33,7 +34,7 @@ from dabench.targets.base import (
     ToolOutcome,
     hide_argument,
 )
-from dabench.targets.loopback_http import LoopbackHttp
+from dabench.targets.loopback_http import LoopbackHttp, PoolStats
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
@@ -58,6 +59,13 @@ class ReferenceTargetConfig(BaseModel):
     call_timeout_s: float = 120.0
     extra_args: list[str] = Field(default_factory=list)
     """More ``dabench platform serve`` arguments."""
+    keep_alive_s: float = Field(default=SERVER_KEEP_ALIVE_S, gt=0)
+    """The platform closes keep-alive connections idle this long; the harness's clients close
+    theirs at 80 % of it (:func:`~dabench.keepalive.client_idle_limit`), so neither side
+    reuses a connection the other is closing."""
+    client_idle_s: float | None = Field(default=None, gt=0)
+    """Override the clients' idle limit (seconds; default 80 % of ``keep_alive_s``). Above
+    the keep-alive only to test that connections the platform closed are still never used."""
     client: Literal["lean", "sdk"] = "lean"
     """MCP client: ``lean`` (stateless streamable HTTP, ~5x less harness CPU per call) or
     ``sdk`` (the official client)."""
@@ -108,6 +116,8 @@ class ReferenceTarget(Target):
             for name in [*config.identities, *config.reviewers]
         }
         self.process: ServerProcess | None = None
+        self.detached = False
+        """Start the platform as a detached process that outlives this one (``dabench play``)."""
         self.health: dict[str, Any] = {}
         self._conns: dict[str, ToolConnection] = {}
         self._conn_lock = asyncio.Lock()
@@ -118,6 +128,8 @@ class ReferenceTarget(Target):
         """Platform CPU seconds when it became healthy (start-up cost)."""
         self.cpu_at_stop: float | None = None
         """Platform CPU seconds just before it was stopped."""
+        self.pool_stats = PoolStats()
+        """What the lean clients' connection pools did, summed when they close (at stop)."""
 
     @property
     def label(self) -> str:
@@ -160,9 +172,12 @@ class ReferenceTarget(Target):
             "--world", str(world), "--profile", self.config.profile,
             "--host", "127.0.0.1", "--port", str(self.port), "--transport", "http",
             "--auth", str(auth), "--state-dir", str(self.context.work_dir / "state"),
+            "--keep-alive-s", str(self.config.keep_alive_s),
             *self.config.extra_args,
         ]  # fmt: skip
-        self.process = ServerProcess(argv, self.context.work_dir / "platform.log")
+        self.process = ServerProcess(
+            argv, self.context.work_dir / "platform.log", detached=self.detached
+        )
         self.process.start()
         try:
             await self._wait_healthy()
@@ -198,11 +213,14 @@ class ReferenceTarget(Target):
         """Close the connections and stop the process (SIGTERM, then SIGKILL)."""
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
+            if isinstance(conn, LeanMcpConnection) and conn.pool is not None:
+                self.pool_stats.add(conn.pool.stats)
             await conn.close()
         if self._http is not None:
             await self._http.aclose()
             self._http = None
         if self._loopback is not None:
+            self.pool_stats.add(self._loopback.stats)
             await self._loopback.aclose()
             self._loopback = None
         if self.process is not None:
@@ -231,11 +249,13 @@ class ReferenceTarget(Target):
             if conn is None:
                 url = self.base_url + "/mcp"
                 headers = {"Authorization": f"Bearer {self.keys[identity]}"}
-                timeout = self.config.call_timeout_s
+                timeout, idle = self.config.call_timeout_s, self.idle_s
                 conn = (
-                    LeanMcpConnection(url, headers, call_timeout_s=timeout)
+                    LeanMcpConnection(url, headers, call_timeout_s=timeout, idle_s=idle)
                     if self.config.client == "lean"
-                    else McpConnection(McpEndpoint(url, headers), call_timeout_s=timeout)
+                    else McpConnection(
+                        McpEndpoint(url, headers), call_timeout_s=timeout, idle_s=idle
+                    )
                 )
                 await conn.open()
                 self._conns[identity] = conn
@@ -260,15 +280,22 @@ class ReferenceTarget(Target):
         tools = self._shown_tools.get(identity)
         return list(tools) if tools is not None else None
 
+    @property
+    def idle_s(self) -> float:
+        """The idle limit of the harness's connections to this platform."""
+        if self.config.client_idle_s is not None:
+            return self.config.client_idle_s
+        return client_idle_limit(self.config.keep_alive_s)
+
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = http_client()
+            self._http = http_client(self.idle_s)
         return self._http
 
     async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
         """The platform's audit rows of the episode's sessions vs. our count."""
         if self._loopback is None:
-            self._loopback = LoopbackHttp(self.base_url, timeout_s=30.0)
+            self._loopback = LoopbackHttp(self.base_url, timeout_s=30.0, idle_s=self.idle_s)
         cfg = AuditReaderConfig(base_url=self.base_url)
         get = loopback_get(self._loopback)
         return await read_audit_http(get, cfg, self.admin_key, sessions, expected_calls)

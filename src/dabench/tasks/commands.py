@@ -8,7 +8,9 @@ from pathlib import Path
 import typer
 from pydantic import TypeAdapter
 from rich.console import Console
+from rich.table import Table
 
+from dabench.errors import UserInputError
 from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows
 from dabench.tasks.loader import TaskSet, load_builtin_tasks, load_tasks
 from dabench.tasks.lock import LOCK_FILE, compute_lock, write_lock
@@ -113,6 +115,12 @@ def validate_cmd(
         help="Instead: recompute every truth on this exported warehouse (PostgreSQL DSN, "
         "DuckDB file or Parquet directory) and compare it with the world's.",
     ),
+    qa: Path | None = typer.Option(
+        None,
+        "--qa",
+        metavar="FILE",
+        help="Instead: report a task-QA file written by `dabench play --qa` (task_qa.json).",
+    ),
 ) -> None:
     """Run the oracle over every task on every arm it applies to; check gold, graders, traps'
     naive answers, entity ids and duplicates. Exits 1 on any failure."""
@@ -121,6 +129,9 @@ def validate_cmd(
     ts = select_tasks(_load(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
     if warehouse is not None:
         _validate_warehouse(ts, world or default_world(), warehouse)
+        return
+    if qa is not None:
+        _report_qa(ts, qa)
         return
     arm_list = [a.strip() for a in arms.split(",") if a.strip()]
     report = validate(
@@ -153,3 +164,29 @@ def _validate_warehouse(ts: TaskSet, world: Path, where: str) -> None:
     )
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _report_qa(ts: TaskSet, path: Path) -> None:
+    """``tasks validate --qa``: what people said about each task's prompt while playing it."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserInputError(f"--qa {path}: not a task-QA file ({exc})") from exc
+    if not isinstance(entries, list):
+        raise UserInputError(f"--qa {path}: expected a list of QA entries")
+    table = Table(title=f"task QA from {path}")
+    for col in ("task", "clear", "answerable", "note"):
+        table.add_column(col, no_wrap=col == "task")
+    flagged = 0
+    for e in entries:
+        if not isinstance(e, dict):
+            raise UserInputError(f"--qa {path}: an entry is not an object: {e!r}")
+        ok = bool(e.get("clear")) and bool(e.get("answerable"))
+        flagged += not ok
+        task = str(e.get("task_id") or "?")
+        known = "" if task in ts.sources else " (not in this task set)"
+        table.add_row(task + known, "yes" if e.get("clear") else "NO",
+                      "yes" if e.get("answerable") else "NO", str(e.get("note") or ""))  # fmt: skip
+    console = Console()
+    console.print(table)
+    console.print(f"{len(entries)} QA answers, {flagged} task(s) flagged unclear or unanswerable")

@@ -108,7 +108,7 @@ def load_file(path: Path) -> list[tuple[SuiteItem, int]]:
     out: list[tuple[SuiteItem, int]] = []
     for node in _items_node(root, path):
         line = line_of(node)
-        data: Any = node_data(node)
+        data: Any = node_data(node, path)
         if not isinstance(data, dict):
             raise UserInputError(f"{path}:{line}: each item must be a mapping, got {data!r:.40}")
         raw_id = data.get("id")

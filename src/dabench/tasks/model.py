@@ -7,9 +7,16 @@ world by ``dabench tasks lock``; entity truths name catalog ids that must exist.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 Suite = Literal["s1", "s2", "s3", "s4", "s5"]
 Difficulty = Literal["easy", "medium", "hard", "expert"]
@@ -35,40 +42,68 @@ DIFFICULTY_WEIGHT: dict[str, float] = {"easy": 0.7, "medium": 1.0, "hard": 1.3, 
 """Difficulty multipliers from seed 003."""
 
 
+ID_PATTERN = r"^[a-z0-9](?:[a-z0-9_.-]*[a-z0-9])?$"
+"""Task, protocol and step ids: lower case letters, digits, ``_ . -``; starts and ends with a
+letter or digit."""
+
+ItemId = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=100)]
+"""A well-formed id (at most 100 characters)."""
+
+
+def _non_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+NonBlank = Annotated[str, AfterValidator(_non_blank)]
+"""A string with at least one non-whitespace character (prompts, SQL, names)."""
+
+Tolerance = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+"""A grading tolerance: finite and non-negative (``.inf`` would accept every answer)."""
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class FormatSpec(_Spec):
+class _AuthoredSpec(_Spec):
+    """Hand-written suite content: types are strict (``"30"`` is not a budget, ``yes`` is not
+    a boolean, ``true`` is not a number)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class FormatSpec(_AuthoredSpec):
     """A format constraint on the answer."""
 
     kind: FormatKind
-    n: int | None = None
+    n: int | None = Field(default=None, ge=1)
     """Exact number of bullets for ``bullets``."""
-    columns: list[str] = Field(default_factory=list)
+    columns: list[NonBlank] = Field(default_factory=list)
     """Required header columns for ``markdown_table``; required keys for ``json``."""
 
 
-class Grading(_Spec):
+class Grading(_AuthoredSpec):
     """How an episode of this task is graded (deterministic first)."""
 
     kind: GradingKind
-    truth_sql: str | None = None
+    truth_sql: NonBlank | None = None
     """SQL over the world whose result is the ground truth (numeric: one cell; exec_sql:
     the whole result)."""
-    naive_sql: str | None = None
+    naive_sql: NonBlank | None = None
     """For traps: the plausible-but-wrong answer; validation requires the grader to reject it."""
-    truth_sql_dialects: dict[Literal["postgres"], str] = Field(default_factory=dict)
+    truth_sql_dialects: dict[Literal["postgres"], NonBlank] = Field(default_factory=dict)
     """``truth_sql`` written for another engine, where the DuckDB SQL cannot be translated
     (``dabench tasks validate --warehouse`` uses it on an exported world)."""
-    entities: list[str] = Field(default_factory=list)
+    entities: list[NonBlank] = Field(default_factory=list)
     """For ``entity``: catalog ids any of which is a correct answer."""
-    aliases: list[str] = Field(default_factory=list)
+    aliases: list[NonBlank] = Field(default_factory=list)
     """Other spellings accepted for the entities."""
-    wrong_aliases: list[str] = Field(default_factory=list)
+    wrong_aliases: list[NonBlank] = Field(default_factory=list)
     """Known-wrong answers (the deprecated table, the staging copy); naming one fails."""
-    tolerance_abs: float = 0.0
-    tolerance_rel: float = 0.005
+    tolerance_abs: Tolerance = 0.0
+    tolerance_rel: Tolerance = 0.005
     exec_sql_mode: ExecSqlMode = "set"
     format: FormatSpec | None = None
     also_numeric: bool = False
@@ -85,29 +120,29 @@ class Grading(_Spec):
         return self
 
 
-class Task(_Spec):
+class Task(_AuthoredSpec):
     """One question (or a multi-turn conversation) with how to grade it."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    id: ItemId
     suite: Suite
     category: Category
     difficulty: Difficulty
-    prompt: str | None = None
-    turns: list[str] = Field(default_factory=list)
+    prompt: NonBlank | None = None
+    turns: list[NonBlank] = Field(default_factory=list)
     """Multi-turn: the user's messages in order; the last turn's answer is graded."""
-    arms: list[str] = Field(default_factory=list)
+    arms: list[NonBlank] = Field(default_factory=list)
     """Arm names this task applies to; empty means every arm."""
-    trap_classes: list[str] = Field(default_factory=list)
+    trap_classes: list[NonBlank] = Field(default_factory=list)
     budget: int = Field(default=30, ge=1, le=200)
     """Tool-call budget for one episode."""
-    expected_tools: list[str] = Field(default_factory=list)
+    expected_tools: list[NonBlank] = Field(default_factory=list)
     """Tools of which at least one should be used (tool-overlap score)."""
-    fast_path: list[str] = Field(default_factory=list)
+    fast_path: list[NonBlank] = Field(default_factory=list)
     """Pre-aggregated dataset ids whose use counts as finding the fast path."""
-    rubric: list[str] = Field(default_factory=list)
+    rubric: list[NonBlank] = Field(default_factory=list)
     """Rubric item ids the judge checks (e.g. ``caveat.cents``)."""
     grading: Grading
-    tags: list[str] = Field(default_factory=list)
+    tags: list[NonBlank] = Field(default_factory=list)
     smoke: bool = False
     """Member of the smoke subset."""
 
@@ -129,21 +164,21 @@ LifecycleMetric = Literal[
 ]
 
 
-class ProtocolStep(_Spec):
+class ProtocolStep(_AuthoredSpec):
     """One step of a lifecycle protocol."""
 
     kind: ProtocolStepKind
-    name: str
+    name: ItemId
     """Step name used in metrics: teach, recall, promote, transfer, supersede, abstain."""
-    identity: str = "teacher"
+    identity: NonBlank = "teacher"
     """Which identity acts: ``teacher``, ``learner`` or ``reviewer``."""
-    prompt: str | None = None
+    prompt: NonBlank | None = None
     grading: Grading | None = None
     action: dict[str, object] = Field(default_factory=dict)
     """For ``review``: the scripted apply_knowledge call (sink, target)."""
     expect: dict[str, object] = Field(default_factory=dict)
     """For ``verify``: the state the admin API must show."""
-    fact: str | None = None
+    fact: NonBlank | None = None
     """The fact this step teaches (a teach or correction episode) or needs (recall, transfer);
     for an abstain step the fact that was never taught. Default: the protocol's ``fact``."""
     supersedes: bool = False
@@ -165,21 +200,36 @@ class ProtocolStep(_Spec):
         return self
 
 
-class Protocol(_Spec):
+class Protocol(_AuthoredSpec):
     """An S5 multi-episode lifecycle script with two identities."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    id: ItemId
     suite: Literal["s5"] = "s5"
     category: Category = "lifecycle"
     difficulty: Difficulty = "hard"
-    fact: str
+    fact: NonBlank
     """The fact taught, in words."""
-    related_ids: list[str] = Field(default_factory=list)
+    related_ids: list[NonBlank] = Field(default_factory=list)
     """Dataset or column ids the fact is about (passed to memory_capture)."""
-    steps: list[ProtocolStep]
-    arms: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
+    steps: list[ProtocolStep] = Field(min_length=1)
+    """At least one step; step names are unique (truths are keyed ``<protocol>/<step>``)."""
+    arms: list[NonBlank] = Field(default_factory=list)
+    tags: list[NonBlank] = Field(default_factory=list)
     smoke: bool = False
+
+    @model_validator(mode="after")
+    def _check_step_names(self) -> Protocol:
+        seen: set[str] = set()
+        for step in self.steps:
+            if step.name in seen:
+                raise ValueError(f"step name {step.name!r} is used twice")
+            if len(self.id) + 1 + len(step.name) > 100:
+                raise ValueError(
+                    f"'{self.id}.{step.name}' (the id of step {step.name!r}'s episode) is longer "
+                    "than 100 characters"
+                )
+            seen.add(step.name)
+        return self
 
 
 class Truth(_Spec):

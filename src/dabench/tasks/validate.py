@@ -6,7 +6,9 @@ Two kinds of checks:
   entity id exists (the truth lock); every other catalog id a task names exists (known-wrong
   aliases, fast paths, protocol related ids and review targets); trap tasks carry a
   ``naive_sql`` and one ``caveat.<trap class>`` rubric item per class, and every rubric id is in
-  the judge rubric; no two tasks are duplicates (same truth SQL and near-identical prompt).
+  the judge rubric; no two tasks are duplicates (same truth SQL and near-identical prompt);
+  every truth SQL applies each world policy in its scope (:mod:`dabench.world.policies`) or
+  the task is exempt (tag ``policy-exempt:<id>``) and its prompt says so.
 - **Dynamic** (:func:`validate`): the oracle agent runs every task on every arm it applies to
   (real reference-platform processes, the real runner), the run is graded with
   :mod:`dabench.grading`, and each grade must pass; for trap tasks the oracle's episode with
@@ -40,6 +42,7 @@ from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
 from dabench.tasks.lock import LOCK_FILE, catalog_ids, compute_lock, read_world_manifest, write_lock
 from dabench.tasks.model import Protocol, Task, Truth, TruthLock
 from dabench.tasks.selection import applies_to_arm
+from dabench.world.policies import policy_issues
 
 DUPLICATE_PROMPT_RATIO = 0.9
 """Prompts at least this similar (difflib ratio on normalised text) with the same truth SQL
@@ -181,6 +184,25 @@ def _trap_issues(item: SuiteItem, rubric_ids: set[str]) -> list[ValidationIssue]
     return issues
 
 
+def _policy_issues(item: SuiteItem) -> list[ValidationIssue]:
+    """Every declared world policy that a truth SQL is in scope of but does not apply."""
+    checks: list[tuple[str, str]] = []
+    if isinstance(item, Task):
+        if item.grading.truth_sql:
+            checks.append((item.grading.truth_sql, " ".join(item.messages)))
+    else:
+        checks += [
+            (s.grading.truth_sql, s.prompt or "")
+            for s in item.steps
+            if s.grading is not None and s.grading.truth_sql
+        ]
+    return [
+        ValidationIssue(item.id, "policy", detail)
+        for sql, prompt in checks
+        for detail in policy_issues(sql, prompt, item.tags)
+    ]
+
+
 def static_checks(
     task_set: TaskSet, world_dir: Path
 ) -> tuple[TruthLock | None, list[ValidationIssue]]:
@@ -200,6 +222,7 @@ def static_checks(
                     ValidationIssue(item.id, "entity", f"{what}: {ref!r} is not in the catalog")
                 )
         issues += _trap_issues(item, rubric_ids)
+        issues += _policy_issues(item)
     issues += duplicate_issues(task_set.items)
     return lock, issues
 

@@ -99,10 +99,16 @@ def info(
     _out.print(datasets)
     traps = Table(title="traps")
     traps.add_column("id", no_wrap=True)
+    traps.add_column("kind")
     traps.add_column("correct", justify="right")
     traps.add_column("naive", justify="right")
     for t in m.traps:
-        traps.add_row(t.id, f"{t.correct_answer:,.2f}", f"{t.naive_answer:,.2f}")
+        traps.add_row(
+            t.id,
+            "control" if t.control else "hidden",
+            f"{t.correct_answer:,.2f}",
+            f"{t.naive_answer:,.2f}",
+        )
     _out.print(traps)
 
 

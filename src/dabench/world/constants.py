@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-GENERATOR_VERSION = "1.3.0"
+GENERATOR_VERSION = "2.0.0"
 """Version of the world generator; part of the cache key and of ``world.json``."""
 
 COMPANY = "Larkspur Supply Co."
@@ -23,8 +23,10 @@ FISCAL_YEAR_START_MONTH = 2
 """Fiscal years start on February 1; FY2024 = 2024-02-01 .. 2025-01-31 (named after the
 calendar year in which it starts)."""
 
-DAILY_SALES_CUTOFF = date(2025, 11, 14)
-"""``analytics.daily_sales`` stopped refreshing after this day."""
+LATE_ORDER_SHARE = 0.25
+"""Share of orders that reach the warehouse after the nightly load of their day (store tills,
+partner orders keyed in by reps, web orders held by fraud review). ``analytics.daily_sales`` is
+never backfilled, so it leaves them out; nothing in the data marks them."""
 
 CORE_ORDERS_CUTOFF = date(2025, 3, 31)
 """The deprecated ``core.orders`` table was last loaded on this day."""
@@ -38,17 +40,24 @@ COLLECTOR_GAP = date(2024, 6, 30)
 LOCAL_UTC_OFFSET_HOURS = -8
 """Company local time is Pacific Standard Time, UTC-08:00, all year (no daylight saving)."""
 
-TEST_EMAIL_DOMAIN = "lsq-automation.example"
-"""Customers with this e-mail domain are internal test accounts."""
+TEST_SIGNUP_SOURCE = "crm"
+"""``customers.customers.signup_source`` of internal QA test accounts: every account created by
+hand in the CRM is a test account (real customers sign up on the web, in a store or through a
+partner). Test accounts otherwise look like real ones."""
 
-ERASED_ROW_STATE = "X"
-"""``customers.customers.row_state`` value of a soft-deleted (erased) customer."""
+ERASED_ROW_STATE = 4
+"""``customers.customers.row_state`` code of a soft-deleted (erased) customer (1 active,
+2 inactive, 3 on credit hold: those three are customers)."""
 
 KEY_ACCOUNT_TIERS = ("gold", "platinum")
-"""Tiers that make a customer a "key account"."""
+"""Tiers that can make a customer a "key account"."""
+KEY_ACCOUNT_SEGMENTS = ("smb", "enterprise")
+"""Segments that can make a customer a "key account" (consumers never are)."""
 
-NORDIC_ENTITY = "LSQ-NORDIC"
-"""Billing entity whose invoices are in Swedish kronor (SEK)."""
+FOREIGN_ENTITY = "LSQ-02"
+"""Billing entity (Larkspur Supply Canada Ltd.) whose invoices are in Canadian dollars (CAD);
+``LSQ-01`` bills in US dollars."""
+FOREIGN_CURRENCY = "CAD"
 
 ORDERS_PER_SCALE = 1000
 CUSTOMERS_PER_SCALE = 250

@@ -84,32 +84,38 @@ GLOSSARY: list[GlossaryTerm] = [
     GlossaryTerm(
         id="key-account",
         name="Key account",
-        definition="A customer in tier gold or platinum (current tier). Key accounts get a "
-        "named account manager.",
+        definition="A business customer (segment smb or enterprise) whose current tier is "
+        "gold or platinum. Consumers are never key accounts, whatever their tier. Erased and "
+        "test accounts are not key accounts. Key accounts get a named account manager.",
         synonyms=["key customer", "strategic account"],
         related_datasets=["customers.customers"],
     ),
     GlossaryTerm(
         id="active-customer",
         name="Customer count",
-        definition="Customer counts include every account that is not erased (row_state "
-        "'X' marks an erased, soft-deleted account) and is not an internal test account.",
+        definition="Customer counts include every account that is not erased (row_state 4 "
+        "marks an erased, soft-deleted account; states 1, 2 and 3 are customers) and is not "
+        "an internal test account. The same exclusion applies to every breakdown by a "
+        "customer attribute (tier, segment, region, key accounts).",
         synonyms=["number of customers", "customer base"],
         related_datasets=["customers.customers"],
     ),
     GlossaryTerm(
         id="test-account",
         name="Test account",
-        definition="An internal QA account (e-mail domain lsq-automation.example). Test "
-        "accounts and their orders are excluded from every business metric.",
+        definition="An internal QA account: customers.customers.signup_source = 'crm' "
+        "(accounts created by hand in the CRM). Test accounts and their orders, order lines, "
+        "refunds and payments are excluded from every sales, finance and customer metric. "
+        "The rule does not apply to support tickets, survey responses, e-mail sends or web "
+        "events.",
         synonyms=["QA account", "internal account"],
         related_datasets=["customers.customers", "sales.orders"],
     ),
     GlossaryTerm(
         id="billing-entity",
         name="Billing entity",
-        definition="The Larkspur legal entity that issues an invoice: LSQ-US (bills in USD) "
-        "or LSQ-NORDIC (bills in SEK).",
+        definition="The Larkspur legal entity that issues an invoice: LSQ-01 (Larkspur "
+        "Supply Co., bills in USD) or LSQ-02 (Larkspur Supply Canada Ltd., bills in CAD).",
         related_datasets=["finance.invoices", "finance.partners"],
     ),
     GlossaryTerm(

@@ -14,10 +14,11 @@ from dabench.world.constants import (
     COMPANY,
     CORE_CUSTOMERS_SNAPSHOT,
     CORE_ORDERS_CUTOFF,
-    DAILY_SALES_CUTOFF,
-    TEST_EMAIL_DOMAIN,
+    ERASED_ROW_STATE,
+    TEST_SIGNUP_SOURCE,
 )
 from dabench.world.model import KnowledgePage
+from dabench.world.policies import scope_markdown
 
 
 def _page(id: str, title: str, tags: list[str], related: list[str], body: str) -> KnowledgePage:
@@ -43,19 +44,23 @@ Approved by the CFO of {COMPANY}. Whenever anyone at Larkspur says **revenue** t
    and returned orders are not revenue.
 2. Revenue is the order amount **minus the promotion discount minus refunds** issued on the
    order (`sales.refunds`). Shipping fees are pass-through costs and are not revenue.
-3. Orders of internal test accounts are excluded (see *test-accounts*).
+3. Orders of internal test accounts are excluded (see *test-accounts*). Orders of erased
+   accounts stay in revenue totals (see *customer-data-retention*).
 4. Revenue is attributed to the **order date**, and reported in **US dollars** (the order
    tables hold integer cents; see *money-and-units*).
 
 Gross sales (the amount before discounts, over all orders) is a merchandising figure and must
-never be presented as revenue. The curated query `revenue-by-month` implements this policy;
-`analytics.daily_sales` and `analytics.monthly_revenue` follow it as well.
+never be presented as revenue. The curated query `revenue-by-month` implements this policy
+and so does `analytics.monthly_revenue` exactly. `analytics.daily_sales` applies the same
+formula but misses late-arriving orders (see *data-freshness*): never report revenue from it.
+
+{scope_markdown("revenue")}
 """,
         ),
         _page(
             "fiscal-calendar", "Fiscal calendar", ["finance", "calendar"],
             ["finance.budget", "analytics.monthly_revenue"],
-            """
+            f"""
 # Fiscal calendar
 
 Larkspur's fiscal year starts on **February 1** and ends on January 31. A fiscal year is
@@ -69,8 +74,9 @@ named after the calendar year in which it **starts**:
 
 Fiscal quarters: Q1 = February-April, Q2 = May-July, Q3 = August-October, Q4 =
 November-January. "First half" means Q1 + Q2 (February-July). Budgets in `finance.budget`
-use fiscal years and quarters. When someone asks for a "year" or "quarter" in a finance
-context without saying "calendar", they mean the fiscal one.
+use fiscal years and quarters.
+
+{scope_markdown("fiscal_calendar")}
 """,
         ),
         _page(
@@ -83,13 +89,17 @@ context without saying "calendar", they mean the fiscal one.
 The warehouse has one schema per business domain: `sales`, `customers`, `finance`,
 `marketing`, `support` and `product` hold the source-of-truth tables. In addition:
 
-- `analytics`: pre-aggregated tables for dashboards (fast paths). Check their freshness
-  before using them for recent periods (see *data-freshness*).
+- `analytics`: pre-aggregated tables for dashboards (fast paths). `monthly_revenue`,
+  `product_sales_monthly` apply every policy; `customer_360` keeps erased and test accounts
+  (join `customers.customers` to filter them); `daily_sales` misses late-arriving
+  orders (see *data-freshness*).
 - `staging`: raw loads, with duplicates from re-run batches. Never report from staging.
 - `core`: the schema of the **previous warehouse**. It is **deprecated**. `core.orders` is
   replaced by `sales.orders` and stopped loading after {CORE_ORDERS_CUTOFF}; `core.customers`
   is replaced by `customers.customers` and is frozen as of {CORE_CUSTOMERS_SNAPSHOT}. Do not
   use either for anything after those dates.
+
+{scope_markdown("reporting_sources")}
 
 Money columns in the operational schemas are integer cents (*money-and-units*), the revenue
 definition is in *revenue-policy*, and timestamps of web events need care (*event-data*).
@@ -105,9 +115,15 @@ Every customer has a loyalty tier: bronze, silver, gold or platinum, reassessed 
 on spend (`customers.tier_history` keeps the history; `customers.customers.tier` is the
 current tier).
 
-A **key account** is a customer whose current tier is **gold or platinum**. Key accounts get
-a named account manager and are reported separately in every sales review. Counts of key
-accounts follow the usual customer-count rules (no erased accounts, no test accounts).
+A **key account** is a **business customer** (segment `smb` or `enterprise`) whose current
+tier is **gold or platinum**. Consumers are never key accounts, whatever their tier. Key
+accounts get a named account manager and are reported separately in every sales review.
+Counts of key accounts, and sales broken down by key account, follow the customer rules: no
+erased accounts, no test accounts.
+
+A **tier move** is a change from one tier to another (a row of `customers.tier_history` that
+is not the customer's first interval). The first interval, which starts at signup, is not a
+move.
 """,
         ),
         _page(
@@ -116,26 +132,35 @@ accounts follow the usual customer-count rules (no erased accounts, no test acco
             f"""
 # Internal test accounts
 
-The QA automation creates real customer accounts in production and places real orders with
-them to test the checkout. These accounts have e-mail addresses at
-**`{TEST_EMAIL_DOMAIN}`**.
+The QA team creates customer accounts by hand in the CRM and places real orders with them to
+test the checkout. They look like any other account (ordinary names and e-mail addresses);
+the only mark is **`customers.customers.signup_source = '{TEST_SIGNUP_SOURCE}'`**: real
+customers sign up on the web, in a store or through a partner, never in the CRM.
 
-Test accounts and **all their orders** must be excluded from every business metric: customer
-counts, order counts, revenue, average order value. Filter with
-`email NOT LIKE '%@{TEST_EMAIL_DOMAIN}'` (erased customers have an empty e-mail and are not
-test accounts, so keep NULL e-mails when filtering orders).
+Test accounts and **all their orders** must be excluded: filter with
+`signup_source <> '{TEST_SIGNUP_SOURCE}'` (join `customers.customers` to reach it from orders,
+order lines, refunds and payments). `analytics.monthly_revenue`, `analytics.daily_sales` and
+`analytics.product_sales_monthly` already exclude them; `analytics.customer_360` does not (it
+keeps every account, and its lifetime figures include test accounts' orders).
+
+{scope_markdown("test_accounts")}
 """,
         ),
         _page(
             "customer-data-retention", "Customer data retention and erasure",
             ["customers", "privacy", "policy"], ["customers.customers"],
-            """
+            f"""
 # Customer data retention and erasure
 
-When a customer asks to be forgotten, the account is **erased**: name and e-mail are blanked
-and `row_state` is set to `'X'`. The row is kept (a soft delete) so that historical orders
-still join. Erased accounts are **not customers any more**: exclude `row_state = 'X'` from
-every customer count and customer list. Their past orders stay in revenue.
+When a customer asks to be forgotten, the account is **erased**: name and e-mail are
+replaced by a generated pseudonym (so nothing in them shows the erasure) and `row_state` is
+set to **{ERASED_ROW_STATE}**. The other codes are 1 = active, 2 = inactive, 3 = on credit
+hold; all three are customers. The row is kept (a soft delete) so that historical orders
+still join. Erased accounts are **not customers any more**: filter
+`row_state <> {ERASED_ROW_STATE}` in every customer count, customer list and breakdown by a
+customer attribute.
+
+{scope_markdown("erased_accounts")}
 """,
         ),
         _page(
@@ -150,54 +175,63 @@ every customer count and customer list. Their past orders stay in revenue.
 lost, the same event is stored again with the same `event_id` (and a later `received_at`).
 Always count `DISTINCT event_id`.
 
+{scope_markdown("unique_events")}
+
 **Time zone change.** Until the collector migration, `event_ts` was written in **UTC**. Since
 {COLLECTOR_SWITCH} it is written in **company local time** (Pacific Standard Time, UTC-08:00,
 no daylight saving). Nothing was collected on {COLLECTOR_GAP} (migration window). To get local
 time: `CASE WHEN event_ts < TIMESTAMP '{COLLECTOR_SWITCH}' THEN event_ts - INTERVAL 8 HOUR
 ELSE event_ts END`. All hour-of-day and per-day reporting is in company local time.
+
+{scope_markdown("company_local_time")}
 """,
         ),
         _page(
             "data-freshness", "Data freshness SLA", ["platform", "freshness"],
             ["analytics.daily_sales", "analytics.monthly_revenue", "core.orders"],
-            f"""
+            """
 # Data freshness SLA
 
 Operational tables (`sales`, `customers`, `finance`, `marketing`, `support`, `product`) are
-loaded nightly and are complete up to yesterday. Aggregates in `analytics` are rebuilt
-nightly after them.
+loaded nightly and are complete up to yesterday: orders that arrive late are added to
+`sales.orders` under their order date.
 
-**Known incident:** the job that refreshes `analytics.daily_sales` has been failing since
-{DAILY_SALES_CUTOFF}. The table holds no rows after that day. Until it is fixed, compute
-anything after {DAILY_SALES_CUTOFF} from `sales.orders` (or use `analytics.monthly_revenue`,
-which is current). The catalog's `last_loaded` date of each dataset shows its freshness.
+**Known limitation of `analytics.daily_sales`:** it is appended once a night from the orders
+that had reached the warehouse by then and is **never backfilled**. About one order in four
+arrives after that load (store tills that sync late, partner orders keyed in by reps, web
+orders held by fraud review), so every day, channel and period in `daily_sales` undercounts
+orders, units and revenue. Nothing in the table marks the gap. Use it for rough trends only;
+compute figures from `sales.orders` or `analytics.monthly_revenue`, which are complete.
 """,
         ),
         _page(
             "currency-policy", "Currency policy", ["finance", "policy", "currency"],
             ["finance.invoices", "finance.fx_rates", "finance.partners"],
-            """
+            f"""
 # Currency policy
 
-Larkspur reports in **US dollars**. The Swedish subsidiary **LSQ-NORDIC** invoices Nordic
-wholesale partners in **Swedish kronor (SEK)**; `finance.invoices.amount` is in the currency
-of the billing entity. Convert SEK amounts with `finance.fx_rates` (US dollars per unit), using
-the rate of the month of `issued_on`, before adding invoices up. Amounts of LSQ-US are
-already in dollars.
+Larkspur reports in **US dollars**. Two legal entities invoice wholesale partners:
+**LSQ-01** (Larkspur Supply Co.) bills in US dollars and **LSQ-02** (Larkspur Supply Canada
+Ltd., which serves every partner supplied from the Vancouver warehouse, in Canada and the
+US) bills in **Canadian dollars (CAD)**. `finance.invoices.amount` is in the currency of the
+billing entity. Convert LSQ-02 amounts with the `CAD` rate of `finance.fx_rates` (US dollars
+per unit) for the month of `issued_on` before adding invoices up.
+
+{scope_markdown("currency")}
 """,
         ),
         _page(
             "money-and-units", "Money and units", ["guide", "definitions"],
             ["sales.orders", "sales.order_lines", "sales.refunds", "product.products",
              "finance.payments", "marketing.campaigns", "marketing.campaign_spend"],
-            """
+            f"""
 # Money and units
 
 To avoid rounding errors, the commerce platform stores money as **integer US cents**: every
 money column of `sales`, `product`, `finance.payments` and `marketing` is in cents. Divide
-by 100 to report dollars. Exceptions: `analytics.*` tables and `core.orders` hold dollars
-with two decimals, `finance.invoices` holds major units of the billing currency, and
-`finance.budget` holds dollars.
+by 100 to report dollars.
+
+{scope_markdown("money_units")}
 """,
         ),
         _page(

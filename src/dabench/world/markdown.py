@@ -29,15 +29,16 @@ def datasets_table(world: World) -> str:
 
 
 def traps_table(world: World) -> str:
-    """One row per trap: id, question, correct and naive answers, fact locations."""
+    """One row per trap: id, control or hidden, question, both answers, fact locations."""
     lines = [
-        "| trap | question | correct | naive | fact lives in |",
-        "| --- | --- | ---: | ---: | --- |",
+        "| trap | kind | question | correct | naive | fact lives in |",
+        "| --- | --- | --- | ---: | ---: | --- |",
     ]
     for t in world.traps:
         locations = ", ".join(f"`{loc}`" for loc in t.fact_locations)
         lines.append(
-            f"| `{t.id}` | {_cell(t.question)} | {t.correct_answer:,.2f} | "
+            f"| `{t.id}` | {'control' if t.control else 'hidden'} | {_cell(t.question)} | "
+            f"{t.correct_answer:,.2f} | "
             f"{t.naive_answer:,.2f} | {locations} |"
         )
     return "\n".join(lines) + "\n"

@@ -140,6 +140,10 @@ class Trap(_Record):
     naive_answer: float
     tolerance_rel: float = 0.01
     """Relative tolerance a grader applies to this trap's number."""
+    control: bool = False
+    """A control trap: its deciding fact can be worked out from the data alone (magnitudes,
+    repeated keys, a table's last date), so it measures the analyst's diligence rather than
+    the platform. Every other trap's fact is documented but not derivable from the data."""
 
 
 class WorldManifest(_Record):

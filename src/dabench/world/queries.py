@@ -41,8 +41,9 @@ def curated_queries() -> list[CuratedQuery]:
         CuratedQuery(
             id="daily-sales-fast-path",
             name="Daily sales from the aggregate",
-            description="Daily revenue and orders from analytics.daily_sales. Only valid up to "
-            "the table's last_loaded date; use revenue-by-month for recent periods.",
+            description="Daily revenue and orders from analytics.daily_sales. A quick trend "
+            "only: the table misses the orders that arrived after each nightly load (about one "
+            "in four); use revenue-by-month or sales.orders for exact figures.",
             sql="SELECT sales_date, sum(orders) AS orders, sum(revenue) AS revenue\n"
             "FROM analytics.daily_sales GROUP BY 1 ORDER BY 1",
             datasets=["analytics.daily_sales"],

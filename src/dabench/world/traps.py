@@ -16,12 +16,13 @@ import duckdb
 
 from dabench.errors import DabenchError
 from dabench.world import constants
-from dabench.world.constants import CORE_CUSTOMERS_SNAPSHOT, CORE_ORDERS_CUTOFF, DAILY_SALES_CUTOFF
+from dabench.world.constants import CORE_CUSTOMERS_SNAPSHOT, CORE_ORDERS_CUTOFF
 from dabench.world.metrics import (
     ACTIVE,
     INVOICE_FX_JOIN,
     INVOICE_USD,
     KEY_ACCOUNT,
+    KEY_TIER,
     LOCAL_EVENT_TS,
     NOT_TEST,
     revenue_orders,
@@ -48,6 +49,7 @@ class TrapSpec:
     correct_sql: str
     naive_sql: str
     tolerance_rel: float = 0.01
+    control: bool = False
 
 
 def _between(column: str, lo: str, hi: str) -> str:
@@ -98,27 +100,31 @@ def _invoices(cond: str, agg: str = "sum", *, convert: bool = True) -> str:
 _CENTS = "Money columns in the sales, product and payment tables are integer US cents."
 _NET = "Revenue is net of discounts and refunds and counts completed orders only (revenue policy)."
 _FISCAL = "The fiscal year starts on February 1; FY2024 = 2024-02-01..2025-01-31."
-_FRESH = f"analytics.daily_sales stopped refreshing after {DAILY_SALES_CUTOFF}."
-_KEY = "A key account is a customer in tier gold or platinum."
+_FRESH = (
+    "analytics.daily_sales is loaded nightly and never backfilled: orders that arrive after "
+    "the load (about one in four) are missing from it."
+)
+_KEY = "A key account is a business customer (smb or enterprise) in tier gold or platinum."
 _DEPRECATED = (
     f"The core schema is deprecated; core.orders stopped loading after {CORE_ORDERS_CUTOFF}."
 )
 _TZ = "web_events.event_ts is UTC before 2024-07-01 and company local time (UTC-8) after."
 _DUP = "web_events is delivered at least once; count distinct event_id."
-_TEST = "Customers with e-mail domain lsq-automation.example are internal test accounts."
-_SOFT = "customers.row_state = 'X' marks an erased (soft-deleted) customer."
-_FX = "LSQ-NORDIC invoices are in SEK and must be converted with finance.fx_rates."
+_TEST = "Customers with signup_source 'crm' are internal test accounts."
+_SOFT = "customers.row_state = 4 marks an erased (soft-deleted) customer."
+_FX = "LSQ-02 invoices are in CAD and must be converted with finance.fx_rates."
 
 _LOC_CENTS = ("glossary:money-units", "knowledge:money-and-units")
 _LOC_NET = ("knowledge:revenue-policy", "glossary:revenue")
 _LOC_FISCAL = ("knowledge:fiscal-calendar", "glossary:fiscal-year", "glossary:fiscal-quarter")
 _LOC_FRESH = ("catalog:analytics.daily_sales", "knowledge:data-freshness")
-_LOC_KEY = ("glossary:key-account", "knowledge:customer-tiers")
+_LOC_KEY = ("glossary:key-account", "knowledge:customer-tiers",
+            "catalog:customers.customers.tier")  # fmt: skip
 _LOC_TZ = ("catalog:marketing.web_events.event_ts", "knowledge:event-data",
            "glossary:company-local-time")  # fmt: skip
 _LOC_DUP = ("catalog:marketing.web_events", "knowledge:event-data", "glossary:unique-event")
 _LOC_TEST = ("knowledge:test-accounts", "glossary:test-account",
-             "catalog:customers.customers.email")  # fmt: skip
+             "catalog:customers.customers.signup_source")  # fmt: skip
 _LOC_SOFT = ("catalog:customers.customers.row_state", "knowledge:customer-data-retention",
              "glossary:active-customer")  # fmt: skip
 _LOC_FX = ("catalog:finance.invoices.amount", "knowledge:currency-policy",
@@ -141,6 +147,7 @@ TRAP_SPECS: list[TrapSpec] = [
         _CENTS, ("catalog:product.products.list_price", *_LOC_CENTS),
         "SELECT avg(list_price) / 100.0 FROM product.products",
         "SELECT avg(list_price) FROM product.products",
+        control=True,
     ),
     TrapSpec(
         "cents_units.avg_order_value_2024", "cents_units",
@@ -149,6 +156,7 @@ TRAP_SPECS: list[TrapSpec] = [
         _CENTS, ("catalog:sales.orders.amount", *_LOC_CENTS),
         f"SELECT avg(o.amount) / 100.0 {_AOV_2024}",
         f"SELECT avg(o.amount) {_AOV_2024}",
+        control=True,
     ),
     TrapSpec(
         "cents_units.refunds_2025", "cents_units",
@@ -156,29 +164,28 @@ TRAP_SPECS: list[TrapSpec] = [
         _CENTS, ("catalog:sales.refunds.amount", *_LOC_CENTS),
         f"SELECT sum(f.amount) / 100.0 {_REFUNDS_2025}",
         f"SELECT sum(f.amount) {_REFUNDS_2025}",
+        control=True,
     ),
     TrapSpec(
-        "net_revenue.revenue_2024", "net_revenue",
-        "What was Larkspur's revenue in calendar year 2024, in US dollars?",
+        "net_revenue.partner_revenue_2024", "net_revenue",
+        "What was revenue from the partner sales channel in calendar year 2024, in US dollars?",
         _NET, _LOC_NET,
-        _revenue("2024-01-01", "2024-12-31"),
-        _revenue("2024-01-01", "2024-12-31", completed_only=False, net=False),
+        _revenue("2024-01-01", "2024-12-31", "channel = 'partner'"),
+        _revenue("2024-01-01", "2024-12-31", "channel = 'partner'", refunds=False),
     ),
     TrapSpec(
         "net_revenue.web_revenue_2025h1", "net_revenue",
         "What was revenue from the web channel from January to June 2025, in US dollars?",
         _NET, _LOC_NET,
         _revenue("2025-01-01", "2025-06-30", "channel = 'web'"),
-        _revenue("2025-01-01", "2025-06-30", "channel = 'web'", completed_only=False,
-                 net=False),
+        _revenue("2025-01-01", "2025-06-30", "channel = 'web'", refunds=False),
     ),
     TrapSpec(
         "net_revenue.store_revenue_2023", "net_revenue",
         "What revenue did the retail stores generate in 2023, in US dollars?",
         _NET, _LOC_NET,
         _revenue("2023-01-01", "2023-12-31", "channel = 'store'"),
-        _revenue("2023-01-01", "2023-12-31", "channel = 'store'", completed_only=False,
-                 net=False),
+        _revenue("2023-01-01", "2023-12-31", "channel = 'store'", refunds=False),
     ),
     TrapSpec(
         "fiscal_calendar.orders_fq1_2025", "fiscal_calendar",
@@ -203,20 +210,20 @@ TRAP_SPECS: list[TrapSpec] = [
         _revenue("2023-01-01", "2023-06-30"),
     ),
     TrapSpec(
-        "freshness_cutoff.revenue_nov_2025", "freshness_cutoff",
-        "What was revenue in November 2025, in US dollars?",
+        "freshness_cutoff.store_revenue_2025", "freshness_cutoff",
+        "What revenue did the retail stores generate in 2025, in US dollars?",
         _FRESH, _LOC_FRESH,
-        _revenue("2025-11-01", "2025-11-30"),
-        "SELECT sum(revenue) FROM analytics.daily_sales "
-        "WHERE sales_date BETWEEN DATE '2025-11-01' AND DATE '2025-11-30'",
+        _revenue("2025-01-01", "2025-12-31", "channel = 'store'"),
+        "SELECT sum(revenue) FROM analytics.daily_sales WHERE channel = 'store' "
+        "AND sales_date BETWEEN DATE '2025-01-01' AND DATE '2025-12-31'",
     ),
     TrapSpec(
-        "freshness_cutoff.orders_q4_2025", "freshness_cutoff",
-        "How many completed orders were placed from October to December 2025?",
+        "freshness_cutoff.web_orders_2025h2", "freshness_cutoff",
+        "How many completed orders were placed in the web shop from July to December 2025?",
         _FRESH, _LOC_FRESH,
-        _orders("2025-10-01", "2025-12-31", "o.status = 'completed'"),
-        "SELECT sum(orders) FROM analytics.daily_sales "
-        "WHERE sales_date BETWEEN DATE '2025-10-01' AND DATE '2025-12-31'",
+        _orders("2025-07-01", "2025-12-31", "o.status = 'completed' AND o.channel = 'web'"),
+        "SELECT sum(orders) FROM analytics.daily_sales WHERE channel = 'web' "
+        "AND sales_date BETWEEN DATE '2025-07-01' AND DATE '2025-12-31'",
         0.0,
     ),
     TrapSpec(
@@ -232,15 +239,15 @@ TRAP_SPECS: list[TrapSpec] = [
         "How many key accounts does Larkspur have?",
         _KEY, _LOC_KEY,
         _customers(KEY_ACCOUNT),
-        _customers("c.tier = 'platinum'"),
+        _customers(KEY_TIER),
         0.0,
     ),
     TrapSpec(
         "tier_definition.key_account_revenue_2025", "tier_definition",
         "How much revenue came from key accounts in 2025, in US dollars?",
         _KEY, _LOC_KEY,
-        _revenue("2025-01-01", "2025-12-31", KEY_ACCOUNT.replace("c.tier", "tier")),
-        _revenue("2025-01-01", "2025-12-31", "tier = 'platinum'"),
+        _revenue("2025-01-01", "2025-12-31", f"{KEY_ACCOUNT} AND {ACTIVE}".replace("c.", "")),
+        _revenue("2025-01-01", "2025-12-31", f"{KEY_TIER} AND {ACTIVE}".replace("c.", "")),
     ),
     TrapSpec(
         "deprecated_table.orders_2025", "deprecated_table",
@@ -249,6 +256,7 @@ TRAP_SPECS: list[TrapSpec] = [
         _orders("2025-01-01", "2025-12-31", "o.status = 'completed'"),
         _orders("2025-01-01", "2025-12-31", "o.status_code = 'C'", table="core.orders"),
         0.0,
+        control=True,
     ),
     TrapSpec(
         "deprecated_table.customers", "deprecated_table",
@@ -257,8 +265,9 @@ TRAP_SPECS: list[TrapSpec] = [
         "use customers.customers.",
         ("catalog:core.customers", "knowledge:warehouse-guide"),
         _customers(),
-        f"SELECT count(*) FROM core.customers c WHERE {NOT_TEST} AND c.full_name IS NOT NULL",
+        f"SELECT count(*) FROM core.customers c WHERE {NOT_TEST} AND {ACTIVE}",
         0.0,
+        control=True,
     ),
     TrapSpec(
         "timezone_change.peak_hour_2023", "timezone_change",
@@ -295,6 +304,7 @@ TRAP_SPECS: list[TrapSpec] = [
         _events("event_type = 'add_to_cart' AND year(ts) = 2025"),
         _events("event_type = 'add_to_cart' AND year(ts) = 2025", dedupe=False),
         0.0,
+        control=True,
     ),
     TrapSpec(
         "duplicate_events.page_views_2025q3", "duplicate_events",
@@ -305,6 +315,7 @@ TRAP_SPECS: list[TrapSpec] = [
         _events("event_type = 'page_view' AND ts >= TIMESTAMP '2025-07-01' "
                 "AND ts < TIMESTAMP '2025-10-01'", dedupe=False),
         0.0,
+        control=True,
     ),
     TrapSpec(
         "duplicate_events.checkouts_2024h2", "duplicate_events",
@@ -315,6 +326,7 @@ TRAP_SPECS: list[TrapSpec] = [
         _events("event_type = 'checkout' AND ts >= TIMESTAMP '2024-07-01' "
                 "AND ts < TIMESTAMP '2025-01-01'", dedupe=False),
         0.0,
+        control=True,
     ),
     TrapSpec(
         "test_accounts.orders_2024", "test_accounts",
@@ -405,6 +417,7 @@ def evaluate_traps(con: duckdb.DuckDBPyConnection) -> list[Trap]:
                 correct_answer=round(correct, 6),
                 naive_answer=round(naive, 6),
                 tolerance_rel=spec.tolerance_rel,
+                control=spec.control,
             )
         )
     return traps

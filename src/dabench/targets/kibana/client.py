@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import httpx
 
 from dabench.errors import HarnessError
+from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.retry import RetryableError, RetryPolicy, SleepFn, parse_retry_after, with_retries
 from dabench.targets.kibana.retrying import KibanaRetryPolicy, RetryRule, retry_rule
 from dabench.targets.kibana.wire import ConverseRound, StreamAccumulator, parse_sync_response
@@ -115,6 +116,7 @@ class KibanaClient:
                 "Content-Type": "application/json",
             },
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+            limits=httpx.Limits(keepalive_expiry=DEFAULT_CLIENT_IDLE_S),
             verify=verify_tls,
         )
         self.timeout_s = timeout_s

@@ -8,7 +8,7 @@ from dabench.world.constants import (
     CUSTOMERS_PER_SCALE,
     END_DATE,
     ERASED_ROW_STATE,
-    TEST_EMAIL_DOMAIN,
+    TEST_SIGNUP_SOURCE,
 )
 from dabench.world.datasets.spec import Col, DatasetSpec, Helper, values_sql
 from dabench.world.sqlrand import Rand
@@ -68,15 +68,27 @@ SELECT b.*,
 FROM _customer_base b
 LEFT JOIN (SELECT customer_id, min(order_date) AS first_order FROM _orders GROUP BY 1) f
   USING (customer_id)"""
+    # Nothing in a row gives a test account away but its signup source, and nothing gives an
+    # erased account away but its row_state code: erasure replaces name and e-mail with a
+    # generated pseudonym drawn like any name, store customers of every state may leave both
+    # empty, and the other state codes are as common.
+    anonymous = f"({r.u('c_anon', 'customer_id')} < 0.12)"
+    source = r.weighted(
+        "c_source", "customer_id", [("web", 0.55), ("store", 0.3), ("partner", 0.15)]
+    )
+    first = f"CASE WHEN erased THEN {r.pick('c_pfirst', 'customer_id', FIRST)} ELSE first_name END"
+    last = f"CASE WHEN erased THEN {r.pick('c_plast', 'customer_id', LAST)} ELSE last_name END"
     customers_select = f"""
 SELECT customer_id,
-  CASE WHEN erased THEN NULL ELSE first_name || ' ' || last_name END AS full_name,
-  CASE WHEN erased THEN NULL
-       WHEN is_test THEN 'qa.' || lower(first_name) || customer_id || '@{TEST_EMAIL_DOMAIN}'
-       ELSE lower(first_name) || '.' || lower(last_name) || customer_id || '@' || mail_domain
+  CASE WHEN {anonymous} THEN NULL ELSE ({first}) || ' ' || ({last}) END AS full_name,
+  CASE WHEN {anonymous} THEN NULL
+       ELSE lower({first}) || '.' || lower({last}) || customer_id || '@' || mail_domain
   END AS email,
   signup_date, segment, region, tier,
-  CASE WHEN erased THEN '{ERASED_ROW_STATE}' ELSE 'A' END AS row_state
+  CASE WHEN is_test THEN '{TEST_SIGNUP_SOURCE}' ELSE {source} END AS signup_source,
+  (CASE WHEN erased THEN {ERASED_ROW_STATE}
+        ELSE {r.weighted("c_state", "customer_id", [("1", 0.7), ("2", 0.2), ("3", 0.1)])}::INTEGER
+   END)::INTEGER AS row_state
 FROM _customer_signup"""
     # Tier history: about a third of customers were upgraded one tier at some point.
     upgraded = (
@@ -109,16 +121,20 @@ FROM _customer_signup"""
             title="Customers",
             description="One row per customer account ever created, with the current tier. "
             "Rows are never physically removed: an account erased on request keeps its row "
-            "with row_state 'X' and must be left out of every customer count. Internal QA "
-            "accounts live here too; see the knowledge page test-accounts.",
+            "with row_state 4 and must be left out of every customer count and every "
+            "breakdown by a customer attribute. Internal QA test accounts (signup_source "
+            "'crm') live here too and are excluded from every metric; see the knowledge pages "
+            "test-accounts and customer-data-retention.",
             owner=OWNER,
             columns={
                 "customer_id": Col("Customer identifier."),
-                "full_name": Col("First and last name; empty once the account is erased."),
+                "full_name": Col(
+                    "First and last name; empty when the customer gave none (store "
+                    "customers); a generated pseudonym once the account is erased."
+                ),
                 "email": Col(
-                    "Login e-mail address. Addresses at lsq-automation.example belong to "
-                    "internal QA test accounts.",
-                    glossary=("test-account",),
+                    "Login e-mail address; empty for store customers who gave none; a "
+                    "generated pseudonym address once the account is erased."
                 ),
                 "signup_date": Col("Date the account was created."),
                 "segment": Col("Customer segment (customers.segments)."),
@@ -128,10 +144,16 @@ FROM _customer_signup"""
                     "customers are key accounts.",
                     glossary=("customer-tier", "key-account"),
                 ),
+                "signup_source": Col(
+                    "Where the account was created: web, store, partner or crm. Accounts "
+                    "created by hand in the CRM ('crm') are internal QA test accounts and are "
+                    "excluded from every metric (knowledge page test-accounts).",
+                    glossary=("test-account",),
+                ),
                 "row_state": Col(
-                    "Record state: 'A' = active, 'X' = soft-deleted (erased on the customer's "
-                    "request). Erased customers are excluded from customer counts; their past "
-                    "orders stay in revenue.",
+                    "Soft-delete marker: 4 = the account was erased on the customer's request "
+                    "and is excluded from customer counts and breakdowns (its past orders stay "
+                    "in revenue). Live codes: 1 active, 2 inactive, 3 on credit hold.",
                     glossary=("active-customer",),
                 ),
             },

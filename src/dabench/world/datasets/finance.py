@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from dabench.world.constants import END_DATE, INVOICES_PER_SCALE, NORDIC_ENTITY, START_DATE
+from dabench.world.constants import (
+    END_DATE,
+    FOREIGN_CURRENCY,
+    FOREIGN_ENTITY,
+    INVOICES_PER_SCALE,
+    START_DATE,
+)
 from dabench.world.datasets.calendar import days_helper, quantile_days
 from dabench.world.datasets.spec import Col, DatasetSpec, Helper
 from dabench.world.sqlrand import Rand
@@ -13,8 +19,11 @@ PARTNER_WORDS = [
     "Summit", "Basecamp", "Fjord", "Pine", "Lakeland", "Tundra", "Cedar", "Ridgeline",
     "Harbor", "Northstar",
 ]  # fmt: skip
-PARTNER_KINDS = ["Outfitters", "Mountain Sports", "Adventure Co.", "Trading", "Friluft AB"]
-CURRENCIES = [("SEK", 0.094, 0.008), ("EUR", 1.08, 0.04), ("GBP", 1.27, 0.04)]
+PARTNER_KINDS = ["Outfitters", "Mountain Sports", "Adventure Co.", "Trading", "Supply Co-op"]
+CURRENCIES = [
+    (FOREIGN_CURRENCY, 0.74, 0.015), ("SEK", 0.094, 0.008), ("EUR", 1.08, 0.04),
+    ("GBP", 1.27, 0.04),
+]  # fmt: skip
 """Currency, mean US dollars per unit, amplitude of the yearly wave."""
 DEPARTMENTS = ["sales", "marketing", "support", "product"]
 
@@ -28,9 +37,9 @@ def steps(rand: Rand, scale: int) -> list[DatasetSpec | Helper]:
 SELECT (i + 1)::INTEGER AS partner_id,
        {r.pick("pt_word", "i", PARTNER_WORDS)} || ' ' || {r.pick("pt_kind", "i", PARTNER_KINDS)}
          AS name,
-       CASE WHEN i % 5 < 2 THEN {r.pick("pt_nordic", "i", ["Sweden", "Norway", "Finland"])}
+       CASE WHEN i % 2 = 0 THEN {r.pick("pt_country", "i", ["Canada", "United States"])}
             ELSE 'United States' END AS country,
-       CASE WHEN i % 5 < 2 THEN '{NORDIC_ENTITY}' ELSE 'LSQ-US' END AS billing_entity,
+       CASE WHEN i % 2 = 0 THEN '{FOREIGN_ENTITY}' ELSE 'LSQ-01' END AS billing_entity,
        DATE '2018-01-01' + {r.int("pt_since", "i", 0, 1800)}::INTEGER AS partner_since
 FROM range({N_PARTNERS}) t(i)"""
     rates = " UNION ALL ".join(
@@ -50,7 +59,7 @@ FROM m CROSS JOIN c"""
 WITH q AS ({quantile_days("_invoice_days", str(n_invoices))})
 SELECT printf('INV-%06d', q.i + 1) AS invoice_id, p.partner_id, p.billing_entity,
        q.day AS issued_on, q.day + 30 AS due_on,
-       (CASE WHEN p.billing_entity = '{NORDIC_ENTITY}' THEN 10.6 ELSE 1.0 END
+       (CASE WHEN p.billing_entity = '{FOREIGN_ENTITY}' THEN 1.45 ELSE 1.0 END
         * round(800 + 14000 * {inv_u} * {inv_u}, 2))::DECIMAL(14, 2) AS amount,
        CASE WHEN q.day + 45 > DATE '{END_DATE}' AND {r.u("inv_open", "q.i")} < 0.6 THEN NULL
             WHEN {r.u("inv_late", "q.i")} < 0.04 THEN NULL
@@ -87,15 +96,19 @@ FROM ({budget_rows})"""
             domain="finance",
             kind="dimension",
             title="Wholesale partners",
-            description="Outfitters that buy from Larkspur wholesale and are invoiced monthly. "
-            "Nordic partners are billed by the Swedish subsidiary LSQ-NORDIC.",
+            description="Outfitters that buy from Larkspur wholesale and are invoiced monthly "
+            "by one of two Larkspur entities: LSQ-01 (Larkspur Supply Co., billing in US "
+            "dollars) or LSQ-02 (Larkspur Supply Canada Ltd., billing in Canadian dollars, "
+            "which serves every partner supplied from the Vancouver warehouse, in Canada "
+            "and the US).",
             owner=OWNER,
             columns={
                 "partner_id": Col("Partner identifier."),
                 "name": Col("Trading name."),
                 "country": Col("Country of the partner."),
                 "billing_entity": Col(
-                    "Larkspur legal entity that invoices the partner: LSQ-US or LSQ-NORDIC.",
+                    "Larkspur legal entity that invoices the partner: LSQ-01 (USD) or LSQ-02 "
+                    "(CAD).",
                     glossary=("billing-entity",),
                 ),
                 "partner_since": Col("Start of the partnership."),
@@ -129,9 +142,9 @@ FROM ({budget_rows})"""
             kind="fact",
             title="Wholesale invoices",
             description="Invoices issued to wholesale partners. The amount is in the billing "
-            "currency of the issuing entity: LSQ-US bills in US dollars, LSQ-NORDIC bills in "
-            "Swedish kronor (SEK). Convert to USD with finance.fx_rates (rate of the month "
-            "of issued_on) before adding amounts up.",
+            "currency of the issuing entity: LSQ-01 bills in US dollars, LSQ-02 bills in "
+            "Canadian dollars (CAD). Convert to USD with finance.fx_rates (CAD rate of the "
+            "month of issued_on) before adding amounts up.",
             owner=OWNER,
             columns={
                 "invoice_id": Col("Invoice number."),
@@ -143,8 +156,8 @@ FROM ({budget_rows})"""
                 "issued_on": Col("Invoice date."),
                 "due_on": Col("Payment due date (30 days net)."),
                 "amount": Col(
-                    "Invoice total in the entity's billing currency (USD for LSQ-US, SEK for "
-                    "LSQ-NORDIC), in major units.",
+                    "Invoice total in the entity's billing currency (USD for LSQ-01, CAD for "
+                    "LSQ-02), in major units.",
                     "billing currency",
                     ("money",),
                     ("reporting-currency",),

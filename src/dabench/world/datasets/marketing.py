@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dabench.world.constants import (
-    COLLECTOR_SWITCH,
     CUSTOMERS_PER_SCALE,
     EMAIL_SENDS_PER_SCALE,
-    LOCAL_UTC_OFFSET_HOURS,
     WEB_EVENTS_PER_SCALE,
 )
 from dabench.world.datasets.calendar import days_helper, local_hour, quantile_days
@@ -91,8 +89,9 @@ u AS (
 ),
 v AS (
   SELECT u.*, unnest(CASE WHEN redelivered THEN [0, 1] ELSE [0] END) AS copy,
-    CASE WHEN local_ts < TIMESTAMP '{COLLECTOR_SWITCH} 00:00:00'
-         THEN local_ts + INTERVAL {-LOCAL_UTC_OFFSET_HOURS} HOUR ELSE local_ts END AS event_ts,
+    -- The stored clock time follows the same daily profile on both sides of the collector
+    -- switch, so nothing in the data shows that the column changed time zone.
+    local_ts AS event_ts,
     CASE event_type
       WHEN 'product_view' THEN '/p/' || {r.int("ev_page", "k", 1, 120)}
       WHEN 'add_to_cart' THEN '/cart'

@@ -142,9 +142,9 @@ WITH c AS (
         r.pick("rf_reason", "order_id", ["damaged", "late delivery", "price match", "missing item"])
     } END AS reason,
     CASE WHEN status = 'returned' THEN paid
-         ELSE round(paid * (0.1 + 0.5 * {r.u("rf_share", "order_id")}))::BIGINT
+         ELSE round(paid * (0.3 + 0.5 * {r.u("rf_share", "order_id")}))::BIGINT
     END AS amount
-  FROM c WHERE status = 'returned' OR (status = 'completed' AND draw < 0.12)
+  FROM c WHERE status = 'returned' OR (status = 'completed' AND draw < 0.3)
 )
 SELECT (row_number() OVER (ORDER BY order_id))::BIGINT AS refund_id, order_id,
        refunded_on, reason, amount

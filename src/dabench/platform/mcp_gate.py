@@ -1,0 +1,240 @@
+"""The ``/mcp`` front door: authenticate, bound the body, and audit every request once.
+
+:class:`McpAuditGate` wraps the SDK's streamable-HTTP app. Every HTTP request that reaches
+``/mcp`` ends with exactly one audit row: a ``tools/call`` the SDK hands to the tool handler
+is audited by :meth:`PlatformService.call` (which marks the request as audited); every other
+request (refused by the gate, by the SDK, or not a tool call at all) is audited here when
+it finishes, with the caller's identity (or ``(unauthenticated)``) and the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from dabench.platform.audit import EventKind
+from dabench.platform.auth import Identity, bearer_key
+from dabench.platform.service import PlatformService
+
+IDENTITY_STATE_KEY = "dabench_identity"
+AUDITED_STATE_KEY = "dabench_audited"
+SESSION_HEADER = "x-dps-session"
+MAX_BODY_BYTES = 2 * 1024 * 1024
+"""Request bodies above this are refused with HTTP 413 (``INPUT_TOO_LARGE``), unread."""
+
+_CAPTURE = 4096
+_RPC_ERROR = re.compile(rb'"error"\s*:\s*\{[^{}]*?"code"\s*:\s*(-?\d+)')
+_RPC_CODES = {
+    -32700: "PARSE_ERROR",
+    -32600: "INVALID_REQUEST",
+    -32601: "METHOD_NOT_FOUND",
+    -32602: "INVALID_PARAMS",
+    -32603: "INTERNAL_ERROR",
+}
+
+
+@dataclass
+class _Request:
+    """What the gate understood of one request body."""
+
+    tool_name: str
+    event_kind: EventKind = "protocol"
+    parameters: dict[str, Any] = field(default_factory=dict)
+    session: str | None = None
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _describe(scope: Scope, body: bytes, complete: bool) -> _Request:
+    """The audit view of a request: JSON-RPC method, tool and arguments when there are any.
+
+    A body that cannot be read (unparseable, or cut off because it is too large) is named by
+    the ``Mcp-Method`` / ``Mcp-Name`` headers when the client sent them (MCP 2026-07-28).
+    """
+    header_session = _header(scope, SESSION_HEADER.encode())
+    if not body and complete:
+        return _Request(f"({scope['method']})", session=header_session)
+    try:
+        message = json.loads(body) if complete else None
+    except (ValueError, RecursionError):
+        message = None
+    if message is None:
+        shown = {"body": body[:_CAPTURE].decode("utf-8", "surrogateescape")}
+        named = _header(scope, b"mcp-name")
+        if _header(scope, b"mcp-method") == "tools/call" and named:
+            kind: EventKind = "session_start" if named == "platform_info" else "tool_call"
+            return _Request(named, kind, shown, header_session)
+        return _Request("(unparseable)", parameters=shown, session=header_session)
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return _Request("(invalid request)", parameters={"body": message}, session=header_session)
+    method = str(message["method"])
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    if method != "tools/call":
+        shown = {k: v for k, v in params.items() if k != "_meta"}
+        return _Request(method, parameters=shown, session=header_session)
+    name = params.get("name")
+    arguments = params.get("arguments")
+    if isinstance(arguments, dict):
+        arguments = dict(arguments)
+        sent = arguments.pop("session_id", None)
+    else:
+        arguments = {} if arguments is None else {"arguments": arguments}
+        sent = None
+    tool = name if isinstance(name, str) else "(no tool name)"
+    kind = "session_start" if tool == "platform_info" else "tool_call"
+    session = sent if isinstance(sent, str) and sent else header_session
+    return _Request(tool, kind, arguments, session if tool != "platform_info" else None)
+
+
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The whole body, or ``(first chunks, True)`` once it grows past ``limit``."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), False
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), False
+
+
+def _error_body(code: str, message: str, hint: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message, "hint": hint}}).encode()
+
+
+class McpAuditGate:
+    """ASGI wrapper for ``/mcp``: one ``Authorization: Bearer <identity key>`` header (400
+    when repeated, 401 when missing or unknown), bodies up to :data:`MAX_BODY_BYTES` (413),
+    and one audit row per request."""
+
+    def __init__(self, app: ASGIApp, service: PlatformService) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        timestamp = datetime.now(UTC)
+        auth = [v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"authorization"]
+        identity = None
+        if len(auth) <= 1:
+            identity = self.service.auth.identity_for(bearer_key(auth[0] if auth else None))
+        body, too_large = await _read_body(receive, MAX_BODY_BYTES)
+        request = _describe(scope, body, not too_large)
+        refusal: tuple[int, str, str, str] | None = None
+        if len(auth) > 1:
+            refusal = (400, "DUPLICATE_AUTHORIZATION", "more than one Authorization header",
+                       "send exactly one Authorization: Bearer <key>")  # fmt: skip
+        elif identity is None:
+            refusal = (401, "UNAUTHENTICATED", "a valid API key is required",
+                       "send Authorization: Bearer <key>")  # fmt: skip
+        elif too_large:
+            refusal = (413, "INPUT_TOO_LARGE", f"the body exceeds {MAX_BODY_BYTES} bytes",
+                       "send less")  # fmt: skip
+        if refusal is not None:
+            status, code, message, hint = refusal
+            payload = _error_body(code, message, hint)
+            headers = [(b"content-type", b"application/json")]
+            if status == 401:
+                headers.append((b"www-authenticate", b"Bearer"))
+            await self._audit(identity, request, started, timestamp, code, len(body), len(payload))
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": payload})
+            return
+        state = scope.setdefault("state", {})
+        state[IDENTITY_STATE_KEY] = identity
+        state[AUDITED_STATE_KEY] = False
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        status = 0
+        out = bytearray()
+        sent_bytes = 0
+        written = False
+
+        async def write_row() -> None:
+            """This request's row, unless the tool handler wrote it (at most once)."""
+            nonlocal written
+            if written or state.get(AUDITED_STATE_KEY):
+                return
+            written = True
+            rpc = _RPC_ERROR.search(bytes(out))
+            failure: str | None = None
+            if rpc is not None:
+                number = int(rpc.group(1))
+                failure = _RPC_CODES.get(number, f"JSONRPC_{number}")
+            elif status == 0 or status >= 400:
+                failure = f"HTTP_{status}" if status else "NO_RESPONSE"
+            with anyio.CancelScope(shield=True):
+                await self._audit(
+                    identity, request, started, timestamp, failure, len(body), sent_bytes
+                )
+
+        async def capture(message: Message) -> None:
+            nonlocal status, sent_bytes
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body":
+                chunk = message.get("body", b"")
+                sent_bytes += len(chunk)
+                if len(out) < _CAPTURE:
+                    out.extend(chunk[: _CAPTURE - len(out)])
+                if not message.get("more_body", False):
+                    await write_row()  # committed before the response's last byte leaves
+            await send(message)
+
+        try:
+            await self.app(scope, replay, capture)
+        finally:
+            await write_row()  # no (complete) response was sent
+
+    async def _audit(
+        self,
+        identity: Identity | None,
+        request: _Request,
+        started: float,
+        timestamp: datetime,
+        error_code: str | None,
+        request_bytes: int,
+        response_bytes: int,
+    ) -> None:
+        await anyio.to_thread.run_sync(
+            lambda: self.service.record_request(
+                identity,
+                timestamp=timestamp,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                tool_name=request.tool_name,
+                event_kind=request.event_kind,
+                parameters=request.parameters,
+                presented_session=request.session,
+                error_code=error_code,
+                request_chars=request_bytes,
+                response_chars=response_bytes,
+            )
+        )
