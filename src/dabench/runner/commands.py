@@ -176,6 +176,12 @@ def _print_summary(summary: RunSummary, console: Console) -> None:
         f"run {summary.run_dir}: {summary.finished} episode(s) run, "
         f"{summary.already_done} already in the journal"
     )
+    if summary.per_node:
+        nodes = ", ".join(f"{node} {n}" for node, n in sorted(summary.per_node.items()))
+        lost = summary.requeued
+        console.print(
+            f"episodes per node: {nodes}; re-queued after a lost node: {lost}", soft_wrap=True
+        )
     for item in summary.skipped_protocols:
         console.print(
             f"[yellow]skipped protocol {item}: no S5 protocol runner is installed[/yellow]"
@@ -241,6 +247,12 @@ def run(
     progress: bool = typer.Option(
         True, "--progress/--no-progress", help="Show the progress bar (on stderr)."
     ),
+    executor: str | None = typer.Option(
+        None, "--executor", metavar="local|ray", help="Where episodes run (default: the YAML's)."
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", metavar="HOST:PORT", help="Ray cluster to use (--executor ray)."
+    ),
     until_decided: bool = typer.Option(
         False,
         "--until-decided",
@@ -295,6 +307,11 @@ def run(
     assert run_dir is not None
     from dabench.runner.run import ExperimentRun  # heavy (MCP SDK): imported when running
 
+    if executor not in (None, "local", "ray"):
+        raise UserInputError(f"--executor {executor}: expected local or ray")
+    if executor is not None or ray_address is not None:  # where it runs; not in its hash
+        ray_spec = exp.ray.model_copy(update={"address": ray_address or exp.ray.address})
+        exp = exp.model_copy(update={"executor": executor or exp.executor, "ray": ray_spec})
     execution = ExperimentRun(
         exp, run_dir, experiment_dir=exp_dir, resume=resume is not None, console=console,
         progress=progress,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from importlib import resources
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -68,6 +68,16 @@ class ArmConfig(_Spec):
         return not self.suites or suite in self.suites
 
 
+class RaySpec(_Spec):
+    """Settings of the Ray executor (``executor: ray``)."""
+
+    address: str | None = None
+    """The cluster to join (``HOST:PORT`` of the head, or ``auto``); ``--ray-address`` wins;
+    default: ``$RAY_ADDRESS``, else a local Ray started for the run."""
+    node_concurrency: int | None = Field(default=None, ge=1, le=256)
+    """Episodes in flight per node (all arms); default: ``concurrency``."""
+
+
 class Experiment(_Spec):
     """A matrix of arms over a task selection, k times."""
 
@@ -77,7 +87,8 @@ class Experiment(_Spec):
     tasks: TaskSelection = Field(default_factory=TaskSelection)
     k: int = Field(default=1, ge=1, le=100)
     concurrency: int = Field(default=4, ge=1, le=256)
-    """Episodes in flight at once (all arms)."""
+    """Episodes in flight at once (all arms); with ``executor: ray``, per node unless
+    ``ray.node_concurrency`` says otherwise."""
     provider_concurrency: dict[str, int] = Field(default_factory=dict)
     """Per provider kind (``anthropic``, ``openai``...; ``none`` for oracle/replay)."""
     episode_timeout_s: float = Field(default=600.0, gt=0)
@@ -88,6 +99,9 @@ class Experiment(_Spec):
     lock: str | None = None
     """A truth lock file to use (checked, refused when stale); default: computed per run."""
     arms: list[ArmConfig] = Field(min_length=1)
+    executor: Literal["local", "ray"] = "local"
+    """Where episodes run: ``local`` (asyncio in this process) or ``ray`` (a Ray cluster)."""
+    ray: RaySpec = Field(default_factory=RaySpec)
 
     @model_validator(mode="after")
     def _unique_arms(self) -> Experiment:
@@ -98,8 +112,8 @@ class Experiment(_Spec):
         return self
 
     def hash(self) -> str:
-        """Canonical hash of the resolved experiment."""
-        return canonical_hash(self.model_dump(mode="json"))
+        """Canonical hash of the resolved experiment (where it runs is not part of it)."""
+        return canonical_hash(self.model_dump(mode="json", exclude={"executor", "ray"}))
 
     def uses_model(self) -> bool:
         """Whether any arm's agent calls a model."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.progress import (
@@ -30,16 +30,21 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
-from dabench.agents.registry import make_agent
 from dabench.errors import HarnessError, UserInputError
-from dabench.journal.records import AuditCheck, Episode, EpisodeStatus, StepRecord, episode_key
+from dabench.journal.records import Episode
 from dabench.journal.store import Journal, read_manifest, write_manifest
-from dabench.runner.experiment import ArmConfig, Experiment
+from dabench.runner.episode import (
+    ArmRuntime,
+    EpisodeJob,
+    PlayedEpisode,
+    build_arm,
+    finish_episode,
+    play_episode,
+    run_job,
+)
+from dabench.runner.experiment import Experiment
 from dabench.runner.manifest import new_manifest
-from dabench.runner.protocols import ProtocolRequest, protocol_runner, protocol_slot
-from dabench.targets.base import Target, TargetContext
-from dabench.targets.registry import make_target
+from dabench.runner.protocols import protocol_runner
 from dabench.tasks.loader import (
     SuiteItem,
     TaskSet,
@@ -55,7 +60,7 @@ from dabench.tasks.lock import (
     read_world_manifest,
     write_lock,
 )
-from dabench.tasks.model import Protocol, Task, TruthLock
+from dabench.tasks.model import Protocol, TruthLock
 from dabench.tasks.selection import applies_to_arm, select_tasks
 
 TASKS_FILE = "tasks.yaml"
@@ -63,44 +68,25 @@ TASKS_FILE = "tasks.yaml"
 
 
 @dataclass
-class ArmRuntime:
-    """An arm with its live target and agent."""
-
-    config: ArmConfig
-    target: Target
-    agent: Agent
-
-    @property
-    def name(self) -> str:
-        """The arm's name."""
-        return self.config.name
-
-
-@dataclass
 class PlannedEpisode:
-    """One (arm, task, attempt) to run."""
+    """One (arm, task, attempt) to run, with the arm's runtime."""
 
     arm: ArmRuntime
     item: SuiteItem
     attempt: int
 
     @property
+    def job(self) -> EpisodeJob:
+        """The picklable job (what a remote executor ships)."""
+        return EpisodeJob(self.arm.name, self.item, self.attempt)
+
+    @property
     def key(self) -> str:
         """The journal key."""
-        return episode_key(self.arm.name, self.item.id, self.attempt)
+        return self.job.key
 
 
-@dataclass
-class PlayedEpisode:
-    """What the agent produced, before the audit read-back."""
-
-    transcript: EpisodeTranscript
-    started: datetime
-    status: EpisodeStatus = "harness_error"
-    cause: str | None = None
-    steps: list[StepRecord] = field(default_factory=list)
-    wall_ms: float = 0.0
-    finished: datetime | None = None
+__all__ = ["ArmRuntime", "ExperimentRun", "PlannedEpisode", "PlayedEpisode", "RunSummary"]
 
 
 @dataclass
@@ -122,6 +108,12 @@ class RunSummary:
     episodes_cpu_s: float = 0.0
     """CPU time of the harness process during the episode phase."""
     tool_calls: int = 0
+    per_node: Counter[str] = field(default_factory=Counter)
+    """Episodes per node (the Ray executor)."""
+    requeued: int = 0
+    """Episodes re-queued because their node or worker was lost (the Ray executor)."""
+    provider_limits: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per provider: the cluster-wide limiter's figures (limit, high_water...; Ray)."""
 
 
 def world_cache_dir() -> Path:
@@ -178,6 +170,8 @@ class ExperimentRun:
         resume: bool = False,
         console: Console | None = None,
         progress: bool = True,
+        executor: Literal["local", "ray"] | None = None,
+        ray_address: str | None = None,
     ) -> None:
         self.exp = exp
         self.run_dir = run_dir
@@ -189,6 +183,12 @@ class ExperimentRun:
         self.journal = Journal(run_dir)
         self.summary = RunSummary(run_dir=run_dir, no_model=not exp.uses_model())
         self.arms: list[ArmRuntime] = []
+        self.executor = executor or exp.executor
+        self.ray_address = ray_address
+        self.remote_targets: dict[str, dict[str, Any]] = {}
+        """Per arm: the target description a remote executor's started target gave."""
+        self.remote_tools: dict[str, list[str]] = {}
+        """Per arm: the tool names a remote executor's target showed its sessions."""
 
     # -- preparation ---------------------------------------------------------------------
 
@@ -250,104 +250,26 @@ class ExperimentRun:
 
     # -- episodes ------------------------------------------------------------------------
 
-    async def _play(
-        self, p: PlannedEpisode, transcript: EpisodeTranscript
-    ) -> tuple[EpisodeStatus, list[StepRecord]]:
-        if isinstance(p.item, Protocol):
-            runner = protocol_runner()
-            if runner is None:  # pragma: no cover - filtered out in _plan
-                raise HarnessError("no protocol runner registered")
-            req = ProtocolRequest(
-                self.run_id, p.arm.name, p.item, p.attempt, p.arm.target, p.arm.agent
-            )
-            return await runner(req, transcript)
-        request = EpisodeRequest(
-            run_id=self.run_id,
-            arm=p.arm.name,
-            task=p.item,
-            attempt=p.attempt,
-            target=p.arm.target,
-            budget=p.arm.agent.budget_for(p.item),
-        )
-        return await p.arm.agent.run(request, transcript), []
-
     async def run_episode(self, p: PlannedEpisode) -> Episode:
         """Run one episode to an :class:`Episode` record; never raises for harness faults."""
         return await self.finish_episode(p, await self.play_episode(p))
 
     async def play_episode(self, p: PlannedEpisode) -> PlayedEpisode:
         """The agent's part of an episode, under its time limit; harness faults are caught."""
-        played = PlayedEpisode(EpisodeTranscript(), started=datetime.now(UTC))
-        t0 = time.perf_counter()
-        try:
-            async with asyncio.timeout(self.exp.episode_timeout_s):
-                played.status, played.steps = await self._play(p, played.transcript)
-        except TimeoutError:
-            played.status = "timeout"
-        except HarnessError as exc:
-            played.status, played.cause = "harness_error", str(exc)
-        except Exception as exc:  # a bug of ours is still not the model's failure
-            played.status = "harness_error"
-            played.cause = f"internal error: {type(exc).__name__}: {exc}"
-        played.wall_ms = (time.perf_counter() - t0) * 1000
-        played.finished = datetime.now(UTC)
-        return played
+        return await play_episode(self.run_id, p.arm, p.job, self.exp.episode_timeout_s)
 
     async def finish_episode(self, p: PlannedEpisode, played: PlayedEpisode) -> Episode:
         """Read the audit rows back and build the episode record."""
-        transcript = played.transcript
-        audit = await self._audit(p.arm.target, transcript) if transcript.sessions else None
-        item = p.item
-        prompts = item.messages if isinstance(item, Task) else [s.prompt or "" for s in item.steps]
-        return Episode(
-            key=p.key,
-            run_id=self.run_id,
-            arm=p.arm.name,
-            task_id=item.id,
-            attempt=p.attempt,
-            suite=item.suite,
-            category=item.category,
-            difficulty=item.difficulty,
-            status=played.status,
-            harness_error=played.cause,
-            agent=p.arm.agent.kind,
-            provider=p.arm.agent.provider,
-            model=p.arm.agent.model,
-            target=p.arm.target.label,
-            prompts=prompts,
-            answers=transcript.answers,
-            final_answer=transcript.answers[-1] if transcript.answers else None,
-            messages=transcript.messages,
-            tool_calls=transcript.tool_calls,
-            steps=played.steps,
-            usage=transcript.usage,
-            usage_known=transcript.usage_known,
-            cost_usd=transcript.cost_usd,
-            cost_source=transcript.cost_source if transcript.cost_usd is not None else "none",
-            wall_ms=round(played.wall_ms, 3),
-            ttft_ms=transcript.ttft_ms,
-            ttft_source=transcript.ttft_source,
-            transient_retries=transcript.transient_retries,
-            sessions=transcript.sessions,
-            audit=audit,
-            rounds=transcript.rounds,
-            started_at=played.started,
-            finished_at=played.finished or datetime.now(UTC),
-        )
+        return await finish_episode(self.run_id, p.arm, p.job, played)
 
-    async def _audit(self, target: Target, transcript: EpisodeTranscript) -> AuditCheck:
-        """The target's audit check for the episode's sessions."""
-        expected = transcript.sent_calls()
-        try:
-            return await target.read_audit(transcript.sessions, expected)
-        except Exception as exc:  # any failure to read back is a gap, never a crash
-            return AuditCheck(
-                source=target.efficiency_source,
-                expected_calls=expected,
-                audit_rows=0,
-                ok=False,
-                detail=f"AUDIT GAP: read-back failed: {type(exc).__name__}: {exc}",
-            )
+    async def deliver(self, ep: Episode) -> None:
+        """Journal a finished episode (the driver alone writes the journal) and count it."""
+        await asyncio.to_thread(self.journal.append, ep)
+        self._record(ep)
+
+    def error_count(self) -> int:
+        """Harness errors plus audit gaps so far (the progress bar shows them)."""
+        return len(self.summary.harness_errors) + len(self.summary.audit_gaps)
 
     def _record(self, ep: Episode) -> None:
         s = self.summary
@@ -365,28 +287,24 @@ class ExperimentRun:
     def _build_arms(self, world_dir: Path) -> None:
         shared: dict[str, object] = {}
         for i, arm in enumerate(self.exp.arms):
-            ctx = TargetContext(
-                world_dir=world_dir,
-                work_dir=self.run_dir / "targets" / arm.name,
-                experiment_dir=self.experiment_dir,
-                shared=shared,
+            self.arms.append(
+                build_arm(
+                    arm,
+                    i,
+                    world_dir=world_dir,
+                    work_dir=self.run_dir / "targets" / arm.name,
+                    experiment_dir=self.experiment_dir,
+                    run_dir=self.run_dir,
+                    shared=shared,
+                )
             )
-            target = make_target(arm.target, ctx, f"arms[{i}].target")
-            agent = make_agent(
-                arm.agent,
-                AgentContext(
-                    experiment_dir=self.experiment_dir, run_dir=self.run_dir, world_dir=world_dir
-                ),
-                f"arms[{i}].agent",
-            )
-            self.arms.append(ArmRuntime(arm, target, agent))
 
     def _arm_manifest(self) -> list[dict[str, object]]:
         return [
             {
                 "name": a.name,
                 "description": a.config.description,
-                "target": a.target.describe(),
+                "target": self.remote_targets.get(a.name) or a.target.describe(),
                 "agent": a.agent.describe(),
                 "efficiency_source": a.target.efficiency_source,
             }
@@ -402,8 +320,11 @@ class ExperimentRun:
         for entry in arms:
             rt = runtimes.get(str(entry.get("name")))
             shown = rt.target.known_tools() if rt is not None else None
-            if shown is not None and "tools" not in entry:
-                entry = {**entry, "tools": sorted({t.name for t in shown})}
+            names = self.remote_tools.get(str(entry.get("name")))
+            if names is None and shown is not None:
+                names = sorted({t.name for t in shown})
+            if names is not None and "tools" not in entry:
+                entry = {**entry, "tools": names}
             out.append(entry)
         return out
 
@@ -447,13 +368,27 @@ class ExperimentRun:
             self.console.print("nothing to run: every episode is already in the journal")
             return self.summary
         try:
-            await self._start_targets()
-            if previous is None:
-                manifest = manifest.model_copy(update={"arms": self._arm_manifest()})
-                write_manifest(self.run_dir, manifest)
-            await self._run_plan(plan)
+            if self.executor == "ray":
+                # Imported only here: the local executor never needs Ray installed.
+                try:
+                    from dabench.runner.ray_executor import RayExecutor
+                except ImportError as exc:
+                    raise UserInputError(
+                        f"executor ray needs Ray ({exc}); install it: pip install 'dabench[ray]'"
+                    ) from exc
+
+                await RayExecutor(self, self.ray_address).run_plan(plan, world_hash)
+            else:
+                await self._start_targets()
+                if previous is None:
+                    manifest = manifest.model_copy(update={"arms": self._arm_manifest()})
+                    write_manifest(self.run_dir, manifest)
+                await self._run_plan(plan)
         finally:
-            await self._stop_targets()
+            if self.executor != "ray":
+                await self._stop_targets()
+            elif previous is None:
+                manifest = manifest.model_copy(update={"arms": self._arm_manifest()})
             manifest = manifest.model_copy(
                 update={"finished_at": datetime.now(UTC), "arms": self._with_tools(manifest.arms)}
             )
@@ -475,6 +410,20 @@ class ExperimentRun:
             if arm["agent"].get("kind") == "replay" and "run" in arm["agent"]:
                 arm["agent"]["run"] = absolute(arm["agent"]["run"])
         return Experiment.model_validate(data)
+
+    def new_progress(self) -> Progress:
+        """The run's progress bar (one row per task added: episodes, or per node)."""
+        return Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("errors {task.fields[errors]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            disable=not self.show_progress,
+        )
 
     async def _start_targets(self) -> None:
         with self.console.status(f"starting {len(self.arms)} target(s)..."):
@@ -498,29 +447,13 @@ class ExperimentRun:
             if key not in per_provider:
                 limit = self.exp.provider_concurrency.get(key, self.exp.concurrency)
                 per_provider[key] = asyncio.Semaphore(limit)
-        progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("errors {task.fields[errors]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=self.console,
-            disable=not self.show_progress,
-        )
+        progress = self.new_progress()
 
         async def one(p: PlannedEpisode, bar: TaskID) -> None:
-            slot = protocol_slot(p.item, p.arm.target)  # before the slots and the time limit
-            async with slot, overall, per_provider[p.arm.agent.provider or "none"]:
-                played = await self.play_episode(p)
-            # The audit read-back holds no concurrency slot: the next episode's model calls
-            # start while it runs.
-            ep = await self.finish_episode(p, played)
-            await asyncio.to_thread(self.journal.append, ep)
-            self._record(ep)
-            errors = len(self.summary.harness_errors) + len(self.summary.audit_gaps)
-            progress.update(bar, advance=1, errors=errors)
+            limits = [overall, per_provider[p.arm.agent.provider or "none"]]
+            ep = await run_job(self.run_id, p.arm, p.job, self.exp.episode_timeout_s, limits)
+            await self.deliver(ep)
+            progress.update(bar, advance=1, errors=self.error_count())
 
         wall0, cpu0 = time.perf_counter(), time.process_time()
         try:
