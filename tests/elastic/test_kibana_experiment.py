@@ -168,7 +168,8 @@ def test_run_grade_report_with_seed003_scores(
     ranking = [line for line in report.splitlines() if re.match(r"\| \d \| `", line)]
     assert ranking[0].startswith("| 1 | `good` | 100.0% [100.0, 100.0] |")
     assert ranking[1].startswith("| 2 | `bad` | 0.0% ")
-    assert ranking[2].startswith("| 1 | `broken` | n/a |")  # every episode excluded
+    excluded = "| 1 | `broken` | n/a (6 of 6 episodes excluded: harness errors) |"
+    assert ranking[2].startswith(excluded)  # every episode excluded, said in words
     costs = next(line for line in report.splitlines() if line.startswith("| `good` | $"))
     assert costs.split(" | ")[3] != "—", "quality per dollar is computed from model_usage"
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
