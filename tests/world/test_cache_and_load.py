@@ -10,7 +10,7 @@ import pytest
 
 from dabench.errors import UserInputError
 from dabench.world import WorldIntegrityError, ensure_world, load_world
-from dabench.world.cache import cache_key
+from dabench.world.cache import cache_key, generator_fingerprint
 
 
 def test_ensure_world_builds_once(world_dir: Path, tmp_path: Path) -> None:
@@ -19,9 +19,24 @@ def test_ensure_world_builds_once(world_dir: Path, tmp_path: Path) -> None:
     # Seed the cache with a copy of the session world to keep the test fast.
     first_path = cache / cache_key(930, 1)
     shutil.copytree(world_dir, first_path)
+    (cache / f".{first_path.name}.generator").write_text(generator_fingerprint())
     stamp = (first_path / "world.json").stat().st_mtime_ns
     assert ensure_world(930, 1, cache) == first_path
     assert (first_path / "world.json").stat().st_mtime_ns == stamp
+
+
+def test_a_world_built_by_other_generator_code_is_rebuilt(world_dir: Path, tmp_path: Path) -> None:
+    """Same generator version, other code (a development checkout): never reused."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    path = cache / cache_key(930, 1)
+    shutil.copytree(world_dir, path)  # a valid world, but stamped by other code
+    (cache / f".{path.name}.generator").write_text("0" * 64)
+    before = (path / "world.json").stat().st_mtime_ns
+    assert ensure_world(930, 1, cache) == path
+    assert (path / "world.json").stat().st_mtime_ns != before  # rebuilt, not reused
+    assert load_world(path).world_hash == load_world(world_dir).world_hash
+    assert (cache / f".{path.name}.generator").read_text().strip() == generator_fingerprint()
 
 
 def test_ensure_world_rebuilds_a_broken_entry(

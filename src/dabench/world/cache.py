@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fcntl
+import functools
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -13,6 +15,19 @@ from dabench.world.constants import GENERATOR_VERSION
 from dabench.world.load import load_world
 
 
+@functools.cache
+def generator_fingerprint() -> str:
+    """SHA-256 of the world generator's source (every module of ``dabench.world``): a cached
+    world built by other generator code under the same version number is rebuilt, not reused
+    (a development checkout changes the code long before the version)."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def cache_key(seed: int, scale: int) -> str:
     """Directory name of a cached world: generator version, seed and scale."""
     return f"world-v{GENERATOR_VERSION}-seed{seed}-scale{scale}"
@@ -21,8 +36,10 @@ def cache_key(seed: int, scale: int) -> str:
 def ensure_world(seed: int, scale: int, cache_dir: Path) -> Path:
     """Path of the world for (generator version, seed, scale) under ``cache_dir``.
 
-    Builds it on first use; later calls reuse it after a cheap manifest check. A cached
-    world that fails to load is rebuilt. Concurrent callers are serialised by a lock file.
+    Builds it on first use; later calls reuse it after a cheap manifest check and a check
+    that the same generator code built it (:func:`generator_fingerprint`, kept beside the
+    world). A cached world that fails either check or fails to load is rebuilt. Concurrent
+    callers are serialised by a lock file.
     """
     cache_dir = Path(cache_dir)
     try:
@@ -30,9 +47,11 @@ def ensure_world(seed: int, scale: int, cache_dir: Path) -> Path:
     except OSError as exc:
         raise UserInputError(f"world cache {cache_dir}: cannot create it: {exc}") from exc
     target = cache_dir / cache_key(seed, scale)
+    stamp = cache_dir / f".{target.name}.generator"
     with (cache_dir / f".{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / MANIFEST_FILE).is_file():
+        same_code = stamp.is_file() and stamp.read_text().strip() == generator_fingerprint()
+        if same_code and (target / MANIFEST_FILE).is_file():
             try:
                 manifest = load_world(target).manifest
                 if (manifest.generator_version, manifest.seed, manifest.scale) == (
@@ -51,6 +70,7 @@ def ensure_world(seed: int, scale: int, cache_dir: Path) -> Path:
         )
         started = time.perf_counter()
         build_world(seed, scale, target, force=True)
+        stamp.write_text(generator_fingerprint() + "\n", encoding="utf-8")
         print(
             f"world built in {time.perf_counter() - started:.1f} s: {_size_mb(target):.0f} MB "
             f"in {target}",
