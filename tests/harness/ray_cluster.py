@@ -20,12 +20,20 @@ import tempfile
 import time
 from pathlib import Path
 
+_HANDED_OUT: set[int] = set()
+"""Ports already given to a Ray component by this process: the OS may offer a released port
+again, and two components on one port make ``ray start`` refuse to start."""
+
 
 def free_port() -> int:
-    """A free loopback TCP port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback TCP port not handed out before in this process."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def _ports() -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 from dabench.errors import UserInputError
 from dabench.runner.commands import next_command
 from dabench.runner.experiment import adhoc_experiment, apply_overrides, builtin_experiment
+from dabench.tasks.loader import load_builtin_tasks
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -70,9 +71,10 @@ def test_adhoc_run_prints_summary_on_stdout(tmp_path: Path, real_world: Path) ->
     assert lines[0] == "results of run run (k = 3)"
     assert lines[1].split() == ["arm", "tasks", "episodes", "accuracy", "[95%", "CI]", "pass^3"]
     # The probe answers S3 traps right only where the platform surfaced the deciding fact.
-    assert lines[2].split()[:4] == ["a0", "32", "96", "0.0%"]
-    assert lines[3].split()[:4] == ["a2", "32", "96", "100.0%"]
-    assert "a2 - a0  +100.0 pts [+100.0, +100.0] on 32 tasks  better than a0" in done.stdout
+    n = sum(t.suite == "s3" for t in load_builtin_tasks().tasks)
+    assert lines[2].split()[:4] == ["a0", str(n), str(3 * n), "0.0%"]
+    assert lines[3].split()[:4] == ["a2", str(n), str(3 * n), "100.0%"]
+    assert f"a2 - a0  +100.0 pts [+100.0, +100.0] on {n} tasks  better than a0" in done.stdout
     assert f"report: {out / 'report.md'}" in lines
     assert f"        {out / 'report.html'}" in lines
     assert lines[-1].startswith("next:   dabench run --suite s3 --arms a0,a2 --model ")
