@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import date
 from pathlib import Path
 
@@ -119,3 +119,18 @@ def real_world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("world") / "w930"
     build_world(930, 1, out)
     return out
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Iterator[Path]:
+    """A play run directory whose detached platform is stopped after the test, whatever
+    happened (the ``dabench play`` tests)."""
+    from dabench.play.state import read_state
+    from dabench.targets.process import pid_alive, stop_pid
+
+    path = tmp_path / "play"
+    yield path
+    if (path / "play.json").exists():
+        server = read_state(path).server
+        if server is not None and pid_alive(server.pid):
+            stop_pid(server.pid)

@@ -10,7 +10,6 @@ through ``play call sql_query``, as the oracle agent does.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +32,6 @@ def play(*args: str, code: int = 0) -> dict[str, Any]:
     assert result.exit_code == code, (result.output, result.exception)
     out: dict[str, Any] = json.loads(result.stdout)
     return out
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Iterator[Path]:
-    """A play run directory whose platform is stopped after the test, whatever happened."""
-    path = tmp_path / "play"
-    yield path
-    if (path / "play.json").exists():
-        server = read_state(path).server
-        if server is not None and pid_alive(server.pid):
-            stop_pid(server.pid)
 
 
 def _by_prompt() -> dict[str, Task]:

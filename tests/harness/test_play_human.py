@@ -10,7 +10,6 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -20,23 +19,11 @@ from typer.testing import CliRunner
 from dabench.cli import app
 from dabench.journal.store import Journal
 from dabench.play.human import parse_call
-from dabench.play.state import read_state
-from dabench.targets.process import pid_alive, stop_pid
 from dabench.tasks.loader import load_builtin_tasks
 from dabench.tasks.model import Task
 
 pexpect = pytest.importorskip("pexpect")
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "human"
-    yield path
-    if (path / "play.json").exists():
-        server = read_state(path).server
-        if server is not None and pid_alive(server.pid):
-            stop_pid(server.pid)
 
 
 def _two_tasks() -> tuple[Task, Task]:

@@ -13,6 +13,7 @@ for the report.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def _merge(total: RunSummary, part: RunSummary) -> None:
     total.episodes_wall_s += part.episodes_wall_s
     total.episodes_cpu_s += part.episodes_cpu_s
     for arm, counts in part.per_arm.items():
-        total.per_arm.setdefault(arm, counts.__class__()).update(counts)
+        total.per_arm.setdefault(arm, Counter()).update(counts)
     for name in part.skipped_protocols:
         if name not in total.skipped_protocols:
             total.skipped_protocols.append(name)
