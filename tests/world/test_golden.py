@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("2.0.0", "2.0.1"): "a88ad0a1b4ba51001e765dbb2150d586db80f00944b0b9177b1588e6b6bfba4d",
+    ("2.1.0", "2.0.1"): "4009a16ca5d01e2080c60255d60acd61366a674363156951cf43b49d9073b31a",
 }
 
 

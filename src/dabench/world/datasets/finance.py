@@ -37,8 +37,7 @@ def steps(rand: Rand, scale: int) -> list[DatasetSpec | Helper]:
 SELECT (i + 1)::INTEGER AS partner_id,
        {r.pick("pt_word", "i", PARTNER_WORDS)} || ' ' || {r.pick("pt_kind", "i", PARTNER_KINDS)}
          AS name,
-       CASE WHEN i % 2 = 0 THEN {r.pick("pt_country", "i", ["Canada", "United States"])}
-            ELSE 'United States' END AS country,
+       {r.pick("pt_country", "i", ["Canada", "United States", "United States"])} AS country,
        CASE WHEN i % 2 = 0 THEN '{FOREIGN_ENTITY}' ELSE 'LSQ-01' END AS billing_entity,
        DATE '2018-01-01' + {r.int("pt_since", "i", 0, 1800)}::INTEGER AS partner_since
 FROM range({N_PARTNERS}) t(i)"""
@@ -59,8 +58,7 @@ FROM m CROSS JOIN c"""
 WITH q AS ({quantile_days("_invoice_days", str(n_invoices))})
 SELECT printf('INV-%06d', q.i + 1) AS invoice_id, p.partner_id, p.billing_entity,
        q.day AS issued_on, q.day + 30 AS due_on,
-       (CASE WHEN p.billing_entity = '{FOREIGN_ENTITY}' THEN 1.45 ELSE 1.0 END
-        * round(800 + 14000 * {inv_u} * {inv_u}, 2))::DECIMAL(14, 2) AS amount,
+       round(800 + 14000 * {inv_u} * {inv_u}, 2)::DECIMAL(14, 2) AS amount,
        CASE WHEN q.day + 45 > DATE '{END_DATE}' AND {r.u("inv_open", "q.i")} < 0.6 THEN NULL
             WHEN {r.u("inv_late", "q.i")} < 0.04 THEN NULL
             ELSE least(q.day + {r.int("inv_pay", "q.i", 10, 55)}::INTEGER, DATE '{END_DATE}')
@@ -98,9 +96,10 @@ FROM ({budget_rows})"""
             title="Wholesale partners",
             description="Outfitters that buy from Larkspur wholesale and are invoiced monthly "
             "by one of two Larkspur entities: LSQ-01 (Larkspur Supply Co., billing in US "
-            "dollars) or LSQ-02 (Larkspur Supply Canada Ltd., billing in Canadian dollars, "
-            "which serves every partner supplied from the Vancouver warehouse, in Canada "
-            "and the US).",
+            "dollars; partners supplied from the US warehouses) or LSQ-02 (Larkspur Supply "
+            "Canada Ltd., billing in Canadian dollars; partners supplied from the Vancouver "
+            "warehouse). The entity follows the supplying warehouse, not the partner's "
+            "country: both entities invoice partners in Canada and in the US.",
             owner=OWNER,
             columns={
                 "partner_id": Col("Partner identifier."),
