@@ -169,10 +169,23 @@ def test_event_hours_do_not_shift_at_the_collector_switch(world: World) -> None:
 
 
 def test_invoice_amounts_do_not_give_the_currency_away(world: World) -> None:
-    """The two billing entities' invoice amounts are of the same order of magnitude."""
-    (ratio,) = _one(
+    """The two billing entities' invoice amounts have the same distribution: a ratio near the
+    CAD rate (about 1.35) let blind a0 agents infer the currency from the data."""
+    mean, median = _one(
         world,
         "SELECT avg(amount) FILTER (WHERE billing_entity = 'LSQ-02') / "
-        "avg(amount) FILTER (WHERE billing_entity = 'LSQ-01') FROM finance.invoices",
+        "avg(amount) FILTER (WHERE billing_entity = 'LSQ-01'), "
+        "median(amount) FILTER (WHERE billing_entity = 'LSQ-02') / "
+        "median(amount) FILTER (WHERE billing_entity = 'LSQ-01') FROM finance.invoices",
     )
-    assert 0.8 < float(ratio) < 2.0  # type: ignore[arg-type]
+    assert 0.85 < float(mean) < 1.15  # type: ignore[arg-type]
+    assert 0.85 < float(median) < 1.15  # type: ignore[arg-type]
+
+
+def test_partner_country_does_not_give_the_entity_away(world: World) -> None:
+    """Both billing entities invoice partners in Canada and in the US."""
+    (pairs,) = _one(
+        world,
+        "SELECT count(DISTINCT (billing_entity, country)) FROM finance.partners",
+    )
+    assert pairs == 4

@@ -53,17 +53,28 @@ SELECT m.month, c.currency,
              + c.amp * 0.3 * ({r.u("fx", "m.m * 10 + length(c.currency)")} - 0.5), 6)
          ::DECIMAL(12, 6) AS rate
 FROM m CROSS JOIN c"""
-    inv_u = r.u("inv_amt", "q.i")
+    # Amounts are drawn per entity on one quantile grid (rank of a uniform draw within the
+    # entity), so LSQ-01 (USD) and LSQ-02 (CAD) invoices have the same distribution: no mean,
+    # median or scale of the amounts gives the billing currency away.
     invoices_select = f"""
-WITH q AS ({quantile_days("_invoice_days", str(n_invoices))})
-SELECT printf('INV-%06d', q.i + 1) AS invoice_id, p.partner_id, p.billing_entity,
-       q.day AS issued_on, q.day + 30 AS due_on,
-       round(800 + 14000 * {inv_u} * {inv_u}, 2)::DECIMAL(14, 2) AS amount,
-       CASE WHEN q.day + 45 > DATE '{END_DATE}' AND {r.u("inv_open", "q.i")} < 0.6 THEN NULL
-            WHEN {r.u("inv_late", "q.i")} < 0.04 THEN NULL
-            ELSE least(q.day + {r.int("inv_pay", "q.i", 10, 55)}::INTEGER, DATE '{END_DATE}')
+WITH q AS ({quantile_days("_invoice_days", str(n_invoices))}),
+d AS (
+  SELECT q.i, q.day, p.partner_id, p.billing_entity, {r.u("inv_amt", "q.i")} AS draw
+  FROM q JOIN finance.partners p ON p.partner_id = {r.int("inv_partner", "q.i", 1, N_PARTNERS)}
+),
+s AS (
+  SELECT d.*, (row_number() OVER (PARTITION BY billing_entity ORDER BY draw, i) - 0.5)
+              / count(*) OVER (PARTITION BY billing_entity) AS v
+  FROM d
+)
+SELECT printf('INV-%06d', s.i + 1) AS invoice_id, s.partner_id, s.billing_entity,
+       s.day AS issued_on, s.day + 30 AS due_on,
+       round(800 + 14000 * s.v * s.v, 2)::DECIMAL(14, 2) AS amount,
+       CASE WHEN s.day + 45 > DATE '{END_DATE}' AND {r.u("inv_open", "s.i")} < 0.6 THEN NULL
+            WHEN {r.u("inv_late", "s.i")} < 0.04 THEN NULL
+            ELSE least(s.day + {r.int("inv_pay", "s.i", 10, 55)}::INTEGER, DATE '{END_DATE}')
        END AS paid_on
-FROM q JOIN finance.partners p ON p.partner_id = {r.int("inv_partner", "q.i", 1, N_PARTNERS)}"""
+FROM s"""
     payments_select = f"""
 SELECT (row_number() OVER (ORDER BY order_id))::BIGINT AS payment_id, order_id,
        order_date + to_seconds({r.int("pay_sec", "order_id", 0, 86399)}) AS paid_at,
