@@ -99,13 +99,18 @@ def test_smoke_subset(builtin: TaskSet) -> None:
 
 
 def test_s3_control_tag_matches_the_world(builtin: TaskSet, suites_world: Path) -> None:
-    """A world-trap task is tagged trap-control exactly when its trap is a control trap, and
-    most S3 tasks are hidden traps."""
+    """A world-trap task is tagged trap-control exactly when its trap is a control trap and its
+    gold needs no hidden policy (a control task whose gold also applies, say, the test-account
+    exclusion lists that class and counts as hidden), and most S3 tasks are hidden traps."""
     world = json.loads((suites_world / "world.json").read_text())
     control = {t["id"] for t in world["traps"] if t["control"]}
+    control_classes = {t["trap_class"] for t in world["traps"] if t["control"]}
     s3 = [t for t in builtin.tasks if t.suite == "s3"]
     for t in s3:
         traps = [tag.split(":", 1)[1] for tag in t.tags if tag.startswith("world-trap:")]
         if traps:
-            assert ("trap-control" in t.tags) == all(x in control for x in traps), t.id
+            pure = all(x in control for x in traps) and set(t.trap_classes) <= control_classes
+            assert ("trap-control" in t.tags) == pure, t.id
+        if "trap-control" in t.tags:
+            assert "crm" not in (t.grading.truth_sql or ""), f"{t.id}: needs the test-account rule"
     assert sum("trap-control" in t.tags for t in s3) * 3 < len(s3)
