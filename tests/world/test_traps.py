@@ -100,7 +100,7 @@ def test_every_cad_invoice_has_a_rate(world: World) -> None:
     try:
         row = con.execute(
             "SELECT count(*) FILTER (WHERE fx.rate IS NULL), count(*) FROM finance.invoices i "
-            f"{INVOICE_FX_JOIN} WHERE i.billing_entity = 'LSQ-02'"
+            f"{INVOICE_FX_JOIN} WHERE i.billing_entity = 'LSQ-01'"
         ).fetchone()
     finally:
         con.close()
@@ -173,10 +173,10 @@ def test_invoice_amounts_do_not_give_the_currency_away(world: World) -> None:
     CAD rate (about 1.35) let blind a0 agents infer the currency from the data."""
     mean, median = _one(
         world,
-        "SELECT avg(amount) FILTER (WHERE billing_entity = 'LSQ-02') / "
-        "avg(amount) FILTER (WHERE billing_entity = 'LSQ-01'), "
-        "median(amount) FILTER (WHERE billing_entity = 'LSQ-02') / "
-        "median(amount) FILTER (WHERE billing_entity = 'LSQ-01') FROM finance.invoices",
+        "SELECT avg(amount) FILTER (WHERE billing_entity = 'LSQ-01') / "
+        "avg(amount) FILTER (WHERE billing_entity = 'LSQ-02'), "
+        "median(amount) FILTER (WHERE billing_entity = 'LSQ-01') / "
+        "median(amount) FILTER (WHERE billing_entity = 'LSQ-02') FROM finance.invoices",
     )
     assert 0.85 < float(mean) < 1.15  # type: ignore[arg-type]
     assert 0.85 < float(median) < 1.15  # type: ignore[arg-type]

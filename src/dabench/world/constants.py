@@ -54,9 +54,9 @@ KEY_ACCOUNT_TIERS = ("gold", "platinum")
 KEY_ACCOUNT_SEGMENTS = ("smb", "enterprise")
 """Segments that can make a customer a "key account" (consumers never are)."""
 
-FOREIGN_ENTITY = "LSQ-02"
+FOREIGN_ENTITY = "LSQ-01"  # not the last code: blind a0 agents guessed "the second one is foreign"
 """Billing entity (Larkspur Supply Canada Ltd.) whose invoices are in Canadian dollars (CAD);
-``LSQ-01`` bills in US dollars."""
+``LSQ-02`` bills in US dollars."""
 FOREIGN_CURRENCY = "CAD"
 
 ORDERS_PER_SCALE = 1000

@@ -114,8 +114,8 @@ GLOSSARY: list[GlossaryTerm] = [
     GlossaryTerm(
         id="billing-entity",
         name="Billing entity",
-        definition="The Larkspur legal entity that issues an invoice: LSQ-01 (Larkspur "
-        "Supply Co., bills in USD) or LSQ-02 (Larkspur Supply Canada Ltd., bills in CAD).",
+        definition="The Larkspur legal entity that issues an invoice: LSQ-02 (Larkspur "
+        "Supply Co., bills in USD) or LSQ-01 (Larkspur Supply Canada Ltd., bills in CAD).",
         related_datasets=["finance.invoices", "finance.partners"],
     ),
     GlossaryTerm(

@@ -211,12 +211,13 @@ compute figures from `sales.orders` or `analytics.monthly_revenue`, which are co
 # Currency policy
 
 Larkspur reports in **US dollars**. Two legal entities invoice wholesale partners:
-**LSQ-01** (Larkspur Supply Co., partners supplied from the US warehouses) bills in US
-dollars and **LSQ-02** (Larkspur Supply Canada Ltd., partners supplied from the Vancouver
-warehouse) bills in **Canadian dollars (CAD)**. The entity follows the supplying warehouse,
-not the partner's country: both invoice partners in Canada and in the US. `finance.invoices.amount` is in the currency of the
-billing entity. Convert LSQ-02 amounts with the `CAD` rate of `finance.fx_rates` (US dollars
-per unit) for the month of `issued_on` before adding invoices up.
+**LSQ-01** (Larkspur Supply Canada Ltd., partners supplied from the Vancouver warehouse)
+bills in **Canadian dollars (CAD)** and **LSQ-02** (Larkspur Supply Co., partners supplied
+from the US warehouses) bills in US dollars. The entity follows the supplying warehouse, not
+the partner's country: both invoice partners in Canada and in the US.
+`finance.invoices.amount` is in the currency of the billing entity. Convert LSQ-01 amounts
+with the `CAD` rate of `finance.fx_rates` (US dollars per unit) for the month of `issued_on`
+before adding invoices up.
 
 {scope_markdown("currency")}
 """,

@@ -102,7 +102,7 @@ POLICIES: tuple[Policy, ...] = (
     ),
     Policy(
         "currency", "Reporting currency",
-        "Report in US dollars: LSQ-02 invoices are in CAD and are converted with the "
+        "Report in US dollars: LSQ-01 invoices are in CAD and are converted with the "
         "finance.fx_rates rate of the month of issued_on.",
         ("every amount of finance.invoices that is added up or compared",),
         ("invoice counts, dates and days to pay",),

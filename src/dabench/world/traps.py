@@ -112,7 +112,7 @@ _TZ = "web_events.event_ts is UTC before 2024-07-01 and company local time (UTC-
 _DUP = "web_events is delivered at least once; count distinct event_id."
 _TEST = "Customers with signup_source 'crm' are internal test accounts."
 _SOFT = "customers.row_state = 4 marks an erased (soft-deleted) customer."
-_FX = "LSQ-02 invoices are in CAD and must be converted with finance.fx_rates."
+_FX = "LSQ-01 invoices are in CAD and must be converted with finance.fx_rates."
 
 _LOC_CENTS = ("glossary:money-units", "knowledge:money-and-units")
 _LOC_NET = ("knowledge:revenue-policy", "glossary:revenue")

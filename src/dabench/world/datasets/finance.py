@@ -38,7 +38,7 @@ SELECT (i + 1)::INTEGER AS partner_id,
        {r.pick("pt_word", "i", PARTNER_WORDS)} || ' ' || {r.pick("pt_kind", "i", PARTNER_KINDS)}
          AS name,
        {r.pick("pt_country", "i", ["Canada", "United States", "United States"])} AS country,
-       CASE WHEN i % 2 = 0 THEN '{FOREIGN_ENTITY}' ELSE 'LSQ-01' END AS billing_entity,
+       CASE WHEN i % 2 = 0 THEN '{FOREIGN_ENTITY}' ELSE 'LSQ-02' END AS billing_entity,
        DATE '2018-01-01' + {r.int("pt_since", "i", 0, 1800)}::INTEGER AS partner_since
 FROM range({N_PARTNERS}) t(i)"""
     rates = " UNION ALL ".join(
@@ -54,7 +54,7 @@ SELECT m.month, c.currency,
          ::DECIMAL(12, 6) AS rate
 FROM m CROSS JOIN c"""
     # Amounts are drawn per entity on one quantile grid (rank of a uniform draw within the
-    # entity), so LSQ-01 (USD) and LSQ-02 (CAD) invoices have the same distribution: no mean,
+    # entity), so LSQ-02 (USD) and LSQ-01 (CAD) invoices have the same distribution: no mean,
     # median or scale of the amounts gives the billing currency away.
     invoices_select = f"""
 WITH q AS ({quantile_days("_invoice_days", str(n_invoices))}),
@@ -106,8 +106,8 @@ FROM ({budget_rows})"""
             kind="dimension",
             title="Wholesale partners",
             description="Outfitters that buy from Larkspur wholesale and are invoiced monthly "
-            "by one of two Larkspur entities: LSQ-01 (Larkspur Supply Co., billing in US "
-            "dollars; partners supplied from the US warehouses) or LSQ-02 (Larkspur Supply "
+            "by one of two Larkspur entities: LSQ-02 (Larkspur Supply Co., billing in US "
+            "dollars; partners supplied from the US warehouses) or LSQ-01 (Larkspur Supply "
             "Canada Ltd., billing in Canadian dollars; partners supplied from the Vancouver "
             "warehouse). The entity follows the supplying warehouse, not the partner's "
             "country: both entities invoice partners in Canada and in the US.",
@@ -117,7 +117,7 @@ FROM ({budget_rows})"""
                 "name": Col("Trading name."),
                 "country": Col("Country of the partner."),
                 "billing_entity": Col(
-                    "Larkspur legal entity that invoices the partner: LSQ-01 (USD) or LSQ-02 "
+                    "Larkspur legal entity that invoices the partner: LSQ-02 (USD) or LSQ-01 "
                     "(CAD).",
                     glossary=("billing-entity",),
                 ),
@@ -152,7 +152,7 @@ FROM ({budget_rows})"""
             kind="fact",
             title="Wholesale invoices",
             description="Invoices issued to wholesale partners. The amount is in the billing "
-            "currency of the issuing entity: LSQ-01 bills in US dollars, LSQ-02 bills in "
+            "currency of the issuing entity: LSQ-02 bills in US dollars, LSQ-01 bills in "
             "Canadian dollars (CAD). Convert to USD with finance.fx_rates (CAD rate of the "
             "month of issued_on) before adding amounts up.",
             owner=OWNER,
@@ -166,8 +166,8 @@ FROM ({budget_rows})"""
                 "issued_on": Col("Invoice date."),
                 "due_on": Col("Payment due date (30 days net)."),
                 "amount": Col(
-                    "Invoice total in the entity's billing currency (USD for LSQ-01, CAD for "
-                    "LSQ-02), in major units.",
+                    "Invoice total in the entity's billing currency (USD for LSQ-02, CAD for "
+                    "LSQ-01), in major units.",
                     "billing currency",
                     ("money",),
                     ("reporting-currency",),
