@@ -21,6 +21,7 @@ from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus, Message
 from dabench.targets.base import TargetSession
+from dabench.tasks.engines import truth_sql_for
 from dabench.tasks.model import FormatSpec, Task
 
 SEARCH_TOOL = "search"
@@ -152,8 +153,9 @@ class OracleAgent(Agent):
         if self.config.search_tool in names:
             query = " ".join(g.entities[:1]) or task.messages[-1]
             await recorder.call(session, self.config.search_tool, {"query": query[:300]}, turn)
-        if g.truth_sql:
-            return await self._answer_sql(recorder, session, names, g.truth_sql, task, turn)
+        sql = truth_sql_for(g, request.target.sql_dialect)
+        if sql:
+            return await self._answer_sql(recorder, session, names, sql, task, turn)
         if g.entities:
             entity = g.entities[0]
             # Without search, a dataset or column id is confirmed by describing its table;

@@ -20,6 +20,8 @@ from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
 
 EfficiencySource = Literal["platform", "harness"]
+SqlDialect = Literal["duckdb", "postgres"]
+"""The SQL dialect a target's SQL tool speaks (the oracle sends its truth SQL in it)."""
 
 
 @dataclass
@@ -147,6 +149,7 @@ class Target(ABC):
 
     kind: str
     efficiency_source: EfficiencySource = "harness"
+    sql_dialect: SqlDialect = "duckdb"
 
     @property
     @abstractmethod

@@ -22,7 +22,14 @@ from dabench.journal.records import AuditCheck
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
 from dabench.targets.audit import AuditReaderConfig, http_client, httpx_get, read_audit_http
-from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome, hide_argument
+from dabench.targets.base import (
+    SqlDialect,
+    Target,
+    TargetContext,
+    TargetSession,
+    ToolOutcome,
+    hide_argument,
+)
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.registry import register_target
 
@@ -62,6 +69,9 @@ class McpTargetConfig(BaseModel):
     """Tools never shown to the model."""
     audit: AuditReaderConfig | None = None
     """The target's audit API, if it has one."""
+    sql_dialect: SqlDialect = "duckdb"
+    """The dialect of the server's SQL tool (``postgres`` for a PostgreSQL server): the oracle
+    sends each task's truth SQL in it (``grading.truth_sql_dialects``, else translated)."""
     call_timeout_s: float = 120.0
     idle_s: float = Field(default=DEFAULT_CLIENT_IDLE_S, gt=0)
     """Close HTTP connections idle this many seconds instead of reusing them; keep it below
@@ -108,6 +118,7 @@ class McpTarget(Target):
         self.config = config
         self.context = context
         self.efficiency_source = "platform" if config.audit else "harness"
+        self.sql_dialect = config.sql_dialect
         cwd = config.cwd
         if cwd and not Path(cwd).is_absolute():
             cwd = str(context.experiment_dir / cwd)
@@ -152,6 +163,7 @@ class McpTarget(Target):
             "label": self.label,
             "endpoint": self.config.url or " ".join(self.config.command),
             "efficiency_source": self.efficiency_source,
+            "sql_dialect": self.sql_dialect,
             "audit": self.config.audit.base_url if self.config.audit else None,
         }
 
