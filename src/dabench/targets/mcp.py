@@ -21,6 +21,7 @@ from dabench.errors import UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
+from dabench.roles import REFERENCE_ROLES, ToolRoles
 from dabench.targets.audit import AuditReaderConfig, http_client, httpx_get, read_audit_http
 from dabench.targets.base import (
     SqlDialect,
@@ -72,6 +73,10 @@ class McpTargetConfig(BaseModel):
     sql_dialect: SqlDialect = "duckdb"
     """The dialect of the server's SQL tool (``postgres`` for a PostgreSQL server): the oracle
     sends each task's truth SQL in it (``grading.truth_sql_dialects``, else translated)."""
+    roles: ToolRoles | None = None
+    """Which tools play ``sql``, ``search``, ``describe``, ``list``, ``fetch`` and how their
+    arguments map (:mod:`dabench.roles`); a role not given keeps the reference tool name,
+    a role given as ``null`` is not played."""
     call_timeout_s: float = 120.0
     idle_s: float = Field(default=DEFAULT_CLIENT_IDLE_S, gt=0)
     """Close HTTP connections idle this many seconds instead of reusing them; keep it below
@@ -134,6 +139,7 @@ class McpTarget(Target):
             idle_s=config.idle_s,
         )
         self._started = False
+        self._roles: ToolRoles | None = None
         self._http: httpx.AsyncClient | None = None
 
     @property
@@ -141,11 +147,25 @@ class McpTarget(Target):
         """``mcp:<name>``."""
         return f"mcp:{self.config.name}"
 
+    @property
+    def tool_roles(self) -> ToolRoles:
+        """The configured role map over the reference names (once started: only the roles
+        whose tool the server offers)."""
+        return self._roles if self._roles is not None else REFERENCE_ROLES.merged(self.config.roles)
+
     async def start(self) -> None:
-        """Connect (spawning the stdio server)."""
+        """Connect (spawning the stdio server); a configured role whose tool the server
+        lacks is bad input."""
         if not self._started:
             await self.conn.open()
-            await self.conn.list_tools()
+            names = [t.name for t in await self.conn.list_tools()]
+            missing = (self.config.roles or ToolRoles({})).missing_tools(names)
+            if missing:
+                await self.conn.close()
+                raise UserInputError(
+                    f"{self.label}: {'; '.join(missing)} (it offers: {', '.join(names)})"
+                )
+            self._roles = REFERENCE_ROLES.merged(self.config.roles).played(names)
             self._started = True
 
     async def stop(self) -> None:
