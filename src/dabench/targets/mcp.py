@@ -99,12 +99,7 @@ class McpSession(TargetSession):
 
     async def tools(self) -> list[ToolSpec]:
         """The server's tools minus hidden ones, the session argument hidden."""
-        cfg = self.target.config
-        specs = await self.target.conn.list_tools()
-        out = [s for s in specs if s.name not in cfg.hide_tools]
-        if cfg.session_argument:
-            out = [hide_argument(s, cfg.session_argument) for s in out]
-        return out
+        return self.target.shown_tools(await self.target.conn.list_tools())
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Call the tool, injecting the handle where the tool takes it."""
@@ -140,12 +135,25 @@ class McpTarget(Target):
         )
         self._started = False
         self._roles: ToolRoles | None = None
+        self._listed: list[ToolSpec] | None = None
         self._http: httpx.AsyncClient | None = None
 
     @property
     def label(self) -> str:
         """``mcp:<name>``."""
         return f"mcp:{self.config.name}"
+
+    def shown_tools(self, specs: list[ToolSpec]) -> list[ToolSpec]:
+        """``specs`` minus hidden tools, the session argument hidden."""
+        cfg = self.config
+        out = [s for s in specs if s.name not in cfg.hide_tools]
+        if cfg.session_argument:
+            out = [hide_argument(s, cfg.session_argument) for s in out]
+        return out
+
+    def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
+        """The tools sessions show, once started (the manifest records them per arm)."""
+        return self.shown_tools(self._listed) if self._listed is not None else None
 
     @property
     def tool_roles(self) -> ToolRoles:
@@ -158,7 +166,8 @@ class McpTarget(Target):
         lacks is bad input."""
         if not self._started:
             await self.conn.open()
-            names = [t.name for t in await self.conn.list_tools()]
+            self._listed = await self.conn.list_tools()
+            names = [t.name for t in self._listed]
             missing = (self.config.roles or ToolRoles({})).missing_tools(names)
             if missing:
                 await self.conn.close()
