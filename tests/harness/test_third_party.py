@@ -125,9 +125,6 @@ def example_run(experiment: dict[str, Any], tmp_path_factory: pytest.TempPathFac
     return run_dir
 
 
-@pytest.mark.xfail(
-    reason="exec_sql grading through roles is not merged yet (i14roles)", strict=True
-)
 def test_oracle_passes_every_task_on_every_platform(example_run: Path) -> None:
     episodes = Journal(example_run).load()
     tasks = {e.task_id for e in episodes}
@@ -138,8 +135,9 @@ def test_oracle_passes_every_task_on_every_platform(example_run: Path) -> None:
         assert not any(c.is_error for c in ep.tool_calls), (ep.key, ep.tool_calls)
         by_arm[ep.arm] = by_arm.get(ep.arm, 0) + 1
     assert by_arm == {"a0": len(tasks), "motherduck": len(tasks), "postgres": len(tasks)}
-    failed = [g.key for g in load_grades(example_run).values() if not g.passed]
-    assert failed == []
+    grades = load_grades(example_run)
+    assert len(grades) == len(episodes)
+    assert [g.key for g in grades if not g.passed or g.excluded] == []
     sql_calls = {
         ep.arm: {c.name for c in ep.tool_calls}
         for ep in episodes
@@ -174,9 +172,6 @@ def test_postgres_arm_got_postgres_sql(example_run: Path) -> None:
     assert differs > 10
 
 
-@pytest.mark.xfail(
-    reason="exec_sql grading through roles is not merged yet (i14roles)", strict=True
-)
 def test_report_lists_the_three_platforms(example_run: Path) -> None:
     """One report, the three platforms side by side: each arm's failure-taxonomy row counts
     every task as passed and nothing else (no wrong answer, no harness error)."""
