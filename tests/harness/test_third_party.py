@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from tests.harness.third_party import (
+    MOTHERDUCK_PIN,
     MOTHERDUCK_STORAGE,
+    SERVER_POSTGRES_PIN,
+    SERVER_POSTGRES_PKG,
     grant_reader,
     motherduck_command,
     server_postgres_command,
@@ -48,6 +52,15 @@ def _arm(experiment: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
+def commands() -> dict[str, list[str]]:
+    """Both servers' commands, installed concurrently on a cold cache (pip and npm)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        md = pool.submit(motherduck_command)
+        pg = pool.submit(server_postgres_command)
+        return {"motherduck": md.result(), "postgres": pg.result()}
+
+
+@pytest.fixture(scope="module")
 def motherduck_db(real_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The world as a DuckDB file that DuckDB 1.5 reads."""
     out = tmp_path_factory.mktemp("motherduck") / "w930-v1.5.duckdb"
@@ -64,18 +77,20 @@ def reader_dsn(real_world: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def experiment(motherduck_db: Path, reader_dsn: str, real_world: Path) -> dict[str, Any]:
+def experiment(
+    commands: dict[str, list[str]], motherduck_db: Path, reader_dsn: str, real_world: Path
+) -> dict[str, Any]:
     """examples/third_party.yaml on the test world, the servers' commands replaced by the
     cached installs (every other field as shipped)."""
     data = yaml.safe_load(EXAMPLE.read_text())
     data["world"] = {"dir": str(real_world)}
     md = _arm(data, "motherduck")["target"]
-    assert md["command"][:2] == ["uvx", "mcp-server-motherduck==1.1.0"]
-    md["command"] = [*motherduck_command(), *md["command"][2:]]
+    assert md["command"][:2] == ["uvx", f"mcp-server-motherduck=={MOTHERDUCK_PIN}"]
+    md["command"] = [*commands["motherduck"], *md["command"][2:]]
     md["command"][md["command"].index("--db-path") + 1] = str(motherduck_db)
     pg = _arm(data, "postgres")["target"]
-    assert pg["command"][:3] == ["npx", "-y", "@modelcontextprotocol/server-postgres@0.6.2"]
-    pg["command"] = [*server_postgres_command(), reader_dsn]
+    assert pg["command"][:3] == ["npx", "-y", f"{SERVER_POSTGRES_PKG}@{SERVER_POSTGRES_PIN}"]
+    pg["command"] = [*commands["postgres"], reader_dsn]
     return data
 
 
