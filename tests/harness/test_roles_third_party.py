@@ -8,6 +8,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from rich.console import Console
@@ -17,8 +18,13 @@ from dabench.grading.run import grade_run
 from dabench.grading.tool_equivalents import manifest_roles
 from dabench.journal.records import Episode, Grade
 from dabench.journal.store import Journal, read_manifest
+from dabench.report.context import build_context
+from dabench.report.html import episode_detail
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
+from dabench.stats.compute import compute_stats
+from dabench.stats.frame import build_frame
+from dabench.stats.rundir import load_run
 from dabench.tasks.loader import load_builtin_tasks
 from dabench.tasks.lock import read_lock
 
@@ -151,3 +157,21 @@ async def test_grades_equal_reference_a0(roles_run: Path) -> None:
             assert check.passed and "(sql role)" in check.reason, check.reason
             scored[arm] = grade.scores
         assert scored["third"] == {**scored["a0"], "latency": scored["third"]["latency"]}
+
+
+@pytest.mark.slow
+def test_statistics_and_report_count_roles(roles_run: Path) -> None:
+    run = load_run(roles_run)
+    frame = build_frame(run)
+    third = np.array([ep.arm != "a0" for ep in frame.episodes])
+    assert frame.tool_expected[third].sum() == frame.tool_expected[~third].sum() * 2
+    assert not frame.tool_mismatch.any()
+    ctx = build_context(run, compute_stats(run), frame)
+    i = next(
+        i
+        for i, ep in enumerate(frame.episodes)
+        if ep.arm == "third" and ep.task_id == EXEC_SQL_TASKS[0]
+    )
+    detail = episode_detail(ctx, i, with_transcript=True)
+    assert detail["expected_tools"] == ["sql_query (role sql)"]
+    assert detail["used_tools"] == ["execute_query (sql)"] and not detail["mismatch"]
