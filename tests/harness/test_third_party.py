@@ -11,6 +11,7 @@ cached installs of :mod:`tests.harness.third_party`; its role maps are used as w
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -124,6 +125,41 @@ async def test_role_map_matches_the_tool_schemas(
             assert binding.get("arguments", {}).get(canonical, canonical) in params
         for dropped in binding.get("drop", []):
             assert dropped not in params, (name, role, dropped)
+
+
+@pytest.mark.parametrize("name", THIRD_PARTY)
+def test_target_inspect_proposes_the_example_maps(name: str, experiment: dict[str, Any]) -> None:
+    """`dabench target inspect` on the real server proposes the example's sql (and list)
+    bindings. For motherduck it also proposes ``describe: list_columns``, which the example
+    leaves out: see test_motherduck_list_columns_refuses_qualified_names."""
+    target = _arm(experiment, name)["target"]
+    result = CliRunner().invoke(
+        app, ["target", "inspect", "--format", "json", "--", *target["command"]]
+    )
+    assert result.exit_code == 0, result.output
+    proposed = json.loads(result.output[result.output.index("{") :])["roles"]
+    extra = {"describe": {"tool": "list_columns"}} if name == "motherduck" else {}
+    assert proposed == {**target["roles"], **extra}
+
+
+async def test_motherduck_list_columns_refuses_qualified_names(
+    experiment: dict[str, Any], tmp_path: Path
+) -> None:
+    """Why the motherduck map has no describe role: the canonical argument is a qualified
+    name, which list_columns cannot find, and it says so in a result not marked as an error."""
+    target = make_target(
+        copy.deepcopy(_arm(experiment, "motherduck")["target"]), TargetContext(None, tmp_path)
+    )
+    await target.start()
+    try:
+        session = await target.open_session()
+        qualified = await session.call("list_columns", {"table": "sales.orders"})
+        split = await session.call("list_columns", {"table": "orders", "schema": "sales"})
+    finally:
+        await target.stop()
+    assert not qualified.is_error
+    assert "Table or view not found" in qualified.text
+    assert json.loads(split.text)["success"] is True
 
 
 @pytest.fixture(scope="module")
