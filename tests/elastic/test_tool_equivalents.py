@@ -4,6 +4,7 @@ expectations only where they play the same role (Kibana's built-in role map)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from dabench.grading.tool_equivalents import met_expected_tools, offered_expecte
 from dabench.grading.tools import check_tool_overlap
 from dabench.journal.records import Episode, ToolCall
 from dabench.roles import KIBANA_ROLES
+from dabench.targets.base import TargetContext
+from dabench.targets.registry import make_target
 
 
 def episode(*names: str, recorded: bool = False) -> Episode:
@@ -57,3 +60,20 @@ def test_tools_without_a_role_match_by_name() -> None:
         ["platform.core.search", "platform.core.get_document_by_id"],
         KIBANA_ROLES,
     ) == ["sql_query", "fetch"]
+
+
+def test_kibana_target_role_overrides(tmp_path: Path) -> None:
+    target = make_target(
+        {
+            "kind": "kibana",
+            "url": "http://127.0.0.1:9",
+            "api_key": "k",
+            "roles": {"search": {"tool": "dabench.knowledge"}, "fetch": None},
+        },
+        TargetContext(None, tmp_path),
+    )
+    roles = target.tool_roles
+    assert roles.tools_for("search") == ("dabench.knowledge",)
+    assert roles.binding("fetch") is None
+    assert roles.tools_for("sql") == KIBANA_ROLES.tools_for("sql")
+    assert roles.roles_of("platform.core.search") == ["sql"]

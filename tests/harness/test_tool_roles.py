@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from pydantic import ValidationError
 
+from dabench.grading.exec_sql import PredictedSql, predicted_sql
+from dabench.journal.records import Episode, ToolCall
 from dabench.platform.tools import TOOL_ARGS
 from dabench.roles import (
     CANONICAL_ARGUMENTS,
@@ -97,3 +101,39 @@ def test_kibana_and_legacy_maps() -> None:
         "roles.list: the target has no tool 'list_tables'",
         "roles.fetch: the target has no tool 'fetch'",
     ]
+
+
+def _episode(*calls: ToolCall, answer: str = "FINAL ANSWER: 3") -> Episode:
+    now = datetime.now(UTC)
+    return Episode(
+        key="x/t/0", run_id="r", arm="x", task_id="t", attempt=0, suite="s2",
+        category="single_tool", difficulty="easy", status="completed", agent="llm",
+        target="mcp:x", prompts=["q"], answers=[answer], final_answer=answer,
+        tool_calls=list(calls), started_at=now, finished_at=now,
+    )  # fmt: skip
+
+
+def test_predicted_sql_follows_the_sql_binding() -> None:
+    roles = REFERENCE_ROLES.merged(
+        ToolRoles.model_validate(
+            {"sql": {"tool": "execute_query", "arguments": {"sql": "statement"}}}
+        )
+    )
+    sql = {"statement": "SELECT 3"}
+    recorded = ToolCall(index=0, name="execute_query", arguments=sql, roles=["sql"])
+    found = predicted_sql(_episode(recorded), roles)
+    assert found is not None and found.sql == "SELECT 3"
+    assert found.source == "execute_query call #0 (sql role)"
+    # A call recorded without roles (an older journal) is read through the arm's map ...
+    legacy = ToolCall(index=0, name="execute_query", arguments=sql)
+    assert predicted_sql(_episode(legacy), roles) == found
+    # ... and without a map only the reference names count.
+    assert predicted_sql(_episode(legacy)) is None
+    old = ToolCall(index=1, name="sql_query", arguments={"sql": "SELECT 4"})
+    assert predicted_sql(_episode(legacy, old)) == PredictedSql(
+        "SELECT 4", "sql_query call #1 (sql role)"
+    )
+    # Failed calls and calls of other roles are never the prediction.
+    failed = ToolCall(index=2, name="execute_query", arguments=sql, roles=["sql"], is_error=True)
+    other = ToolCall(index=3, name="show_tables", arguments={}, roles=["list"])
+    assert predicted_sql(_episode(failed, other), roles) is None

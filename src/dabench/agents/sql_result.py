@@ -32,6 +32,8 @@ _FOOTER = re.compile(
     r"^\(?(?P<total>[\d,]+) rows?\)?(?:\s+\(?(?P<shown>[\d,]+) shown\)?)?(?:\s+\d+ columns?)?$",
     re.IGNORECASE,
 )
+_HUMAN = re.compile(r"^\(-?[\d.]+ (thousand|million|billion|trillion)\)$")
+"""The CLI's human-readable hint under a large number, e.g. ``(123.46 million)``."""
 _ROW_COUNT = re.compile(r"^\s*\(?\d+ rows?\)?(\s*\(.*\))?\s*$", re.IGNORECASE)
 
 
@@ -130,11 +132,14 @@ def _from_text(text: str) -> Table | None:
     return _delimited(lines)
 
 
-def _split_bars(line: str, bar: str = "|") -> list[str]:
+def _split_bars(line: str, bar: str = "|", outer: bool = True) -> list[str]:
+    """Cells of a bar-separated line; ``outer``: the line starts and ends with a bar
+    (markdown, box), else only inner bars separate (psql, where a row may end in ``|``
+    before an empty last cell)."""
     inner = line.strip()
-    if inner.startswith(bar):
+    if outer and inner.startswith(bar):
         inner = inner[1:]
-    if inner.endswith(bar):
+    if outer and inner.endswith(bar):
         inner = inner[:-1]
     return [c.strip() for c in inner.split(bar)]
 
@@ -160,18 +165,27 @@ def _box(lines: list[str]) -> Table | None:
         shown = _FOOTER.match(cells[0])
         if shown is None or (shown["shown"] and shown["shown"] != shown["total"]):
             raise HarnessError(f"the SQL tool result was cut short: {' '.join(cells)[:200]}")
-    rows = [[_cell(c) for c in r] for r in body if r not in footer]
+    rows = [[_cell(c) for c in r] for r in body if r not in footer and not _is_hint(r)]
     if any(len(r) != len(columns) for r in rows):
         return None
     return columns, rows
+
+
+def _is_hint(cells: list[str]) -> bool:
+    return any(cells) and all(not c or _HUMAN.match(c) for c in cells)
 
 
 def _ruled(header: str, rule: str, rest: list[str]) -> Table | None:
     """A header over a dashed rule: pipe-separated (markdown, psql) or column-aligned."""
     rows_text = [r for r in rest if not _ROW_COUNT.match(r) and not _RULE.match(r)]
     if "|" in header:
-        columns = _split_bars(header)
-        rows = [_split_bars(r) for r in rows_text]
+        outer = header.strip().startswith("|")
+        columns = _split_bars(header, outer=outer)
+        piped = [r for r in rest if not _RULE.match(r)]
+        end = next((i for i, r in enumerate(piped) if "|" not in r), len(piped))
+        rows = [
+            _split_bars(r, outer=outer) for r in piped[:end]
+        ]  # a trailing "3 rows returned" ends it
         if any(len(r) != len(columns) for r in rows):
             return None
         return columns, [[_cell(c) for c in r] for r in rows]
