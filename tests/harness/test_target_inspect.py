@@ -95,6 +95,7 @@ def test_required_arguments_without_a_role_are_noted() -> None:
     ]
 
 
+@pytest.mark.slow
 async def test_reference_platform_over_stdio_gets_the_identity(real_world: Path) -> None:
     endpoint = McpEndpoint(
         command=[
