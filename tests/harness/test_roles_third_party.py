@@ -13,6 +13,9 @@ import pytest
 import yaml
 from rich.console import Console
 
+from dabench.agents.base import EpisodeRequest, EpisodeTranscript
+from dabench.agents.oracle import OracleAgent, OracleAgentConfig
+from dabench.errors import HarnessError, UserInputError
 from dabench.grading.episode import agrade_episode
 from dabench.grading.run import grade_run
 from dabench.grading.tool_equivalents import manifest_roles
@@ -25,7 +28,9 @@ from dabench.runner.run import ExperimentRun
 from dabench.stats.compute import compute_stats
 from dabench.stats.frame import build_frame
 from dabench.stats.rundir import load_run
-from dabench.tasks.loader import load_builtin_tasks
+from dabench.targets.base import TargetContext
+from dabench.targets.registry import make_target
+from dabench.tasks.loader import load_builtin_tasks, load_tasks
 from dabench.tasks.lock import read_lock
 
 from .conftest import DATA
@@ -175,3 +180,41 @@ def test_statistics_and_report_count_roles(roles_run: Path) -> None:
     detail = episode_detail(ctx, i, with_transcript=True)
     assert detail["expected_tools"] == ["sql_query (role sql)"]
     assert detail["used_tools"] == ["execute_query (sql)"] and not detail["mismatch"]
+
+
+async def test_a_role_bound_to_a_missing_tool_is_refused_at_start(
+    tmp_path: Path, mini_world: Path
+) -> None:
+    config = {
+        "kind": "mcp",
+        "name": "third",
+        "command": server_command(mini_world),
+        "roles": {"sql": "query", "fetch": None},
+    }
+    target = make_target(config, TargetContext(mini_world, tmp_path))
+    with pytest.raises(UserInputError) as info:
+        await target.start()
+    assert str(info.value) == (
+        "mcp:third: roles.sql: the target has no tool 'query' "
+        "(it offers: execute_query, table_schema, show_tables)"
+    )
+    await target.stop()
+
+
+async def test_the_oracle_names_a_missing_role(tmp_path: Path, mini_world: Path) -> None:
+    # Without roles the server plays none of the reference names: the oracle says so.
+    config = {"kind": "mcp", "name": "bare", "command": server_command(mini_world)}
+    target = make_target(config, TargetContext(mini_world, tmp_path))
+    await target.start()
+    try:
+        assert target.tool_roles.dump() == {}
+        task = load_tasks([DATA / "tasks_basic.yaml"]).tasks[0]
+        request = EpisodeRequest("r", "bare", task, 0, target, task.budget)
+        with pytest.raises(HarnessError) as info:
+            await OracleAgent(OracleAgentConfig()).run(request, EpisodeTranscript())
+        assert str(info.value) == (
+            "oracle: the target has no tool in the sql role (it offers: execute_query, "
+            "show_tables, table_schema); set target.roles.sql"
+        )
+    finally:
+        await target.stop()

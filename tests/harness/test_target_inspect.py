@@ -5,7 +5,9 @@ reference platform over stdio) and for the tool shapes of known third-party serv
 from __future__ import annotations
 
 import json
+import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from dabench.providers.base import ToolSpec
 from dabench.roles import REFERENCE_ROLES, ToolRoles
 from dabench.targets.inspect import list_server_tools, propose_roles
 from dabench.targets.mcp_connection import McpEndpoint
+from dabench.targets.process import ServerProcess, free_port
 
 from .test_roles_third_party import ROLES, SERVER
 
@@ -92,6 +95,7 @@ def test_required_arguments_without_a_role_are_noted() -> None:
     ]
 
 
+@pytest.mark.slow
 async def test_reference_platform_over_stdio_gets_the_identity(real_world: Path) -> None:
     endpoint = McpEndpoint(
         command=[
@@ -150,3 +154,48 @@ def test_inspect_refuses_bad_input(tmp_path: Path) -> None:
         app, ["target", "inspect", "--url", "http://127.0.0.1:9/mcp", "--header", "nocolon"]
     )
     assert header.exit_code == 2 and "NAME:VALUE" in header.output
+
+
+@pytest.mark.slow
+def test_inspect_over_http_with_a_header(
+    real_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    command = [sys.executable, str(SERVER), str(real_world / "warehouse.duckdb")]
+    server = ServerProcess([*command, "--port", str(port), "--token", "s3cret"], tmp_path / "log")
+    server.start()
+    try:
+        wait_for_port(port)
+        url = f"http://127.0.0.1:{port}/mcp"
+        refused = CliRunner().invoke(app, ["target", "inspect", "--url", url])
+        assert refused.exit_code == 3 and "cannot connect" in refused.output
+        monkeypatch.setenv("INSPECT_TOKEN", "s3cret")
+        check_dir = tmp_path / "check"
+        result = CliRunner().invoke(
+            app,
+            [
+                "target", "inspect", "--url", url, "--header",
+                "Authorization: Bearer ${INSPECT_TOKEN}", "--check", "--world", str(real_world),
+                "--check-dir", str(check_dir), "--format", "json",
+            ],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        body = json.loads(result.stdout)
+        assert body["roles"] == ROLES and all(c["passed"] for c in body["check"])
+        # The key reached the server through the environment, never the run directory.
+        written = [p.read_text() for p in check_dir.rglob("*") if p.is_file()]
+        assert written and not any("s3cret" in text for text in written)
+    finally:
+        server.kill_now()
+
+
+def wait_for_port(port: int, timeout_s: float = 30.0) -> None:
+    """Until something listens on 127.0.0.1:port."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port}")

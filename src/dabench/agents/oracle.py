@@ -48,7 +48,7 @@ class OracleAgentConfig(BaseModel):
 
 
 class RoleTools:
-    """One session's tools by role: which role the target plays and the calls through it."""
+    """One session's tools by role: which tool plays each role, and calls through it."""
 
     def __init__(self, roles: ToolRoles, offered: set[str], who: str) -> None:
         self.roles = roles

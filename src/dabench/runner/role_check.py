@@ -10,6 +10,7 @@ kept where the caller says, so a failure can be read there.
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from dabench.journal.store import Journal
 from dabench.roles import ToolRoles
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
+from dabench.targets.mcp import expand_env
 
 CHECK_SUITES = ("s1", "s2", "s3")
 """Suites whose smoke tasks the check runs (S5 protocols need the reference admin API)."""
@@ -59,10 +61,24 @@ def check_experiment(
     return exp
 
 
+def _headers_by_reference(target: dict[str, Any]) -> dict[str, Any]:
+    """``target`` with each HTTP header value moved into an environment variable and
+    referenced as ``${VAR}``, so no key is written into the check's experiment or manifest."""
+    headers = target.get("headers") or {}
+    refs = {}
+    for i, (name, value) in enumerate(sorted(headers.items())):
+        var = f"DABENCH_INSPECT_HEADER_{i}"
+        os.environ[var] = expand_env(value)
+        refs[name] = "${" + var + "}"
+    return {**target, "headers": refs} if headers else target
+
+
 async def acheck_roles(
     target: dict[str, Any], roles: ToolRoles, run_dir: Path, world: Path | None = None
 ) -> list[TaskCheck]:
-    """Run the oracle through ``roles`` on the smoke tasks into ``run_dir`` and grade it."""
+    """Run the oracle through ``roles`` on the smoke tasks into ``run_dir`` and grade it
+    (header values reach the target through the environment, never the run directory)."""
+    target = _headers_by_reference(target)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "experiment.yaml"
     path.write_text(yaml.safe_dump(check_experiment(target, roles, world), sort_keys=False))

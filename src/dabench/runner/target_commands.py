@@ -14,7 +14,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from dabench.errors import DabenchError, UserInputError
+from dabench.errors import DabenchError, HarnessError, UserInputError
 from dabench.providers.base import ToolSpec
 from dabench.roles import ToolRoles
 from dabench.runner.role_check import TaskCheck, check_roles
@@ -124,7 +124,10 @@ def inspect_cmd(
     fmt: str = typer.Option("table", "--format", help="table or json."),
 ) -> None:
     """List an MCP server's tools, propose a role map (sql, search, describe, list, fetch),
-    write it as YAML for target.roles, and with --check run the oracle through it."""
+    write it as YAML for target.roles, and with --check run the oracle through it.
+
+    Exit codes: 0 done (and every checked task passed); 1 a checked task failed; 2 bad input;
+    3 the server could not be reached or listed."""
     err = Console(stderr=True)
     try:
         if fmt not in ("table", "json"):
@@ -150,9 +153,9 @@ def inspect_cmd(
             else:
                 with tempfile.TemporaryDirectory(prefix="dabench-inspect-") as tmp:
                     checks = check_roles(target, proposal.roles, Path(tmp), world)
-    except DabenchError as exc:
+    except (DabenchError, HarnessError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(exc.exit_code if isinstance(exc, DabenchError) else 3) from None
     console = Console()
     if fmt == "json":
         body: dict[str, Any] = {

@@ -3,9 +3,11 @@
 Its tools have other names and arguments than the reference platform's: ``execute_query``
 (``statement``, no row limit), ``table_schema`` (``name``) and ``show_tables`` (no
 arguments). It serves a world's warehouse opened read-only with the official MCP SDK over
-stdio; ``--format markdown`` answers queries with a markdown table instead of JSON rows.
+stdio, or with ``--port`` over streamable HTTP at ``/mcp`` (refusing requests without
+``Authorization: Bearer <--token>`` when a token is given); ``--format markdown`` answers
+queries with a markdown table instead of JSON rows.
 
-    python roles_server.py WAREHOUSE.duckdb [--format json|markdown]
+    python roles_server.py WAREHOUSE.duckdb [--format json|markdown] [--port N [--token T]]
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 from typing import Any
 
 import duckdb
+import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 
@@ -41,6 +44,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("warehouse")
     parser.add_argument("--format", choices=["json", "markdown"], default="json")
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--token", default=None)
     args = parser.parse_args()
     con = duckdb.connect(args.warehouse, read_only=True, config={"enable_external_access": False})
     server = MCPServer("roles-test-server")
@@ -83,7 +88,21 @@ def main() -> None:
         )
         return "\n".join(r[0] for r in rows)
 
-    server.run()
+    if args.port is None:
+        server.run()
+        return
+    app = server.streamable_http_app()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        wanted = f"Bearer {args.token}".encode()
+        if scope["type"] == "http" and args.token and headers.get(b"authorization") != wanted:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+            return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":
