@@ -52,7 +52,7 @@ def _arm(experiment: dict[str, Any], name: str) -> dict[str, Any]:
     return next(a for a in experiment["arms"] if a["name"] == name)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def commands() -> dict[str, list[str]]:
     """Both servers' commands, installed concurrently on a cold cache (pip and npm)."""
     with ThreadPoolExecutor(max_workers=2) as pool:
