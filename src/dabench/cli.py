@@ -20,6 +20,7 @@ from dabench.play import commands as play_commands
 from dabench.providers import commands as providers_commands
 from dabench.report import commands as report_commands
 from dabench.runner import commands as runner_commands
+from dabench.runner import target_commands
 from dabench.stats import commands as stats_commands
 from dabench.store import commands as store_commands
 from dabench.tasks import commands as tasks_commands
@@ -50,6 +51,7 @@ app.add_typer(world_commands.app, name="world", help="Build and inspect the dete
 app.add_typer(platform_commands.app, name="platform", help="Serve the reference platform (MCP).")
 app.add_typer(tasks_commands.app, name="tasks", help="Task schema, listing and the truth lock.")
 app.command("run")(runner_commands.run)
+app.add_typer(target_commands.app, name="target", help="Inspect an MCP server's tool roles.")
 app.command("grade")(grading_commands.grade_cmd)
 app.add_typer(judge_commands.app, name="judge", help="LLM judge calibration.")
 app.add_typer(providers_commands.app, name="providers", help="LLM provider kinds, prices, ping.")

@@ -21,6 +21,7 @@ from dabench.journal.records import (
     ToolCall,
     TtftSource,
 )
+from dabench.roles import ToolRoles
 from dabench.targets.base import Target, TargetSession
 from dabench.tasks.model import Task
 
@@ -70,9 +71,12 @@ class ToolRecorder:
 
     def __init__(self, transcript: EpisodeTranscript) -> None:
         self.transcript = transcript
+        self.roles: ToolRoles | None = None
+        """The role map of the target last opened (each call records its tool's roles)."""
 
     async def open(self, target: Target, identity: str = "default") -> TargetSession:
-        """Open a target session and remember its handle."""
+        """Open a target session and remember its handle and the target's role map."""
+        self.roles = target.tool_roles
         session = await target.open_session(identity)
         self.transcript.sessions.append(session.handle)
         return session
@@ -93,6 +97,7 @@ class ToolRecorder:
             error_code=outcome.error_code,
             latency_ms=round(outcome.latency_ms, 3),
             started_at=outcome.started_at,
+            roles=self.roles.roles_of(name) if self.roles is not None else None,
         )
         self.transcript.tool_calls.append(record)
         return record

@@ -1,11 +1,16 @@
 """The oracle agent: answers from each task's gold SQL through the target's own SQL tool.
 
 It validates tasks, the audit log and the graders end to end without a model, and its tool
-calls are the minimum a correct episode needs: a ``search`` first when the target offers one
-(the a2 gate requires it), then one ``sql_query`` with ``grading.truth_sql``. Entity tasks
-answer the first gold entity; refusal and abstain tasks answer with a refusal; format tasks
-render the result in the required format. Earlier turns of a multi-turn task are acknowledged,
-the last one answered.
+calls are the minimum a correct episode needs: a call of the ``search`` role first when the
+target offers one (the a2 gate requires it), then one call of the ``sql`` role with
+``grading.truth_sql``. Tools are found through the target's role map
+(:attr:`~dabench.targets.base.Target.tool_roles`), never by literal name: arguments are
+renamed, dropped (``limit`` is sent only when the sql binding keeps it) and completed with
+constants as the binding says, and the result is read in any shape
+:func:`~dabench.agents.sql_result.parse_sql_result` knows. Entity tasks answer the first
+gold entity; refusal and abstain tasks answer with a refusal; format tasks render the result
+in the required format. Earlier turns of a multi-turn task are acknowledged, the last one
+answered.
 """
 
 from __future__ import annotations
@@ -18,14 +23,16 @@ from pydantic import BaseModel, ConfigDict
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
 from dabench.agents.registry import register_agent
+from dabench.agents.sql_result import parse_sql_result
 from dabench.errors import HarnessError
-from dabench.journal.records import EpisodeStatus, Message
+from dabench.journal.records import EpisodeStatus, Message, ToolCall
+from dabench.roles import Role, ToolRoles
 from dabench.targets.base import TargetSession
+from dabench.tasks.engines import truth_sql_for
 from dabench.tasks.model import FormatSpec, Task
 
-SEARCH_TOOL = "search"
-SQL_TOOL = "sql_query"
-DESCRIBE_TOOL = "describe_table"
+__all__ = ["ABSTAIN", "REFUSAL", "OracleAgent", "parse_sql_result", "render_answer"]
+
 REFUSAL = "I cannot answer this: the requested data does not exist in this warehouse."
 ABSTAIN = "I don't know: I could not find this information."
 
@@ -36,29 +43,46 @@ class OracleAgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["oracle"] = "oracle"
-    sql_tool: str = SQL_TOOL
-    search_tool: str = SEARCH_TOOL
     row_limit: int = 1000
+    """The ``limit`` sent with the SQL (unless the target's sql binding drops it)."""
 
 
-def parse_sql_result(text: str) -> tuple[list[str], list[list[Any]]]:
-    """Columns and rows of a SQL tool result (``{"columns": [...], "rows": [[...]]}`` or a
-    list of row objects)."""
-    try:
-        body = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"oracle: SQL tool result is not JSON: {text[:200]}") from exc
-    if isinstance(body, dict) and "rows" in body:
-        columns = [c["name"] if isinstance(c, dict) else str(c) for c in body.get("columns", [])]
-        rows = body["rows"]
-        if rows and isinstance(rows[0], dict):
-            columns = columns or list(rows[0])
-            rows = [[r.get(c) for c in columns] for r in rows]
-        return columns, [list(r) for r in rows]
-    if isinstance(body, list) and (not body or isinstance(body[0], dict)):
-        columns = list(body[0]) if body else []
-        return columns, [[r.get(c) for c in columns] for r in body]
-    raise HarnessError(f"oracle: unrecognised SQL tool result: {text[:200]}")
+class RoleTools:
+    """One session's tools by role: which tool plays each role, and calls through it."""
+
+    def __init__(self, roles: ToolRoles, offered: set[str], who: str) -> None:
+        self.roles = roles
+        self.offered = offered
+        self.who = who
+
+    def has(self, role: Role) -> bool:
+        """True when the session offers the tool bound to ``role``."""
+        binding = self.roles.binding(role)
+        return binding is not None and binding.tool in self.offered
+
+    async def call(
+        self,
+        recorder: ToolRecorder,
+        session: TargetSession,
+        role: Role,
+        canonical: dict[str, Any],
+        turn: int,
+    ) -> ToolCall:
+        """Call the tool of ``role`` with the canonical arguments mapped onto it."""
+        binding = self.roles.binding(role)
+        if binding is None or binding.tool not in self.offered:
+            bound = f"its {role} role is bound to {binding.tool!r}, " if binding else ""
+            raise HarnessError(
+                f"{self.who}: the target has no tool in the {role} role ({bound}it offers: "
+                f"{', '.join(sorted(self.offered)) or 'no tools'}); set target.roles.{role}"
+            )
+        return await recorder.call(session, binding.tool, binding.call_arguments(canonical), turn)
+
+
+async def role_tools(recorder: ToolRecorder, session: TargetSession, who: str) -> RoleTools:
+    """The session's tools by role (the role map of the target ``recorder`` opened)."""
+    offered = {t.name for t in await session.tools()}
+    return RoleTools(recorder.roles or ToolRoles({}), offered, who)
 
 
 def format_number(value: Any) -> str:
@@ -148,19 +172,20 @@ class OracleAgent(Agent):
             return ABSTAIN
         recorder = ToolRecorder(transcript)
         session = await recorder.open(request.target)
-        names = {t.name for t in await session.tools()}
-        if self.config.search_tool in names:
+        tools = await role_tools(recorder, session, self.kind)
+        if tools.has("search"):
             query = " ".join(g.entities[:1]) or task.messages[-1]
-            await recorder.call(session, self.config.search_tool, {"query": query[:300]}, turn)
-        if g.truth_sql:
-            return await self._answer_sql(recorder, session, names, g.truth_sql, task, turn)
+            await tools.call(recorder, session, "search", {"query": query[:300]}, turn)
+        sql = truth_sql_for(g, request.target.sql_dialect)
+        if sql:
+            return await self._answer_sql(recorder, session, tools, sql, task, turn)
         if g.entities:
             entity = g.entities[0]
             # Without search, a dataset or column id is confirmed by describing its table;
             # pages, glossary terms and queries are answered directly.
             table = ".".join(entity.split(".")[:2]) if entity.count(".") in (1, 2) else None
-            if table and self.config.search_tool not in names and DESCRIBE_TOOL in names:
-                await recorder.call(session, DESCRIBE_TOOL, {"table": table}, turn)
+            if table and not tools.has("search") and tools.has("describe"):
+                await tools.call(recorder, session, "describe", {"table": table}, turn)
             return entity
         raise HarnessError(f"oracle: task {task.id!r} has no gold SQL or entity to answer from")
 
@@ -168,19 +193,17 @@ class OracleAgent(Agent):
         self,
         recorder: ToolRecorder,
         session: TargetSession,
-        names: set[str],
+        tools: RoleTools,
         sql: str,
         task: Task,
         turn: int,
     ) -> str:
-        """Run ``sql`` through the target's SQL tool and render the result as the answer."""
-        if self.config.sql_tool not in names:
-            raise HarnessError(f"{self.kind}: the target has no {self.config.sql_tool} tool")
+        """Run ``sql`` through the target's sql role and render the result as the answer."""
         args = {"sql": sql, "limit": self.config.row_limit}
-        call = await recorder.call(session, self.config.sql_tool, args, turn)
+        call = await tools.call(recorder, session, "sql", args, turn)
         if call.is_error:
             raise HarnessError(f"{self.kind}: SQL failed on the target: {call.result[:300]}")
-        columns, rows = parse_sql_result(call.result)
+        columns, rows = parse_sql_result(call.result, self.kind)
         g = task.grading
         return render_answer(columns, rows, g.format, sql if g.kind == "exec_sql" else None)
 

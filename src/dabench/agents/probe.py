@@ -5,14 +5,15 @@ It answers like the oracle, except on knowledge-trap tasks (``trap_classes`` and
 the deciding fact of every trap class of the task during the episode, and with the naive SQL
 (what a careful analyst computes from the schema alone) otherwise. A fact is surfaced when
 
-1. ``search`` with the task prompt returns a result whose id is one of the fact's locations
+1. the ``search`` role with the task prompt returns a result whose id is one of the fact's locations
    (``knowledge:<id>`` -> ``page:<id>``, ``glossary:<id>``, ``catalog:<ds>`` -> ``dataset:<ds>``,
-   ``catalog:<ds>.<col>`` -> ``column:<ds>.<col>``) and ``fetch`` of that id succeeds, or
-2. ``describe_table`` of a dataset named by a ``catalog:`` location returns the catalog
+   ``catalog:<ds>.<col>`` -> ``column:<ds>.<col>``) and the ``fetch`` role delivers it, or
+2. the ``describe`` role on a dataset named by a ``catalog:`` location returns the catalog
    description of that dataset or column (the platform's enrichment).
 
 It reads the trap fact locations and catalog descriptions from the experiment's world
-(``AgentContext.world_dir``, or the ``world_dir`` config option).
+(``AgentContext.world_dir``, or the ``world_dir`` config option). Tools are found through the
+target's role map, as for the oracle.
 """
 
 from __future__ import annotations
@@ -24,13 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
-from dabench.agents.oracle import (
-    DESCRIBE_TOOL,
-    SEARCH_TOOL,
-    SQL_TOOL,
-    OracleAgent,
-    OracleAgentConfig,
-)
+from dabench.agents.oracle import OracleAgent, OracleAgentConfig, RoleTools, role_tools
 from dabench.agents.registry import register_agent
 from dabench.errors import UserInputError
 from dabench.targets.base import TargetSession
@@ -38,7 +33,6 @@ from dabench.tasks.model import Task
 from dabench.world import World, load_world
 from dabench.world.model import Trap
 
-FETCH_TOOL = "fetch"
 TRAP_TAG = "world-trap:"
 _SEARCH_PREFIX = {"knowledge": "page", "glossary": "glossary"}
 
@@ -51,10 +45,6 @@ class ProbeAgentConfig(BaseModel):
     kind: Literal["probe"] = "probe"
     world_dir: str | None = None
     """The built world to read traps from; defaults to the experiment's world."""
-    sql_tool: str = SQL_TOOL
-    search_tool: str = SEARCH_TOOL
-    fetch_tool: str = FETCH_TOOL
-    describe_tool: str = DESCRIBE_TOOL
     row_limit: int = 1000
 
 
@@ -101,16 +91,12 @@ class ProbeAgent(OracleAgent):
     kind = "probe"
 
     def __init__(self, config: ProbeAgentConfig, world: World) -> None:
-        super().__init__(
-            OracleAgentConfig(
-                sql_tool=config.sql_tool, search_tool=config.search_tool, row_limit=config.row_limit
-            )
-        )
+        super().__init__(OracleAgentConfig(row_limit=config.row_limit))
         self.probe_config = config
         self.world = world
 
     def describe(self) -> dict[str, Any]:
-        """Kind, tool names and the world read."""
+        """Kind, settings and the world read."""
         return {**self.probe_config.model_dump(), "world_hash": self.world.world_hash}
 
     async def _answer(
@@ -122,28 +108,27 @@ class ProbeAgent(OracleAgent):
             return await super()._answer(request, transcript, turn)
         recorder = ToolRecorder(transcript)
         session = await recorder.open(request.target)
-        names = {t.name for t in await session.tools()}
+        tools = await role_tools(recorder, session, self.kind)
         locations = fact_locations(task, self.world.traps)
-        surfaced = await self._searched(recorder, session, names, task, locations, turn)
-        surfaced |= await self._described(recorder, session, names, locations, turn)
+        surfaced = await self._searched(recorder, session, tools, task, locations, turn)
+        surfaced |= await self._described(recorder, session, tools, locations, turn)
         sql = g.truth_sql if surfaced >= set(locations) else g.naive_sql
-        return await self._answer_sql(recorder, session, names, sql, task, turn)
+        return await self._answer_sql(recorder, session, tools, sql, task, turn)
 
     async def _searched(
         self,
         recorder: ToolRecorder,
         session: TargetSession,
-        names: set[str],
+        tools: RoleTools,
         task: Task,
         locations: dict[str, list[str]],
         turn: int,
     ) -> set[str]:
         """Trap classes whose fact a search for the prompt returned and fetch delivered."""
-        cfg = self.probe_config
-        if cfg.search_tool not in names:
+        if not tools.has("search"):
             return set()
-        call = await recorder.call(
-            session, cfg.search_tool, {"query": task.messages[-1][:2000]}, turn
+        call = await tools.call(
+            recorder, session, "search", {"query": task.messages[-1][:2000]}, turn
         )
         if call.is_error:
             return set()
@@ -153,10 +138,10 @@ class ProbeAgent(OracleAgent):
         fetched: dict[str, bool] = {}
         for cls, locs in locations.items():
             for rid in (search_id(loc) for loc in locs):
-                if rid not in found or cfg.fetch_tool not in names:
+                if rid not in found or not tools.has("fetch"):
                     continue
                 if rid not in fetched:
-                    got = await recorder.call(session, cfg.fetch_tool, {"id": rid}, turn)
+                    got = await tools.call(recorder, session, "fetch", {"id": rid}, turn)
                     fetched[rid] = not got.is_error
                 if fetched[rid]:
                     surfaced.add(cls)
@@ -167,13 +152,12 @@ class ProbeAgent(OracleAgent):
         self,
         recorder: ToolRecorder,
         session: TargetSession,
-        names: set[str],
+        tools: RoleTools,
         locations: dict[str, list[str]],
         turn: int,
     ) -> set[str]:
-        """Trap classes whose catalog description ``describe_table`` returned."""
-        tool = self.probe_config.describe_tool
-        if tool not in names:
+        """Trap classes whose catalog description the ``describe`` role returned."""
+        if not tools.has("describe"):
             return set()
         results: dict[str, set[str]] = {}
         surfaced: set[str] = set()
@@ -185,7 +169,9 @@ class ProbeAgent(OracleAgent):
                 parts = ref.split(".")
                 dataset_id, column = ".".join(parts[:2]), ".".join(parts[2:])
                 if dataset_id not in results:
-                    call = await recorder.call(session, tool, {"table": dataset_id}, turn)
+                    call = await tools.call(
+                        recorder, session, "describe", {"table": dataset_id}, turn
+                    )
                     results[dataset_id] = set() if call.is_error else _json_strings(call.result)
                 ds = self.world.dataset(dataset_id)
                 col = next((c for c in ds.columns if c.name == column), None)

@@ -41,6 +41,7 @@ from dabench.grading.tool_equivalents import offered_expected_tools
 from dabench.grading.tools import check_tool_overlap, error_rate_score
 from dabench.journal.records import Episode, Grade, GradeCheck
 from dabench.judge.judge import Judge, JudgeError, JudgeResult, verdict_summary
+from dabench.roles import ToolRoles
 from dabench.tasks.model import Protocol, Task, Truth
 
 
@@ -50,7 +51,11 @@ class NotGradable(Exception):
 
 
 def _deterministic(
-    episode: Episode, task: Task, truth: Truth | None, warehouse: Path | None
+    episode: Episode,
+    task: Task,
+    truth: Truth | None,
+    warehouse: Path | None,
+    roles: ToolRoles | None = None,
 ) -> list[GradeCheck]:
     grading = task.grading
     answer = graded_answer(episode)
@@ -95,6 +100,7 @@ def _deterministic(
                 mode=grading.exec_sql_mode,
                 tolerance_abs=grading.tolerance_abs,
                 tolerance_rel=grading.tolerance_rel,
+                roles=roles,
             )
         )
     elif kind in ("refusal", "abstain"):
@@ -180,11 +186,14 @@ async def agrade_episode(
     warehouse: Path | None = None,
     judge_all: bool = False,
     offered_tools: Collection[str] | None = None,
+    roles: ToolRoles | None = None,
 ) -> Grade:
     """Grade one episode (async because the judge is). ``judge_all`` judges every completed
     episode (seed-003 style model comparison) instead of only where judgement is needed.
     ``offered_tools``: the tools the arm's target offers (from the manifest); an expected
-    tool it does not offer is left out of the tool check (``None``: unknown, all count)."""
+    tool it does not offer is left out of the tool check (``None``: unknown, all count).
+    ``roles``: the arm's role map (from the manifest; ``None``: the legacy reference names),
+    through which exec_sql finds the predicted SQL and the tool check matches roles."""
     config = score_config or ScoreConfig()
     kind = task.grading.kind
     if episode.status == "harness_error":
@@ -192,13 +201,13 @@ async def agrade_episode(
         return _excluded(episode, kind, f"harness error (excluded, not a model failure): {cause}")
     failure = episode.status in FAILURE_STATUSES
     try:
-        checks = _deterministic(episode, task, truth, warehouse) if not failure else []
+        checks = _deterministic(episode, task, truth, warehouse, roles) if not failure else []
     except NotGradable as exc:
         return _excluded(episode, kind, f"not graded: {exc}")
     headline = list(checks)
-    expected_tools = offered_expected_tools(task.expected_tools, offered_tools)
+    expected_tools = offered_expected_tools(task.expected_tools, offered_tools, roles)
     if expected_tools:
-        checks.append(check_tool_overlap(episode, expected_tools))
+        checks.append(check_tool_overlap(episode, expected_tools, roles))
     scores = _programmatic_scores(episode, task, config)
     if expected_tools:
         scores["tool"] = 1.0 if checks[-1].passed else 0.0

@@ -2,8 +2,10 @@
 gold result.
 
 The predicted SQL is the last ```` ```sql ```` block of the graded answer when there is one
-(the answer is what the agent commits to), else the ``sql`` argument of the episode's last
-successful ``sql_query`` tool call. It runs guarded: exactly one SELECT/WITH statement
+(the answer is what the agent commits to), else the SQL of the episode's last successful
+call of a tool in the ``sql`` role (:mod:`dabench.roles`: ``sql_query`` on the reference
+platform, ``query``/``execute_query``... elsewhere), read from the argument the arm's sql
+binding maps the canonical ``sql`` onto. It runs guarded: exactly one SELECT/WITH statement
 (parsed with sqlglot), a read-only DuckDB connection without external access, a statement
 timeout and a row cap.
 
@@ -42,12 +44,12 @@ import sqlglot
 from sqlglot import exp
 
 from dabench.grading.answer import graded_answer
+from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, GradeCheck
+from dabench.roles import LEGACY_ROLES, ToolRoles
 from dabench.tasks.model import ExecSqlMode
 from dabench.world.warehouse import connect_warehouse
 
-SQL_TOOL_NAMES: frozenset[str] = frozenset({"sql_query"})
-"""Tool names whose ``sql`` argument is a predicted query."""
 DEFAULT_ROW_CAP = 10_000
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -67,18 +69,23 @@ class PredictedSql:
 
     sql: str
     source: str
-    """``answer sql block`` or ``sql_query call #<index>``."""
+    """``the answer's ```sql block`` or ``<tool> call #<index> (sql role)``."""
 
 
-def predicted_sql(episode: Episode) -> PredictedSql | None:
-    """The SQL to grade: the answer's last ```sql block, else the last successful sql_query."""
+def predicted_sql(episode: Episode, roles: ToolRoles | None = None) -> PredictedSql | None:
+    """The SQL to grade: the answer's last ```sql block, else the last successful call in
+    the sql role (``roles``: the arm's role map; default the legacy reference names)."""
     blocks = _SQL_BLOCK_RE.findall(graded_answer(episode))
     if blocks:
         return PredictedSql(sql=blocks[-1].strip(), source="the answer's ```sql block")
+    role_map = roles or LEGACY_ROLES
     for call in reversed(episode.tool_calls):
-        sql = call.arguments.get("sql")
-        if call.name in SQL_TOOL_NAMES and not call.is_error and isinstance(sql, str):
-            return PredictedSql(sql=sql, source=f"sql_query call #{call.index}")
+        if call.is_error or "sql" not in call_roles(call, roles):
+            continue
+        binding = role_map.binding_for("sql", call.name)
+        sql = binding.read(call.arguments, "sql") if binding else call.arguments.get("sql")
+        if isinstance(sql, str):
+            return PredictedSql(sql=sql, source=f"{call.name} call #{call.index} (sql role)")
     return None
 
 
@@ -409,14 +416,19 @@ def check_exec_sql(
     tolerance_rel: float = 0.0,
     row_cap: int = DEFAULT_ROW_CAP,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    roles: ToolRoles | None = None,
 ) -> GradeCheck:
-    """Execute the episode's predicted SQL and compare it with the gold result."""
-    predicted = predicted_sql(episode)
+    """Execute the episode's predicted SQL and compare it with the gold result (``roles``:
+    the arm's role map, which says where a sql-role call carries its SQL)."""
+    predicted = predicted_sql(episode, roles)
     if predicted is None:
         return GradeCheck(
             name="exec_sql",
             passed=False,
-            reason="no predicted SQL: no ```sql block in the answer and no successful sql_query",
+            reason=(
+                "no predicted SQL: no ```sql block in the answer and no successful call "
+                "of a tool in the sql role"
+            ),
             expected={"mode": mode, "rows": len(gold_rows)},
         )
     try:

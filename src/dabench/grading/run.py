@@ -15,7 +15,7 @@ from dabench.blocking import blocking
 from dabench.errors import UserInputError
 from dabench.grading.episode import agrade_episode, grade_protocol_episode
 from dabench.grading.scores import ScoreConfig
-from dabench.grading.tool_equivalents import manifest_offered_tools
+from dabench.grading.tool_equivalents import manifest_offered_tools, manifest_roles
 from dabench.journal.records import Episode, Grade, RunManifest
 from dabench.journal.store import MANIFEST_FILE, Journal, read_manifest, write_grades
 from dabench.judge.factory import make_judge
@@ -126,6 +126,7 @@ async def agrade_run(
     warehouse = _warehouse(world or (_world_dir(manifest) if needs_world else None))
     semaphore = asyncio.Semaphore(JUDGE_CONCURRENCY)
     offered = manifest_offered_tools(manifest)
+    roles = manifest_roles(manifest)
 
     async def one(episode: Episode) -> Grade:
         item = items.get(episode.task_id)
@@ -150,6 +151,7 @@ async def agrade_run(
                 warehouse=warehouse,
                 judge_all=judge_all,
                 offered_tools=offered.get(episode.arm),
+                roles=roles.get(episode.arm),
             )
 
     grades: list[Grade] = []

@@ -1,46 +1,66 @@
-"""Which tools count as an expected tool across stacks (the tool-overlap check).
+"""Which tool calls meet a task's expected tools, on any stack, through tool roles.
 
-Tasks name the reference platform's tools in ``expected_tools``. A target with other tool
-names (Elastic Agent Builder's built-in ``platform.core.*`` tools) meets the expectation with
-a tool that plays the same role: a task that expects a query tool (``sql_query``) accepts
-``platform.core.execute_esql`` and ``platform.core.search`` (which can run ES|QL itself). The
-table is documented in docs/targets.md.
+Tasks name the reference platform's tools in ``expected_tools``. An expected tool that plays
+a role (``sql_query`` -> ``sql``, ``search``, ``describe_table`` -> ``describe``,
+``list_tables`` -> ``list``, ``fetch``) is met by any call whose tool plays that role on the
+arm's target: the roles each call recorded in the journal (:attr:`ToolCall.roles`), or for
+journals written before roles were recorded, the arm's role map from the manifest, else
+:data:`~dabench.roles.LEGACY_ROLES` (the reference names plus Elastic Agent Builder's
+built-in tools, the old cross-stack table). Any other expected tool (``memory_capture``...)
+is met by a call of that name. The role maps are documented in docs/targets.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from dabench.journal.records import RunManifest
-
-TOOL_EQUIVALENTS: dict[str, tuple[str, ...]] = {
-    "sql_query": ("platform.core.execute_esql", "platform.core.search"),
-    "search": ("platform.core.search", "platform.core.index_explorer"),
-    "list_tables": ("platform.core.list_indices", "platform.core.index_explorer"),
-    "describe_table": ("platform.core.get_index_mapping",),
-    "fetch": ("platform.core.get_document_by_id",),
-}
-"""Reference tool -> tools of other stacks that play the same role."""
+from dabench.journal.records import RunManifest, ToolCall
+from dabench.roles import LEGACY_ROLES, Role, ToolRoles, parse_roles, reference_role
 
 
-def accepted_tools(expected: Iterable[str]) -> frozenset[str]:
-    """The expected tools plus every tool equivalent to one of them."""
-    names = set(expected)
-    for name in list(names):
-        names.update(TOOL_EQUIVALENTS.get(name, ()))
-    return frozenset(names)
+def call_roles(call: ToolCall, roles: ToolRoles | None = None) -> list[Role]:
+    """The roles a call's tool played: as recorded, else from ``roles`` (the arm's map) or
+    the legacy map."""
+    if call.roles is not None:
+        return list(call.roles)
+    return (roles or LEGACY_ROLES).roles_of(call.name)
+
+
+def met_expected_tools(
+    calls: Iterable[ToolCall], expected: Sequence[str], roles: ToolRoles | None = None
+) -> list[str]:
+    """The expected tools that some call met (by role, or by name for role-less tools)."""
+    calls = list(calls)
+    names = {c.name for c in calls}
+    played = {r for c in calls for r in call_roles(c, roles)}
+    out = []
+    for tool in expected:
+        role = reference_role(tool)
+        if (role in played) if role is not None else (tool in names):
+            out.append(tool)
+    return out
 
 
 def offered_expected_tools(
-    expected_tools: Sequence[str], offered: Collection[str] | None
+    expected_tools: Sequence[str],
+    offered: Collection[str] | None,
+    roles: ToolRoles | None = None,
 ) -> list[str]:
-    """The expected tools the arm's target offers (itself or an equivalent): a tool the
-    arm's profile does not offer is never counted against the arm. ``offered=None``
-    (unknown, e.g. a run recorded before targets' tools were kept) keeps them all."""
+    """The expected tools the arm's target offers (a tool in the same role, or the tool
+    itself): a tool the arm's profile does not offer is never counted against the arm.
+    ``offered=None`` (unknown, e.g. a run recorded before targets' tools were kept) keeps
+    them all."""
     if offered is None:
         return list(expected_tools)
     have = set(offered)
-    return [t for t in expected_tools if accepted_tools([t]) & have]
+    role_map = roles or LEGACY_ROLES
+    out = []
+    for tool in expected_tools:
+        role = reference_role(tool)
+        tools = role_map.tools_for(role) if role is not None else (tool,)
+        if have & set(tools):
+            out.append(tool)
+    return out
 
 
 def manifest_offered_tools(manifest: RunManifest | None) -> dict[str, list[str]]:
@@ -51,4 +71,15 @@ def manifest_offered_tools(manifest: RunManifest | None) -> dict[str, list[str]]
         tools = arm.get("tools")
         if isinstance(tools, list):
             out[str(arm.get("name"))] = [str(t) for t in tools]
+    return out
+
+
+def manifest_roles(manifest: RunManifest | None) -> dict[str, ToolRoles]:
+    """Per arm, its target's role map (the manifest's ``arms[].roles``; arms of runs
+    recorded before roles were kept are absent and fall back to the legacy map)."""
+    out: dict[str, ToolRoles] = {}
+    for arm in manifest.arms if manifest is not None else []:
+        roles = parse_roles(arm.get("roles"))
+        if roles is not None:
+            out[str(arm.get("name"))] = roles
     return out

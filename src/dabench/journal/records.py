@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dabench.roles import Role
+
 EpisodeStatus = Literal["completed", "no_answer", "budget_exhausted", "timeout", "harness_error"]
 """How an episode ended. ``timeout`` is the agent's episode time limit (a model failure);
 ``harness_error`` is ours or the infrastructure's (provider outage, target died) and is never
@@ -70,6 +72,9 @@ class ToolCall(_Record):
     """Structured error code (``SEARCH_REQUIRED``, ``SQL_REFUSED``...) when the tool gave one."""
     latency_ms: float = 0.0
     started_at: datetime | None = None
+    roles: list[Role] | None = None
+    """The roles the tool plays on the arm's target (``sql``, ``search``...; empty: none),
+    from the target's role map; ``None`` in journals written before roles were recorded."""
 
 
 class Message(_Record):

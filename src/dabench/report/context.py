@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from dabench.grading.tool_equivalents import manifest_roles
 from dabench.journal.sequential import SequentialRecord, read_sequential
 from dabench.report.fmt import pct
+from dabench.roles import ToolRoles
 from dabench.stats.frame import EpisodeFrame
 from dabench.stats.model import ArmSummary, Delta, Dimension, GroupStats, RunStats
 from dabench.stats.rundir import RunData, TaskInfo
@@ -91,7 +94,11 @@ SCORE_LABELS: dict[str, tuple[str, str]] = {
     "instruction_following": ("instruction following", "the judge's format/instruction score"),
     "format": ("format", "the answer follows the requested format"),
     "rubric": ("rubric", "share of the task's rubric items met"),
-    "tool": ("expected-tool use", "an expected tool the arm offers was used (1) or not (0)"),
+    "tool": (
+        "expected-tool use",
+        "a tool in the role of an expected tool (sql, search, describe, list, fetch), offered by "
+        "the arm, was used (1) or not (0)",
+    ),
     "latency": ("speed score", "1 at or under the latency target, falling to 0 at the limit"),
     "cost": ("cost score", "1 at or under the cost target, falling to 0 at the limit"),
     "error_rate": ("error-free tool calls", "share of tool calls that did not fail"),
@@ -152,6 +159,11 @@ class ReportContext:
     def sequential(self) -> SequentialRecord | None:
         """Where each arm of a ``--until-decided`` run stopped (``None`` for a fixed design)."""
         return read_sequential(self.run.run_dir)
+
+    @functools.cached_property
+    def roles(self) -> dict[str, ToolRoles]:
+        """Each arm's tool role map, where the manifest records one."""
+        return manifest_roles(self.run.manifest)
 
     @property
     def colors(self) -> dict[str, str]:

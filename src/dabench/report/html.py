@@ -15,9 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, Grade
 from dabench.report.context import ReportContext, score_label
 from dabench.report.render import environment, static_text
+from dabench.roles import Role, reference_role
 from dabench.stats.model import Interval
 from dabench.stats.taxonomy import episode_calls
 
@@ -107,6 +109,15 @@ def _transcript(ep: Episode) -> list[dict[str, Any]]:
     return out
 
 
+def _with_roles(name: str, roles: list[Role]) -> str:
+    return f"{name} ({', '.join(roles)})" if roles else name
+
+
+def _expected_with_role(tool: str) -> str:
+    role = reference_role(tool)
+    return f"{tool} (role {role})" if role else tool
+
+
 def episode_detail(ctx: ReportContext, i: int, with_transcript: bool) -> dict[str, Any]:
     """The detail record of one episode (what its panel shows)."""
     frame = ctx.frame
@@ -114,7 +125,8 @@ def episode_detail(ctx: ReportContext, i: int, with_transcript: bool) -> dict[st
     grade = ctx.run.grades.get(ep.key)
     info = ctx.run.tasks.get(ep.task_id) if ctx.run.tasks else None
     calls = episode_calls(ep)
-    used = list(dict.fromkeys(c.name for c in calls))
+    roles = ctx.roles.get(ep.arm)
+    used = list(dict.fromkeys(_with_roles(c.name, call_roles(c, roles)) for c in calls))
     return {
         "key": ep.key,
         "arm": ep.arm,
@@ -142,7 +154,7 @@ def episode_detail(ctx: ReportContext, i: int, with_transcript: bool) -> dict[st
         "answer": _clip(ep.final_answer),
         "truth": _truth(ctx, ep.task_id, grade),
         "judge": _judge(grade),
-        "expected_tools": list(info.expected_tools) if info else [],
+        "expected_tools": [_expected_with_role(t) for t in info.expected_tools] if info else [],
         "used_tools": used,
         "mismatch": bool(frame.tool_mismatch[i]),
         "calls": [

@@ -159,6 +159,10 @@ async def finish_episode(
     """Read the audit rows back and build the episode record."""
     transcript = played.transcript
     audit = await read_audit(arm.target, transcript) if transcript.sessions else None
+    roles = arm.target.tool_roles
+    for call in [*transcript.tool_calls, *(c for s in played.steps for c in s.tool_calls)]:
+        if call.roles is None:  # calls an agent recorded itself (kibana, command, claude CLI)
+            call.roles = roles.roles_of(call.name)
     item = job.item
     prompts = item.messages if isinstance(item, Task) else [s.prompt or "" for s in item.steps]
     return Episode(

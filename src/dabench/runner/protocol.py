@@ -29,7 +29,7 @@ from typing import Any, cast
 from typing import Protocol as TypingProtocol
 
 from dabench.agents.base import EpisodeRequest, EpisodeTranscript, ToolRecorder
-from dabench.agents.oracle import ABSTAIN, parse_sql_result, render_answer
+from dabench.agents.oracle import ABSTAIN, parse_sql_result, render_answer, role_tools
 from dabench.errors import HarnessError
 from dabench.grading import check_entity, check_numeric, check_refusal
 from dabench.journal.records import EpisodeStatus, GradeCheck, Message, StepRecord
@@ -186,7 +186,7 @@ class ProtocolOracle:
     Teach: ``memory_capture`` with the fact (a correction passes ``supersedes`` with the live
     insight it replaces). Answer steps: search for the fact and fetch the top results (or list
     one's own memories); only when a tool result shows the fact does it answer the gold (running
-    the step's gold SQL through ``sql_query``), otherwise it says it does not know. So a
+    the step's gold SQL through the target's ``sql`` role), otherwise it says it does not know. So a
     protocol passes with the oracle only when the platform really kept, promoted and served
     the fact: the verification machinery is tested end to end.
     """
@@ -239,10 +239,13 @@ class ProtocolOracle:
         """Look for the fact; answer the gold when found, else abstain. Returns the answer and
         whether the fact was found."""
         tools = await self._tools(session)
+        roles = await role_tools(self.recorder, session, "oracle")
         fact = step_fact(protocol, step)
         start = len(self.recorder.transcript.tool_calls)
-        if "search" in tools:
-            call = await self.recorder.call(session, "search", {"query": fact[:300], "limit": 5})
+        if roles.has("search"):
+            call = await roles.call(
+                self.recorder, session, "search", {"query": fact[:300], "limit": 5}, 0
+            )
             ids: list[str] = []
             if not call.is_error:
                 try:
@@ -250,18 +253,17 @@ class ProtocolOracle:
                 except (json.JSONDecodeError, AttributeError, KeyError, TypeError):
                     ids = []
             for rid in ids[:_EVIDENCE_FETCHES]:
-                if "fetch" in tools:
-                    await self.recorder.call(session, "fetch", {"id": rid})
+                if roles.has("fetch"):
+                    await roles.call(self.recorder, session, "fetch", {"id": rid}, 0)
         elif "memory_manage" in tools:
             await self.recorder.call(session, "memory_manage", {"action": "list"})
         found = fact_found(fact, self.recorder.transcript.tool_calls[start:])
         grading = step.grading
         if not found or grading is None or grading.kind in ("abstain", "refusal"):
             return ABSTAIN, found
-        if grading.truth_sql and "sql_query" in tools:
-            call = await self.recorder.call(
-                session, "sql_query", {"sql": grading.truth_sql, "limit": 1000}
-            )
+        if grading.truth_sql and roles.has("sql"):
+            sql_args = {"sql": grading.truth_sql, "limit": 1000}
+            call = await roles.call(self.recorder, session, "sql", sql_args, 0)
             if call.is_error:
                 raise HarnessError(f"oracle: gold SQL failed on the target: {call.result[:300]}")
             columns, rows = parse_sql_result(call.result)

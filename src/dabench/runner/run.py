@@ -307,6 +307,7 @@ class ExperimentRun:
                 "target": self.remote_targets.get(a.name) or a.target.describe(),
                 "agent": a.agent.describe(),
                 "efficiency_source": a.target.efficiency_source,
+                "roles": a.target.tool_roles.dump(),
             }
             for a in self.arms
         ]

@@ -13,8 +13,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dabench.grading.tool_equivalents import (
-    accepted_tools,
     manifest_offered_tools,
+    manifest_roles,
+    met_expected_tools,
     offered_expected_tools,
 )
 from dabench.journal.records import Episode, RunManifest
@@ -150,6 +151,7 @@ def build_frame(run: RunData) -> EpisodeFrame:
     score_cols: dict[str, Floats] = {}
     trap_cols: dict[str, Bools] = {}
     offered = manifest_offered_tools(run.manifest)
+    roles = manifest_roles(run.manifest)
     for i, ep in enumerate(episodes):
         info = tasks.get(ep.task_id) or TaskInfo(id=ep.task_id)
         grade = run.grades.get(ep.key)
@@ -180,10 +182,11 @@ def build_frame(run: RunData) -> EpisodeFrame:
         cols["calls"].append(trace.calls)
         cols["errors"].append(trace.errors)
         cols["retries"].append(trace.retries)
-        expected = offered_expected_tools(info.expected_tools, offered.get(ep.arm))
+        arm_roles = roles.get(ep.arm)
+        expected = offered_expected_tools(info.expected_tools, offered.get(ep.arm), arm_roles)
         cols["tool_expected"].append(bool(expected))
         cols["tool_mismatch"].append(
-            bool(expected) and not (trace.names & accepted_tools(expected))
+            bool(expected) and not met_expected_tools(calls, expected, arm_roles)
         )
         cols["fast_path_task"].append(bool(info.fast_path))
         cols["fast_path_used"].append(trace.fast_path_used)

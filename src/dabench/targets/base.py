@@ -18,8 +18,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
+from dabench.roles import REFERENCE_ROLES, ToolRoles
 
 EfficiencySource = Literal["platform", "harness"]
+SqlDialect = Literal["duckdb", "postgres"]
+"""The SQL dialect a target's SQL tool speaks (the oracle sends its truth SQL in it)."""
 
 
 @dataclass
@@ -147,6 +150,13 @@ class Target(ABC):
 
     kind: str
     efficiency_source: EfficiencySource = "harness"
+    sql_dialect: SqlDialect = "duckdb"
+
+    @property
+    def tool_roles(self) -> ToolRoles:
+        """Which of the target's tools play the roles ``sql``, ``search``... (default: the
+        reference platform's names)."""
+        return REFERENCE_ROLES
 
     @property
     @abstractmethod

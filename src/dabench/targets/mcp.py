@@ -21,8 +21,16 @@ from dabench.errors import UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
+from dabench.roles import REFERENCE_ROLES, ToolRoles
 from dabench.targets.audit import AuditReaderConfig, http_client, httpx_get, read_audit_http
-from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome, hide_argument
+from dabench.targets.base import (
+    SqlDialect,
+    Target,
+    TargetContext,
+    TargetSession,
+    ToolOutcome,
+    hide_argument,
+)
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.registry import register_target
 
@@ -62,6 +70,13 @@ class McpTargetConfig(BaseModel):
     """Tools never shown to the model."""
     audit: AuditReaderConfig | None = None
     """The target's audit API, if it has one."""
+    sql_dialect: SqlDialect = "duckdb"
+    """The dialect of the server's SQL tool (``postgres`` for a PostgreSQL server): the oracle
+    sends each task's truth SQL in it (``grading.truth_sql_dialects``, else translated)."""
+    roles: ToolRoles | None = None
+    """Which tools play ``sql``, ``search``, ``describe``, ``list``, ``fetch`` and how their
+    arguments map (:mod:`dabench.roles`); a role not given keeps the reference tool name,
+    a role given as ``null`` is not played."""
     call_timeout_s: float = 120.0
     idle_s: float = Field(default=DEFAULT_CLIENT_IDLE_S, gt=0)
     """Close HTTP connections idle this many seconds instead of reusing them; keep it below
@@ -84,12 +99,7 @@ class McpSession(TargetSession):
 
     async def tools(self) -> list[ToolSpec]:
         """The server's tools minus hidden ones, the session argument hidden."""
-        cfg = self.target.config
-        specs = await self.target.conn.list_tools()
-        out = [s for s in specs if s.name not in cfg.hide_tools]
-        if cfg.session_argument:
-            out = [hide_argument(s, cfg.session_argument) for s in out]
-        return out
+        return self.target.shown_tools(await self.target.conn.list_tools())
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Call the tool, injecting the handle where the tool takes it."""
@@ -108,6 +118,7 @@ class McpTarget(Target):
         self.config = config
         self.context = context
         self.efficiency_source = "platform" if config.audit else "harness"
+        self.sql_dialect = config.sql_dialect
         cwd = config.cwd
         if cwd and not Path(cwd).is_absolute():
             cwd = str(context.experiment_dir / cwd)
@@ -123,6 +134,8 @@ class McpTarget(Target):
             idle_s=config.idle_s,
         )
         self._started = False
+        self._roles: ToolRoles | None = None
+        self._listed: list[ToolSpec] | None = None
         self._http: httpx.AsyncClient | None = None
 
     @property
@@ -130,11 +143,38 @@ class McpTarget(Target):
         """``mcp:<name>``."""
         return f"mcp:{self.config.name}"
 
+    def shown_tools(self, specs: list[ToolSpec]) -> list[ToolSpec]:
+        """``specs`` minus hidden tools, the session argument hidden."""
+        cfg = self.config
+        out = [s for s in specs if s.name not in cfg.hide_tools]
+        if cfg.session_argument:
+            out = [hide_argument(s, cfg.session_argument) for s in out]
+        return out
+
+    def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
+        """The tools sessions show, once started (the manifest records them per arm)."""
+        return self.shown_tools(self._listed) if self._listed is not None else None
+
+    @property
+    def tool_roles(self) -> ToolRoles:
+        """The configured role map over the reference names (once started: only the roles
+        whose tool the server offers)."""
+        return self._roles if self._roles is not None else REFERENCE_ROLES.merged(self.config.roles)
+
     async def start(self) -> None:
-        """Connect (spawning the stdio server)."""
+        """Connect (spawning the stdio server); a configured role whose tool the server
+        lacks is bad input."""
         if not self._started:
             await self.conn.open()
-            await self.conn.list_tools()
+            self._listed = await self.conn.list_tools()
+            names = [t.name for t in self._listed]
+            missing = (self.config.roles or ToolRoles({})).missing_tools(names)
+            if missing:
+                await self.conn.close()
+                raise UserInputError(
+                    f"{self.label}: {'; '.join(missing)} (it offers: {', '.join(names)})"
+                )
+            self._roles = REFERENCE_ROLES.merged(self.config.roles).played(names)
             self._started = True
 
     async def stop(self) -> None:
@@ -152,6 +192,7 @@ class McpTarget(Target):
             "label": self.label,
             "endpoint": self.config.url or " ".join(self.config.command),
             "efficiency_source": self.efficiency_source,
+            "sql_dialect": self.sql_dialect,
             "audit": self.config.audit.base_url if self.config.audit else None,
         }
 

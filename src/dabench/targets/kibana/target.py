@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import HarnessError
 from dabench.providers.base import ToolSpec
+from dabench.roles import KIBANA_ROLES, ToolRoles
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome
 from dabench.targets.kibana.client import KibanaClient
 from dabench.targets.kibana.retrying import KibanaRetryPolicy
@@ -82,6 +83,9 @@ class KibanaTargetConfig(BaseModel):
     retry: KibanaRetryPolicy = Field(default_factory=KibanaRetryPolicy)
     """Retries of requests that are safe to repeat (429/503, connection failures; see
     :mod:`dabench.targets.kibana.retrying`): ``{max_attempts: 4, base_delay: 1, max_delay: 30}``."""
+    roles: ToolRoles | None = None
+    """Role bindings over the built-in map :data:`~dabench.roles.KIBANA_ROLES` (e.g. a custom
+    ``index_search`` tool as ``search``); a role given as ``null`` is not played."""
 
 
 class KibanaSession(TargetSession):
@@ -156,6 +160,11 @@ class KibanaTarget(Target):
         if self.config.agent_id:
             return self.config.agent_id
         return self.config.agent.id if self.config.agent else DEFAULT_AGENT_ID
+
+    @property
+    def tool_roles(self) -> ToolRoles:
+        """Agent Builder's built-in tools by role, with the configured overrides."""
+        return KIBANA_ROLES.merged(self.config.roles)
 
     @property
     def label(self) -> str:

@@ -1,0 +1,182 @@
+"""``dabench target ...`` commands: inspect an MCP server and propose (and check) its role map."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from dabench.errors import DabenchError, HarnessError, UserInputError
+from dabench.providers.base import ToolSpec
+from dabench.roles import ToolRoles
+from dabench.runner.role_check import TaskCheck, check_roles
+from dabench.safe_yaml import load_file
+from dabench.targets.inspect import RoleProposal, list_server_tools, propose_roles
+from dabench.targets.mcp import expand_env
+from dabench.targets.mcp_connection import McpEndpoint
+
+app = typer.Typer(no_args_is_help=True)
+
+
+def _headers(raw: list[str]) -> dict[str, str]:
+    out = {}
+    for item in raw:
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            raise UserInputError(f"--header {item!r}: expected NAME:VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _target(
+    command: str | None, args: list[str], url: str | None, headers: list[str]
+) -> dict[str, Any]:
+    words = shlex.split(command) if command else []
+    words += args
+    if bool(words) == bool(url):
+        raise UserInputError(
+            "give exactly one server: --command CMD (or -- CMD ARGS...) or --url URL"
+        )
+    if url:
+        return {"url": url, "headers": _headers(headers)}
+    if headers:
+        raise UserInputError("--header applies to --url servers only")
+    return {"command": words}
+
+
+def _read_roles(path: Path) -> ToolRoles:
+    try:
+        return ToolRoles.model_validate(load_file(path))
+    except ValueError as exc:
+        raise UserInputError(f"{path}: not a role map (target.roles): {exc}") from exc
+
+
+def _arguments(spec: ToolSpec) -> str:
+    props = spec.input_schema.get("properties") or {}
+    required = set(spec.input_schema.get("required") or [])
+    parts = []
+    for name, schema in props.items():
+        kind = schema.get("type", "any") if isinstance(schema, dict) else "any"
+        parts.append(f"{name}{'*' if name in required else ''}: {kind}")
+    return ", ".join(parts) or "-"
+
+
+def roles_yaml(proposal: RoleProposal, source: str) -> str:
+    """The role map as YAML usable verbatim under ``target.roles``, with its provenance."""
+    lines = [f"# dabench target inspect {source}", "# use under target.roles"]
+    lines += [f"# {role}: {why}" for role, why in proposal.reasons.items()]
+    lines += [f"# NOTE {note}" for note in proposal.notes]
+    body = yaml.safe_dump(proposal.roles.dump(), sort_keys=False) if proposal.roles.root else "{}\n"
+    return "\n".join(lines) + "\n" + body
+
+
+def _print_tools(console: Console, tools: list[ToolSpec]) -> None:
+    table = Table(title=f"{len(tools)} tools (* required)")
+    table.add_column("tool", style="bold")
+    table.add_column("arguments")
+    table.add_column("description")
+    for spec in tools:
+        table.add_row(spec.name, _arguments(spec), spec.description[:160])
+    console.print(table)
+
+
+def _print_checks(console: Console, checks: list[TaskCheck]) -> None:
+    table = Table(title="oracle through the role map (smoke tasks)")
+    table.add_column("task")
+    table.add_column("result")
+    table.add_column("detail")
+    for c in checks:
+        table.add_row(c.task_id, "[green]pass[/]" if c.passed else "[red]FAIL[/]", c.detail[:200])
+    console.print(table)
+
+
+@app.command("inspect")
+def inspect_cmd(
+    args: list[str] = typer.Argument(None, help="The stdio server command after --."),
+    command: str | None = typer.Option(
+        None, "--command", help="A stdio server command line (shell words)."
+    ),
+    url: str | None = typer.Option(None, "--url", help="A streamable-HTTP MCP server URL."),
+    header: list[str] = typer.Option(
+        [], "--header", metavar="NAME:VALUE", help="HTTP header (repeatable; ${VAR} expanded)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Write the proposed role map (YAML)."),
+    roles_file: Path | None = typer.Option(
+        None, "--roles", help="Check this role map (YAML) instead of proposing one."
+    ),
+    check: bool = typer.Option(
+        False, "--check", help="Run the oracle on the smoke tasks through the role map."
+    ),
+    world: Path | None = typer.Option(
+        None, "--world", help="World the server serves (default: seed 930, scale 1)."
+    ),
+    check_dir: Path | None = typer.Option(
+        None, "--check-dir", help="Keep the check's run here (default: a temporary directory)."
+    ),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+) -> None:
+    """List an MCP server's tools, propose a role map (sql, search, describe, list, fetch),
+    write it as YAML for target.roles, and with --check run the oracle through it.
+
+    Exit codes: 0 done (and every checked task passed); 1 a checked task failed; 2 bad input;
+    3 the server could not be reached or listed."""
+    err = Console(stderr=True)
+    try:
+        if fmt not in ("table", "json"):
+            raise UserInputError(f"--format must be table or json, got {fmt!r}")
+        target = _target(command, list(args or []), url, header)
+        endpoint = McpEndpoint(
+            url=target.get("url"),
+            headers={k: expand_env(v) for k, v in target.get("headers", {}).items()},
+            command=target.get("command", []),
+        )
+        tools = asyncio.run(list_server_tools(endpoint))
+        proposal = propose_roles(tools)
+        if roles_file is not None:
+            proposal = RoleProposal(_read_roles(roles_file), {"all": f"from {roles_file}"}, [])
+        source = url or shlex.join(target["command"])
+        text = roles_yaml(proposal, source)
+        if out is not None:
+            out.write_text(text)
+        checks: list[TaskCheck] | None = None
+        if check:
+            if check_dir is not None:
+                checks = check_roles(target, proposal.roles, check_dir, world)
+            else:
+                with tempfile.TemporaryDirectory(prefix="dabench-inspect-") as tmp:
+                    checks = check_roles(target, proposal.roles, Path(tmp), world)
+    except (DabenchError, HarnessError) as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code if isinstance(exc, DabenchError) else 3) from None
+    console = Console()
+    if fmt == "json":
+        body: dict[str, Any] = {
+            "tools": [t.model_dump() for t in tools],
+            "roles": proposal.roles.dump(),
+            "reasons": proposal.reasons,
+            "notes": proposal.notes,
+        }
+        if checks is not None:
+            body["check"] = [vars(c) for c in checks]
+        typer.echo(json.dumps(body, indent=2))
+    else:
+        _print_tools(console, tools)
+        console.print("proposed role map (target.roles):", style="bold")
+        console.print(text, markup=False, highlight=False)
+        if out is not None:
+            console.print(f"wrote {out}")
+        if checks is not None:
+            _print_checks(console, checks)
+    if checks is not None:
+        failed = sum(not c.passed for c in checks)
+        err.print(f"check: {len(checks) - failed} of {len(checks)} smoke tasks passed")
+        if failed or not checks:
+            raise typer.Exit(1)

@@ -1,0 +1,183 @@
+"""List an MCP server's tools and propose a role map for it (``dabench target inspect``).
+
+The proposal is a heuristic over each tool's name, description and input schema; it is a
+starting point to read and check (``--check`` runs the oracle through it), never trusted
+blindly. Per role, a tool qualifies when it has an argument that can carry the role's main
+canonical argument (``sql``: a string named ``sql``/``query``/``statement``...; ``search``: a
+string such as ``query``/``q``; ``describe``: a table name; ``fetch``: an id; ``list``: no
+required argument) and its name or description says what the role does; the best-scoring
+tool wins, and one tool plays one role. Canonical arguments the tool has no argument for are
+dropped (``limit`` for a SQL tool without a limit-like argument); required arguments the
+binding cannot fill are reported as notes (set them as ``constants``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from dabench.providers.base import ToolSpec
+from dabench.roles import CANONICAL_ARGUMENTS, ROLES, Role, RoleBinding, ToolRoles
+from dabench.targets.mcp_connection import McpConnection, McpEndpoint
+
+SESSION_ARGUMENTS = frozenset({"session_id", "session", "sessionid"})
+"""Argument names that carry a session handle (the target injects them, not the role)."""
+
+_ARGUMENT_NAMES: dict[Role, dict[str, tuple[str, ...]]] = {
+    "sql": {
+        "sql": ("sql", "statement", "sql_query", "query", "sqlquery", "query_sql", "q"),
+        "limit": ("limit", "max_rows", "row_limit", "maxrows", "rows", "max_results", "top"),
+    },
+    "search": {
+        "query": ("query", "q", "text", "search", "term", "keywords", "question", "prompt"),
+        "kinds": ("kinds", "types", "kind", "type", "categories"),
+        "limit": ("limit", "max_results", "top_k", "k", "size", "count", "n"),
+    },
+    "describe": {
+        "table": ("table", "table_name", "tablename", "name", "table_id", "dataset", "relation"),
+    },
+    "list": {"pattern": ("pattern", "filter", "like", "name_pattern", "glob", "search")},
+    "fetch": {"id": ("id", "doc_id", "document_id", "uri", "ref", "key", "page_id", "name")},
+}
+"""Per role and canonical argument, the tool argument names that can carry it (best first)."""
+
+_WORDS: dict[Role, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "sql": (("sql", "query", "execute", "select", "run", "statement"), ("search", "explain")),
+    "search": (("search", "find", "lookup", "discover", "semantic"), ("sql", "execute")),
+    "describe": (("describe", "schema", "columns", "column", "info", "structure"), ("list",)),
+    "list": (("list", "tables", "show", "datasets", "indices", "relations"), ("describe",)),
+    "fetch": (("fetch", "get", "read", "document", "page", "resource"), ("sql", "search")),
+}
+"""Per role, words in a tool's name or description that speak for it and against it."""
+
+_MAIN: dict[Role, str] = {
+    "sql": "sql",
+    "search": "query",
+    "describe": "table",
+    "list": "",
+    "fetch": "id",
+}
+
+
+@dataclass
+class RoleProposal:
+    """A proposed role map, with why each tool was chosen and what to check by hand."""
+
+    roles: ToolRoles
+    reasons: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _words(text: str) -> set[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return {w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w}
+
+
+def _properties(spec: ToolSpec) -> dict[str, dict[str, Any]]:
+    props = spec.input_schema.get("properties") or {}
+    return {k: v if isinstance(v, dict) else {} for k, v in props.items()}
+
+
+def _required(spec: ToolSpec) -> set[str]:
+    return set(spec.input_schema.get("required") or [])
+
+
+def _is_string(schema: dict[str, Any]) -> bool:
+    kinds = [schema.get("type")] + [b.get("type") for b in schema.get("anyOf", []) if b]
+    return "string" in kinds or not any(kinds)
+
+
+def _match_argument(spec: ToolSpec, candidates: tuple[str, ...], taken: set[str]) -> str | None:
+    props = _properties(spec)
+    lowered = {k.lower(): k for k in props if k not in taken}
+    return next((lowered[c] for c in candidates if c in lowered), None)
+
+
+def _binding(role: Role, spec: ToolSpec) -> tuple[RoleBinding, list[str]] | None:
+    """The binding of ``spec`` in ``role`` and notes, or ``None`` when it cannot play it."""
+    props = _properties(spec)
+    arguments: dict[str, str] = {}
+    drop: list[str] = []
+    taken: set[str] = set()
+    for canonical in CANONICAL_ARGUMENTS[role]:
+        name = _match_argument(spec, _ARGUMENT_NAMES[role][canonical], taken)
+        if canonical == _MAIN[role]:
+            if name is None and role in ("describe", "fetch"):
+                strings = [k for k in _required(spec) - SESSION_ARGUMENTS if _is_string(props[k])]
+                name = strings[0] if len(strings) == 1 else None
+            if name is None or not _is_string(props[name]):
+                return None
+        if name is None:
+            drop.append(canonical)
+            continue
+        taken.add(name)
+        if name != canonical:
+            arguments[canonical] = name
+    if role == "list" and (_required(spec) - SESSION_ARGUMENTS - taken):
+        return None
+    uncovered = sorted(_required(spec) - taken - SESSION_ARGUMENTS)
+    notes = [
+        f"{role}: {spec.name} requires {', '.join(uncovered)}, which no canonical argument "
+        "fills: set it under constants"
+    ] * bool(uncovered)
+    return RoleBinding(tool=spec.name, arguments=arguments, drop=drop), notes
+
+
+def _score(role: Role, spec: ToolSpec) -> int:
+    pro, con = _WORDS[role]
+    name, text = _words(spec.name), _words(spec.description)
+    score = 3 * len(name & set(pro)) + len(text & set(pro))
+    score -= 3 * len(name & set(con))
+    if role == "sql" and "sql" in name | text:
+        score += 3
+    if role == "list" and "list" in name and name & {"tables", "datasets", "indices", "table"}:
+        score += 3
+    return score
+
+
+def propose_roles(tools: list[ToolSpec]) -> RoleProposal:
+    """A role map for a server's tools (see the module docstring)."""
+    chosen: dict[Role, RoleBinding] = {}
+    reasons: dict[str, str] = {}
+    notes: list[str] = []
+    used: set[str] = set()
+    for role in ROLES:
+        best: tuple[int, RoleBinding, list[str]] | None = None
+        for spec in tools:
+            if spec.name in used:
+                continue
+            bound = _binding(role, spec)
+            score = _score(role, spec)
+            if bound is None or score < 2:
+                continue
+            if best is None or score > best[0]:
+                best = (score, bound[0], bound[1])
+        if best is None:
+            continue
+        score, binding, why = best
+        chosen[role] = binding
+        used.add(binding.tool)
+        notes.extend(why)
+        reasons[role] = f"{binding.tool} (score {score})"
+    session = {
+        arg: [s.name for s in tools if s.name in used and arg in _required(s)]
+        for arg in sorted(SESSION_ARGUMENTS)
+    }
+    for arg, names in session.items():
+        if names:
+            notes.append(
+                f"{', '.join(names)} require {arg}, a session handle the target must supply "
+                f"(target.session_argument: {arg})"
+            )
+    return RoleProposal(ToolRoles(chosen), reasons, notes)
+
+
+async def list_server_tools(endpoint: McpEndpoint, timeout_s: float = 60.0) -> list[ToolSpec]:
+    """Connect to an MCP server, list its tools and disconnect."""
+    conn = McpConnection(endpoint, call_timeout_s=timeout_s)
+    try:
+        await conn.open(timeout_s)
+        return await conn.list_tools()
+    finally:
+        await conn.close()

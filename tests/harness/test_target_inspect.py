@@ -1,0 +1,201 @@
+"""``dabench target inspect``: role maps proposed for real servers (the test server, the
+reference platform over stdio) and for the tool shapes of known third-party servers, and
+``--check`` running the oracle through the proposal."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import dabench
+from dabench.cli import app
+from dabench.providers.base import ToolSpec
+from dabench.roles import REFERENCE_ROLES, ToolRoles
+from dabench.targets.inspect import list_server_tools, propose_roles
+from dabench.targets.mcp_connection import McpEndpoint
+from dabench.targets.process import ServerProcess, free_port
+
+from .test_roles_third_party import ROLES, SERVER
+
+SRC = Path(dabench.__file__).resolve().parents[1]
+
+
+def spec(name: str, description: str, **props: Any) -> ToolSpec:
+    """A tool spec with string (``"s"``), integer (``"i"``) arguments; a ``*`` suffix on the
+    type marks the argument required."""
+    types = {"s": "string", "i": "integer", "a": "array"}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {k: {"type": types[v.rstrip("*")]} for k, v in props.items()},
+        "required": [k for k, v in props.items() if v.endswith("*")],
+    }
+    return ToolSpec(name=name, description=description, input_schema=schema)
+
+
+@pytest.mark.parametrize(
+    ("tools", "expected"),
+    [
+        (  # query(query): mcp-server-motherduck's documented SQL tool
+            [spec("query", "Execute a SQL query on the DuckDB or MotherDuck database", query="s*")],
+            {"sql": {"tool": "query", "arguments": {"sql": "query"}, "drop": ["limit"]}},
+        ),
+        (  # query(sql)
+            [spec("query", "Run a read-only SQL query", sql="s*")],
+            {"sql": {"tool": "query", "drop": ["limit"]}},
+        ),
+        (  # execute_sql(sql) beside a tool that plays no role
+            [
+                spec("execute_sql", "Execute a SQL query on the current database", sql="s*"),
+                spec("get_time", "The current time"),
+            ],
+            {"sql": {"tool": "execute_sql", "drop": ["limit"]}},
+        ),
+        (  # a search tool and a SQL tool that both take `query`, a row limit and a database
+            [
+                spec("semantic_search", "Find tables and docs", query="s*", top_k="i"),
+                spec("run_sql", "Run SQL", query="s*", max_rows="i", database="s*"),
+                spec("get_document", "Read a document by id", doc_id="s*"),
+                spec("list_tables", "All tables", schema="s"),
+            ],
+            {
+                "sql": {
+                    "tool": "run_sql",
+                    "arguments": {"sql": "query", "limit": "max_rows"},
+                },
+                "search": {
+                    "tool": "semantic_search",
+                    "arguments": {"limit": "top_k"},
+                    "drop": ["kinds"],
+                },
+                "list": {"tool": "list_tables", "drop": ["pattern"]},
+                "fetch": {"tool": "get_document", "arguments": {"id": "doc_id"}},
+            },
+        ),
+        ([spec("echo", "Echo the message back", message="s*")], {}),
+    ],
+)
+def test_proposals_for_known_tool_shapes(tools: list[ToolSpec], expected: dict[str, Any]) -> None:
+    proposal = propose_roles(tools)
+    assert proposal.roles.dump() == expected, proposal.reasons
+
+
+def test_required_arguments_without_a_role_are_noted() -> None:
+    tools = [spec("run_sql", "Run SQL", query="s*", database="s*")]
+    notes = propose_roles(tools).notes
+    assert notes == [
+        "sql: run_sql requires database, which no canonical argument fills: set it under constants"
+    ]
+
+
+@pytest.mark.slow
+async def test_reference_platform_over_stdio_gets_the_identity(real_world: Path) -> None:
+    endpoint = McpEndpoint(
+        command=[
+            sys.executable, "-m", "dabench.cli", "platform", "serve", "--world", str(real_world),
+            "--profile", "a2", "--transport", "stdio",
+        ],
+        env={"PYTHONPATH": str(SRC)},
+    )  # fmt: skip
+    proposal = propose_roles(await list_server_tools(endpoint))
+    assert proposal.roles == REFERENCE_ROLES
+    assert proposal.notes == [
+        "sql_query, describe_table, list_tables, search, fetch require session_id, a session "
+        "handle the target must supply (target.session_argument: session_id)"
+    ]
+
+
+@pytest.mark.slow
+def test_inspect_writes_and_checks_the_map(real_world: Path, tmp_path: Path) -> None:
+    out = tmp_path / "roles.yaml"
+    warehouse = str(real_world / "warehouse.duckdb")
+    result = CliRunner().invoke(
+        app,
+        [
+            "target", "inspect", "--out", str(out), "--check", "--world", str(real_world),
+            "--check-dir", str(tmp_path / "check"), "--format", "json",
+            "--", sys.executable, str(SERVER), warehouse,
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert [t["name"] for t in body["tools"]] == ["execute_query", "table_schema", "show_tables"]
+    assert body["roles"] == ROLES
+    assert body["check"] and all(c["passed"] for c in body["check"]), body["check"]
+    assert {c["task_id"].split(".")[0] for c in body["check"]} == {"s1", "s3"}
+    # The file is usable verbatim under target.roles.
+    assert ToolRoles.model_validate(yaml.safe_load(out.read_text())).dump() == ROLES
+    # A wrong map fails the check with the cause, per task.
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(yaml.safe_dump({"sql": {"tool": "execute_query"}}))
+    result = CliRunner().invoke(
+        app,
+        [
+            "target", "inspect", "--roles", str(wrong), "--check", "--world", str(real_world),
+            "--format", "json", "--command", f"{sys.executable} {SERVER} {warehouse}",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    failed = [c for c in json.loads(result.stdout)["check"] if not c["passed"]]
+    assert failed and all("harness error" in c["detail"] for c in failed)
+
+
+def test_inspect_refuses_bad_input(tmp_path: Path) -> None:
+    both = CliRunner().invoke(app, ["target", "inspect", "--url", "http://x/mcp", "--", "srv"])
+    assert both.exit_code == 2 and "exactly one server" in both.output
+    header = CliRunner().invoke(
+        app, ["target", "inspect", "--url", "http://127.0.0.1:9/mcp", "--header", "nocolon"]
+    )
+    assert header.exit_code == 2 and "NAME:VALUE" in header.output
+
+
+@pytest.mark.slow
+def test_inspect_over_http_with_a_header(
+    real_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    command = [sys.executable, str(SERVER), str(real_world / "warehouse.duckdb")]
+    server = ServerProcess([*command, "--port", str(port), "--token", "s3cret"], tmp_path / "log")
+    server.start()
+    try:
+        wait_for_port(port)
+        url = f"http://127.0.0.1:{port}/mcp"
+        refused = CliRunner().invoke(app, ["target", "inspect", "--url", url])
+        assert refused.exit_code == 3 and "cannot connect" in refused.output
+        monkeypatch.setenv("INSPECT_TOKEN", "s3cret")
+        check_dir = tmp_path / "check"
+        result = CliRunner().invoke(
+            app,
+            [
+                "target", "inspect", "--url", url, "--header",
+                "Authorization: Bearer ${INSPECT_TOKEN}", "--check", "--world", str(real_world),
+                "--check-dir", str(check_dir), "--format", "json",
+            ],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        body = json.loads(result.stdout)
+        assert body["roles"] == ROLES and all(c["passed"] for c in body["check"])
+        # The key reached the server through the environment, never the run directory.
+        written = [p.read_text() for p in check_dir.rglob("*") if p.is_file()]
+        assert written and not any("s3cret" in text for text in written)
+    finally:
+        server.kill_now()
+
+
+def wait_for_port(port: int, timeout_s: float = 30.0) -> None:
+    """Until something listens on 127.0.0.1:port."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port}")
