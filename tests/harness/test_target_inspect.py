@@ -135,19 +135,32 @@ def test_inspect_writes_and_checks_the_map(real_world: Path, tmp_path: Path) -> 
     # A wrong map fails the check with the cause, per task.
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(yaml.safe_dump({"sql": {"tool": "execute_query"}}))
+    extra = tmp_path / "target.yaml"
+    extra.write_text(yaml.safe_dump({"name": "custom", "hide_tools": ["show_tables"]}))
     result = CliRunner().invoke(
         app,
         [
             "target", "inspect", "--roles", str(wrong), "--check", "--world", str(real_world),
             "--format", "json", "--command", f"{sys.executable} {SERVER} {warehouse}",
+            "--target-config", str(extra), "--check-dir", str(tmp_path / "wrong"),
         ],
     )  # fmt: skip
     assert result.exit_code == 1
     failed = [c for c in json.loads(result.stdout)["check"] if not c["passed"]]
     assert failed and all("harness error" in c["detail"] for c in failed)
+    assert "execute_query" in failed[0]["detail"] and "statement" in failed[0]["detail"]
+    checked = yaml.safe_load((tmp_path / "wrong" / "experiment.yaml").read_text())
+    target = checked["arms"][0]["target"]
+    assert target["name"] == "custom" and target["hide_tools"] == ["show_tables"]
 
 
 def test_inspect_refuses_bad_input(tmp_path: Path) -> None:
+    extra = tmp_path / "target.yaml"
+    extra.write_text("roles: {}\n")
+    fixed = CliRunner().invoke(
+        app, ["target", "inspect", "--target-config", str(extra), "--", "srv"]
+    )
+    assert fixed.exit_code == 2 and "roles come from the command line" in fixed.output
     both = CliRunner().invoke(app, ["target", "inspect", "--url", "http://x/mcp", "--", "srv"])
     assert both.exit_code == 2 and "exactly one server" in both.output
     header = CliRunner().invoke(

@@ -59,6 +59,18 @@ def _read_roles(path: Path) -> ToolRoles:
         raise UserInputError(f"{path}: not a role map (target.roles): {exc}") from exc
 
 
+def _read_target_config(path: Path) -> dict[str, Any]:
+    data = load_file(path)
+    if not isinstance(data, dict):
+        raise UserInputError(f"{path}: expected a mapping of mcp target settings")
+    fixed = {"kind", "roles", "command", "url", "headers"} & set(data)
+    if fixed:
+        raise UserInputError(
+            f"{path}: {', '.join(sorted(fixed))} come from the command line, not --target-config"
+        )
+    return data
+
+
 def _arguments(spec: ToolSpec) -> str:
     props = spec.input_schema.get("properties") or {}
     required = set(spec.input_schema.get("required") or [])
@@ -118,6 +130,11 @@ def inspect_cmd(
     world: Path | None = typer.Option(
         None, "--world", help="World the server serves (default: seed 930, scale 1)."
     ),
+    target_config: Path | None = typer.Option(
+        None,
+        "--target-config",
+        help="YAML of further mcp target settings for --check (session_argument, env...).",
+    ),
     check_dir: Path | None = typer.Option(
         None, "--check-dir", help="Keep the check's run here (default: a temporary directory)."
     ),
@@ -133,6 +150,7 @@ def inspect_cmd(
         if fmt not in ("table", "json"):
             raise UserInputError(f"--format must be table or json, got {fmt!r}")
         target = _target(command, list(args or []), url, header)
+        extra = _read_target_config(target_config) if target_config is not None else {}
         endpoint = McpEndpoint(
             url=target.get("url"),
             headers={k: expand_env(v) for k, v in target.get("headers", {}).items()},
@@ -149,10 +167,10 @@ def inspect_cmd(
         checks: list[TaskCheck] | None = None
         if check:
             if check_dir is not None:
-                checks = check_roles(target, proposal.roles, check_dir, world)
+                checks = check_roles({**target, **extra}, proposal.roles, check_dir, world)
             else:
                 with tempfile.TemporaryDirectory(prefix="dabench-inspect-") as tmp:
-                    checks = check_roles(target, proposal.roles, Path(tmp), world)
+                    checks = check_roles({**target, **extra}, proposal.roles, Path(tmp), world)
     except (DabenchError, HarnessError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code if isinstance(exc, DabenchError) else 3) from None

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from dabench.errors import UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
 from dabench.roles import REFERENCE_ROLES, ToolRoles
@@ -101,6 +102,17 @@ def hide_argument(spec: ToolSpec, name: str) -> ToolSpec:
     if "required" in schema:
         schema["required"] = [r for r in schema["required"] if r != name]
     return ToolSpec(name=spec.name, description=spec.description, input_schema=schema)
+
+
+def check_roles_offered(target: Target, roles: ToolRoles | None, listed: list[ToolSpec]) -> None:
+    """Refuse (:class:`~dabench.errors.UserInputError`) configured role bindings whose tool
+    the server does not list."""
+    names = [t.name for t in listed]
+    missing = (roles or ToolRoles({})).missing_tools(names)
+    if missing:
+        raise UserInputError(
+            f"{target.label}: {'; '.join(missing)} (it offers: {', '.join(names)})"
+        )
 
 
 @runtime_checkable

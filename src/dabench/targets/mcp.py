@@ -29,6 +29,7 @@ from dabench.targets.base import (
     TargetContext,
     TargetSession,
     ToolOutcome,
+    check_roles_offered,
     hide_argument,
 )
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
@@ -99,7 +100,12 @@ class McpSession(TargetSession):
 
     async def tools(self) -> list[ToolSpec]:
         """The server's tools minus hidden ones, the session argument hidden."""
-        return self.target.shown_tools(await self.target.conn.list_tools())
+        cfg = self.target.config
+        specs = await self.target.conn.list_tools()
+        out = [s for s in specs if s.name not in cfg.hide_tools]
+        if cfg.session_argument:
+            out = [hide_argument(s, cfg.session_argument) for s in out]
+        return out
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Call the tool, injecting the handle where the tool takes it."""
@@ -134,8 +140,7 @@ class McpTarget(Target):
             idle_s=config.idle_s,
         )
         self._started = False
-        self._roles: ToolRoles | None = None
-        self._listed: list[ToolSpec] | None = None
+        self._tools: list[ToolSpec] | None = None
         self._http: httpx.AsyncClient | None = None
 
     @property
@@ -143,39 +148,31 @@ class McpTarget(Target):
         """``mcp:<name>``."""
         return f"mcp:{self.config.name}"
 
-    def shown_tools(self, specs: list[ToolSpec]) -> list[ToolSpec]:
-        """``specs`` minus hidden tools, the session argument hidden."""
+    async def start(self) -> None:
+        """Connect (spawning the stdio server)."""
+        if not self._started:
+            await self.conn.open()
+            self._tools = await self.conn.list_tools()
+            self._started = True
+            check_roles_offered(self, self.config.roles, self._tools)
+
+    def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
+        """Every session shows the same tools, known once the target started."""
+        if self._tools is None:
+            return None
         cfg = self.config
-        out = [s for s in specs if s.name not in cfg.hide_tools]
+        out = [s for s in self._tools if s.name not in cfg.hide_tools]
         if cfg.session_argument:
             out = [hide_argument(s, cfg.session_argument) for s in out]
         return out
 
-    def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
-        """The tools sessions show, once started (the manifest records them per arm)."""
-        return self.shown_tools(self._listed) if self._listed is not None else None
-
     @property
     def tool_roles(self) -> ToolRoles:
-        """The configured role map over the reference names (once started: only the roles
-        whose tool the server offers)."""
-        return self._roles if self._roles is not None else REFERENCE_ROLES.merged(self.config.roles)
-
-    async def start(self) -> None:
-        """Connect (spawning the stdio server); a configured role whose tool the server
-        lacks is bad input."""
-        if not self._started:
-            await self.conn.open()
-            self._listed = await self.conn.list_tools()
-            names = [t.name for t in self._listed]
-            missing = (self.config.roles or ToolRoles({})).missing_tools(names)
-            if missing:
-                await self.conn.close()
-                raise UserInputError(
-                    f"{self.label}: {'; '.join(missing)} (it offers: {', '.join(names)})"
-                )
-            self._roles = REFERENCE_ROLES.merged(self.config.roles).played(names)
-            self._started = True
+        """The configured role map over the reference names; once started, only the roles
+        whose tool the sessions show."""
+        roles = REFERENCE_ROLES.merged(self.config.roles)
+        shown = self.known_tools()
+        return roles if shown is None else roles.played(t.name for t in shown)
 
     async def stop(self) -> None:
         """Disconnect (the SDK stops a stdio server)."""
