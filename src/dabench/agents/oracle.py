@@ -21,6 +21,7 @@ from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus, Message
 from dabench.targets.base import TargetSession
+from dabench.tasks.engines import dialect_of_sql_tool, truth_sql_for
 from dabench.tasks.model import FormatSpec, Task
 
 SEARCH_TOOL = "search"
@@ -148,12 +149,16 @@ class OracleAgent(Agent):
             return ABSTAIN
         recorder = ToolRecorder(transcript)
         session = await recorder.open(request.target)
-        names = {t.name for t in await session.tools()}
+        specs = {t.name: t for t in await session.tools()}
+        names = set(specs)
         if self.config.search_tool in names:
             query = " ".join(g.entities[:1]) or task.messages[-1]
             await recorder.call(session, self.config.search_tool, {"query": query[:300]}, turn)
         if g.truth_sql:
-            return await self._answer_sql(recorder, session, names, g.truth_sql, task, turn)
+            sql_spec = specs.get(self.config.sql_tool)  # the gold SQL in the target's dialect
+            dialect = dialect_of_sql_tool(sql_spec.description if sql_spec else "")
+            sql = truth_sql_for(g, dialect) or g.truth_sql
+            return await self._answer_sql(recorder, session, names, sql, task, turn)
         if g.entities:
             entity = g.entities[0]
             # Without search, a dataset or column id is confirmed by describing its table;

@@ -39,6 +39,7 @@ from dabench.runner.protocols import ProtocolRequest, register_protocol_runner
 from dabench.stats.lifecycle import LIFECYCLE_METRICS as LIFECYCLE_METRICS
 from dabench.stats.lifecycle import lifecycle_metrics as lifecycle_metrics
 from dabench.targets.base import Target, TargetSession
+from dabench.tasks.engines import dialect_of_sql_tool, truth_sql_for
 from dabench.tasks.loader import TaskSet
 from dabench.tasks.lock import compute_lock
 from dabench.tasks.model import Grading, Protocol, ProtocolStep, Task, Truth
@@ -259,9 +260,9 @@ class ProtocolOracle:
         if not found or grading is None or grading.kind in ("abstain", "refusal"):
             return ABSTAIN, found
         if grading.truth_sql and "sql_query" in tools:
-            call = await self.recorder.call(
-                session, "sql_query", {"sql": grading.truth_sql, "limit": 1000}
-            )
+            dialect = dialect_of_sql_tool(tools["sql_query"].description)
+            sql = truth_sql_for(grading, dialect) or grading.truth_sql
+            call = await self.recorder.call(session, "sql_query", {"sql": sql, "limit": 1000})
             if call.is_error:
                 raise HarnessError(f"oracle: gold SQL failed on the target: {call.result[:300]}")
             columns, rows = parse_sql_result(call.result)

@@ -35,7 +35,6 @@ from sqlglot.errors import ParseError, TokenError
 from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard.allowlist import load_allowlist
 from dabench.platform.sqlguard.duckdb_tree import DuckDBParseError, DuckDBParser, TreeRefs
-from dabench.platform.sqlguard.postgres_guard import postgres_table_refs
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _log = logging.getLogger(__name__)
@@ -186,6 +185,8 @@ def _check(sql: str, scope: SqlScope) -> CheckedSql:
 
 def _check_postgres(tree: exp.Expr, text: str, scope: SqlScope) -> CheckedSql:
     """PostgreSQL's parser: functions, types and node kinds, then the tables."""
+    from dabench.platform.sqlguard.postgres_guard import postgres_table_refs  # pglast: extra
+
     tables, info_refs = _check_tables(postgres_table_refs(text), scope)
     if info_refs:
         text = _restrict_information_schema(tree, info_refs, scope)
@@ -205,8 +206,10 @@ def _check_statement(sql: str, dialect: str = "duckdb") -> exp.Expr:
         first = str(exc).splitlines()[0][:300]
         if dialect == "duckdb":
             _refuse_if_not_select(sql)
-        else:
-            postgres_table_refs(sql)  # PostgreSQL's parser names a non-SELECT precisely
+        else:  # PostgreSQL's parser names a non-SELECT precisely
+            from dabench.platform.sqlguard.postgres_guard import postgres_table_refs
+
+            postgres_table_refs(sql)
         engine = "DuckDB" if dialect == "duckdb" else "PostgreSQL"
         raise _refuse(
             "SQL_PARSE_ERROR",
