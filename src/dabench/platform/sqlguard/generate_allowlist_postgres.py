@@ -145,7 +145,8 @@ def build(dsn: str) -> dict[str, Any]:
 
     with psycopg.connect(dsn) as pg:
         rows = pg.execute(_CATALOG_SQL).fetchall()
-        version = str(pg.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
+        num = int(pg.execute("SHOW server_version_num").fetchone()[0])  # type: ignore[index]
+    major = str(num // 10000)  # pg_proc is fixed within a major version
     denied: dict[str, str] = {}
     names: set[str] = set()
     typed: dict[str, list[list[str]]] = {}
@@ -170,7 +171,7 @@ def build(dsn: str) -> dict[str, Any]:
         denied.pop(name, None)
     functions = sorted(n for n in names if n not in denied)
     return {
-        "postgres_server_version_num": version,
+        "postgres_major_version": major,
         "generated_by": "python -m dabench.platform.sqlguard.generate_allowlist_postgres DSN",
         "functions": functions,
         "table_functions": sorted(TABLE_FUNCTIONS),

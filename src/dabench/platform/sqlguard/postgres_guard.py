@@ -84,7 +84,8 @@ _TABLE_HINT = "query the warehouse tables (schema.table); list them with list_ta
 class PgAllowlist:
     """Callable names a PostgreSQL query may use."""
 
-    server_version_num: str
+    postgres_major_version: str
+    """The PostgreSQL major version whose ``pg_proc`` it was generated from."""
     functions: frozenset[str]
     table_functions: frozenset[str]
     denied: dict[str, str]
@@ -100,7 +101,7 @@ def load_postgres_allowlist() -> PgAllowlist:
     )
     data = json.loads(text)
     return PgAllowlist(
-        server_version_num=str(data["postgres_server_version_num"]),
+        postgres_major_version=str(data["postgres_major_version"]),
         functions=frozenset(data["functions"]),
         table_functions=frozenset(data["table_functions"]),
         denied=dict(data["denied"]),
