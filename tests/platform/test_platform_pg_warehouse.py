@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from platform_helpers import (
     TIGHT_PROFILE,
@@ -225,6 +226,8 @@ async def test_server_on_postgres_refuses_every_attempt(
         sid = await open_session(client)
         _, info = await call(client, "platform_info")
         assert info["sql_dialect"] == "postgres"
+        health = httpx.get(platform_pg_tight.base_url + "/healthz").json()
+        assert health["sql_dialect"] == "postgres"
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert "(PostgreSQL dialect)" in (tools["sql_query"].description or "")
         for row in CORPUS:
@@ -312,17 +315,20 @@ def test_tasks_validate_recomputes_every_truth_as_the_reader(
 
 
 @pytest.mark.slow
-def test_oracle_passes_the_smoke_tasks_on_postgres(world_dir: Path, pg: tuple[str, str]) -> None:
-    """Profiles a0..a3 served from PostgreSQL: the oracle (sending the PostgreSQL gold SQL the
-    sql_query description asks for) passes every smoke task, audit checks included."""
+def test_oracle_passes_the_smoke_tasks_on_postgres(
+    world_dir: Path, pg: tuple[str, str], tmp_path: Path
+) -> None:
+    """Profiles a0..a3 served from PostgreSQL (``target: {kind: reference, warehouse: DSN}``):
+    the oracle (sending the PostgreSQL gold SQL the sql_query description asks for) passes
+    every smoke task, audit checks included, and the manifest says which engine served."""
     from dabench.tasks.loader import load_builtin_tasks
     from dabench.tasks.selection import TaskSelection, select_tasks
     from dabench.tasks.validate import validate
 
     smoke = select_tasks(load_builtin_tasks(), TaskSelection.model_validate({"smoke": True}))
     report = validate(
-        world_dir, smoke, arms=["a0", "a1", "a2", "a3"], progress=False,
-        platform_args=["--warehouse", pg[1]],
+        world_dir, smoke, arms=["a0", "a1", "a2", "a3"], progress=False, warehouse=pg[1],
+        run_dir=tmp_path / "run",
     )  # fmt: skip
     assert report.issues == []
     per_arm: dict[str, int] = {}
@@ -331,3 +337,5 @@ def test_oracle_passes_the_smoke_tasks_on_postgres(world_dir: Path, pg: tuple[st
         per_arm[r.arm] = per_arm.get(r.arm, 0) + 1
     assert set(per_arm) == {"a0", "a1", "a2", "a3"}
     assert report.episodes == len(report.results) == sum(per_arm.values())
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert {a["target"]["sql_dialect"] for a in manifest["arms"]} == {"postgres"}

@@ -143,7 +143,7 @@ def validate_cmd(
     arm_list = [a.strip() for a in arms.split(",") if a.strip()]
     report = validate(
         world or default_world(), ts, arms=arm_list, run_dir=run_dir, concurrency=concurrency,
-        platform_args=["--warehouse", platform_warehouse] if platform_warehouse else None,
+        warehouse=platform_warehouse,
     )  # fmt: skip
     render_report(report, ts, Console())
     if not report.ok:

@@ -246,7 +246,7 @@ def _experiment(
     tasks_file: Path,
     lock_file: Path,
     concurrency: int,
-    platform_args: list[str] | None = None,
+    warehouse: str | None = None,
 ) -> Experiment:
     return Experiment.model_validate(
         {
@@ -260,11 +260,7 @@ def _experiment(
             "arms": [
                 {
                     "name": arm,
-                    "target": {
-                        "kind": "reference",
-                        "profile": arm,
-                        "extra_args": list(platform_args or []),
-                    },
+                    "target": {"kind": "reference", "profile": arm, "warehouse": warehouse},
                     "agent": {"kind": "oracle"},
                 }
                 for arm in arms
@@ -317,11 +313,11 @@ def validate(
     run_dir: Path | None = None,
     concurrency: int = 4,
     progress: bool = True,
-    platform_args: list[str] | None = None,
+    warehouse: str | None = None,
 ) -> ValidationReport:
     """Run every static check, then the oracle over ``task_set`` on ``arms`` (default a0..a3)
     and judge its episodes. ``run_dir`` keeps the oracle's run (default: a temporary one);
-    ``platform_args`` are more ``platform serve`` arguments (``--warehouse DSN``)."""
+    ``warehouse`` serves the platforms' SQL from PostgreSQL (``platform serve --warehouse``)."""
     from dabench.runner.run import ExperimentRun  # heavy (MCP SDK): imported when validating
 
     t0 = time.perf_counter()
@@ -339,7 +335,7 @@ def validate(
         lock_file = write_lock(
             lock.model_copy(update={"task_set_hash": task_set.hash()}), Path(tmp) / LOCK_FILE
         )
-        exp = _experiment(world_dir, chosen, tasks_file, lock_file, concurrency, platform_args)
+        exp = _experiment(world_dir, chosen, tasks_file, lock_file, concurrency, warehouse)
         out = run_dir or Path(tmp) / "run"
         execution = ExperimentRun(exp, out, experiment_dir=Path(tmp), progress=progress)
         try:
