@@ -85,6 +85,35 @@ def test_guard_refuses_every_postgres_attempt(world: World) -> None:
     assert wrong == []
 
 
+ACCEPTED = [
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT * FROM r",
+    "SELECT DISTINCT ON (customer_id) customer_id, amount FROM sales.orders "
+    "ORDER BY customer_id, amount DESC",
+    "SELECT count(*) FILTER (WHERE status = 'completed'), sum(amount)::numeric / 100 "
+    "FROM sales.orders",
+    "SELECT order_date + INTERVAL '1 day', date_trunc('month', order_date)::date, "
+    "EXTRACT(dow FROM order_date) FROM sales.orders",
+    "SELECT rank() OVER (PARTITION BY channel ORDER BY amount DESC), "
+    "coalesce(promo_code, '-') FROM sales.orders",
+    "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM sales.orders",
+    "SELECT CASE WHEN amount > 10 THEN 'a' ELSE 'b' END, amount::text || 'x', "
+    "substring(status FROM 1 FOR 3), trim(status), position('a' IN status) FROM sales.orders",
+    "SELECT * FROM unnest(ARRAY[1, 2]) AS u(x) CROSS JOIN generate_series(1, 3) AS g",
+    "SELECT x FROM (VALUES (1), (2)) AS v(x)",
+    "SELECT status, count(*) FROM sales.orders GROUP BY ROLLUP (status) HAVING count(*) > 1",
+    "WITH c AS (SELECT customer_id FROM sales.orders) SELECT count(*) FROM c "
+    "WHERE customer_id IN (SELECT customer_id FROM c)",
+    "SELECT pg_size_pretty(amount) FROM sales.orders LIMIT 1",
+]
+"""Ordinary analyst SQL the PostgreSQL guard must let through (and the server must run)."""
+
+
+def test_ordinary_postgres_sql_is_accepted_and_runs(warehouse: PostgresWarehouse) -> None:
+    for sql in ACCEPTED:
+        checked = check_sql(sql, 10000, warehouse.scope())
+        assert warehouse.run(checked.sql, 5, 10.0).rows, sql
+
+
 def test_allowlist_is_current_for_this_server(pg: tuple[str, str]) -> None:
     """The committed allowlist is what the generator derives from this server's pg_proc."""
     from importlib import resources
