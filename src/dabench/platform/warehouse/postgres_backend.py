@@ -85,10 +85,12 @@ class PostgresWarehouse:
         world_hash: str | None = None,
     ) -> None:
         try:
+            import pglast  # noqa: F401  (the guard's PostgreSQL parser)
             import psycopg
         except ImportError as exc:  # pragma: no cover - the postgres extra
             raise UserInputError(
-                "--warehouse postgresql:// needs psycopg: pip install 'dabench[postgres]'"
+                "--warehouse postgresql:// needs psycopg and pglast: "
+                "pip install 'dabench[postgres]'"
             ) from exc
         self._psycopg = psycopg
         self.dsn = dsn
