@@ -66,6 +66,7 @@ async def test_health_reports_profile_and_world(platform_a2: RunningPlatform, wo
     assert body["profile"] == "a2"
     assert body["world_hash"] == world.manifest.world_hash
     assert len(body["profile_hash"]) == 64
+    assert body["sql_dialect"] == "duckdb"
 
 
 async def test_session_required_and_audited(platform_a0: RunningPlatform) -> None:

@@ -14,7 +14,7 @@ from platform_helpers import RunningPlatform, call, mcp_client, open_session
 
 from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope, check_sql
-from dabench.platform.warehouse import Warehouse
+from dabench.platform.warehouse import DuckDBWarehouse
 
 DATA = Path(__file__).parent / "data"
 CORPUS = [json.loads(line) for line in (DATA / "sql_escape_corpus.jsonl").read_text().splitlines()]
@@ -82,7 +82,7 @@ async def test_legitimate_analytics_and_restricted_information_schema(
     platform_tight: RunningPlatform, world: Any, world_dir: Path
 ) -> None:
     table = world.catalog.datasets[0].id
-    warehouse = Warehouse(world_dir / "warehouse.duckdb")
+    warehouse = DuckDBWarehouse(world_dir / "warehouse.duckdb")
     try:
         schemas = sorted(warehouse.scope().schemas)
     finally:

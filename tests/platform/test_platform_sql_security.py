@@ -23,7 +23,7 @@ from platform_helpers import (
     stop_platform,
 )
 
-from dabench.platform.warehouse import Warehouse, WarehouseLimits, read_only_config
+from dabench.platform.warehouse import DuckDBWarehouse, WarehouseLimits, read_only_config
 
 REFUSED = [
     ("CREATE TABLE main.x AS SELECT 1", "SQL_NOT_READ_ONLY"),
@@ -135,7 +135,7 @@ async def test_hostile_inputs_are_bounded(platform_tight: RunningPlatform) -> No
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_sql_threads_setting_reaches_duckdb(world_dir: Path, threads: int) -> None:
-    warehouse = Warehouse(world_dir / "warehouse.duckdb", threads)
+    warehouse = DuckDBWarehouse(world_dir / "warehouse.duckdb", threads)
     try:
         cur = warehouse._con.cursor()
         assert cur.execute("SELECT current_setting('threads')").fetchone() == (threads,)
@@ -279,7 +279,7 @@ async def test_heavy_query_does_not_hold_up_other_sessions(
 
 def test_warehouse_limits_reach_duckdb(world_dir: Path, tmp_path: Path) -> None:
     limits = WarehouseLimits("300MiB", tmp_path / "spill", "1GiB")
-    warehouse = Warehouse(world_dir / "warehouse.duckdb", 1, limits)
+    warehouse = DuckDBWarehouse(world_dir / "warehouse.duckdb", 1, limits)
     try:
         cur = warehouse._con.cursor()
         settings = dict(

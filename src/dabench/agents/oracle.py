@@ -28,7 +28,7 @@ from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus, Message, ToolCall
 from dabench.roles import Role, ToolRoles
 from dabench.targets.base import TargetSession
-from dabench.tasks.engines import truth_sql_for
+from dabench.tasks.engines import Dialect, dialect_of_sql_tool, truth_sql_for
 from dabench.tasks.model import FormatSpec, Task
 
 __all__ = ["ABSTAIN", "REFUSAL", "OracleAgent", "parse_sql_result", "render_answer"]
@@ -50,10 +50,25 @@ class OracleAgentConfig(BaseModel):
 class RoleTools:
     """One session's tools by role: which tool plays each role, and calls through it."""
 
-    def __init__(self, roles: ToolRoles, offered: set[str], who: str) -> None:
+    def __init__(
+        self,
+        roles: ToolRoles,
+        offered: set[str],
+        who: str,
+        descriptions: dict[str, str] | None = None,
+    ) -> None:
         self.roles = roles
         self.offered = offered
         self.who = who
+        self.descriptions = descriptions or {}
+
+    def sql_dialect(self, default: Dialect) -> Dialect:
+        """The SQL dialect to send: PostgreSQL when the sql role's tool says so in its
+        description (the reference platform on a PostgreSQL warehouse), else ``default``
+        (the target's declared ``sql_dialect``)."""
+        binding = self.roles.binding("sql")
+        description = self.descriptions.get(binding.tool, "") if binding else ""
+        return "postgres" if dialect_of_sql_tool(description) == "postgres" else default
 
     def has(self, role: Role) -> bool:
         """True when the session offers the tool bound to ``role``."""
@@ -81,8 +96,10 @@ class RoleTools:
 
 async def role_tools(recorder: ToolRecorder, session: TargetSession, who: str) -> RoleTools:
     """The session's tools by role (the role map of the target ``recorder`` opened)."""
-    offered = {t.name for t in await session.tools()}
-    return RoleTools(recorder.roles or ToolRoles({}), offered, who)
+    specs = await session.tools()
+    offered = {t.name for t in specs}
+    descriptions = {t.name: t.description or "" for t in specs}
+    return RoleTools(recorder.roles or ToolRoles({}), offered, who, descriptions)
 
 
 def format_number(value: Any) -> str:
@@ -176,7 +193,7 @@ class OracleAgent(Agent):
         if tools.has("search"):
             query = " ".join(g.entities[:1]) or task.messages[-1]
             await tools.call(recorder, session, "search", {"query": query[:300]}, turn)
-        sql = truth_sql_for(g, request.target.sql_dialect)
+        sql = truth_sql_for(g, tools.sql_dialect(request.target.sql_dialect))
         if sql:
             return await self._answer_sql(recorder, session, tools, sql, task, turn)
         if g.entities:

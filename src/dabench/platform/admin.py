@@ -136,6 +136,8 @@ class Health(BaseModel):
     profile_hash: str
     version: str
     world_hash: str
+    sql_dialect: str
+    """``duckdb`` (the world's file) or ``postgres`` (``platform serve --warehouse``)."""
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -247,6 +249,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
             profile_hash=info["profile_hash"],
             version=__version__,
             world_hash=info["world_hash"],
+            sql_dialect=info["sql_dialect"],
         )
         return JSONResponse(body.model_dump(mode="json"))
 

@@ -14,7 +14,7 @@ from dabench.platform.app import default_state_dir, serve_http, serve_stdio, std
 from dabench.platform.auth import DEV_AUTH, load_auth
 from dabench.platform.profile import SHIPPED_PROFILES, load_profile
 from dabench.platform.service import PlatformService
-from dabench.platform.warehouse import DEFAULT_SQL_THREADS
+from dabench.platform.warehouse import DEFAULT_SQL_THREADS, POSTGRES_PREFIXES
 from dabench.platform.world_content import load_world_content
 
 app = typer.Typer(no_args_is_help=True)
@@ -36,6 +36,13 @@ def serve(
     audit_dsn: str | None = typer.Option(
         None, "--audit-dsn", help="postgresql://... to keep audit and state in PostgreSQL."
     ),
+    warehouse: str | None = typer.Option(
+        None,
+        "--warehouse",
+        metavar="DSN",
+        help="postgresql://... of a read-only role: serve SQL from the world loaded there "
+        "(dabench world export --postgres) instead of the world's DuckDB file.",
+    ),
     sql_threads: int = typer.Option(
         DEFAULT_SQL_THREADS,
         "--sql-threads",
@@ -54,6 +61,8 @@ def serve(
         raise UserInputError(f"--transport must be http or stdio, got {transport!r}")
     if audit_dsn is not None and not audit_dsn.startswith(("postgresql://", "postgres://")):
         raise UserInputError("--audit-dsn must be a postgresql:// URL")
+    if warehouse is not None and not warehouse.startswith(POSTGRES_PREFIXES):
+        raise UserInputError("--warehouse must be a postgresql:// URL")
     prof = load_profile(profile)
     auth_config = load_auth(auth) if auth is not None else DEV_AUTH
     content = load_world_content(world)
@@ -64,6 +73,7 @@ def serve(
         state_dir if state_dir is not None else default_state_dir(prof.name),
         audit_dsn=audit_dsn,
         sql_threads=sql_threads,
+        warehouse_dsn=warehouse,
     )
     err = Console(stderr=True)
     if auth is None:
@@ -80,6 +90,31 @@ def serve(
     )
     sys.stderr.flush()
     serve_http(service, host, port, keep_alive_s)
+
+
+@app.command("pg-role")
+def pg_role(
+    world: Path = typer.Option(..., "--world", help="The world exported to the database."),
+    admin_dsn: str = typer.Option(
+        ..., "--admin-dsn", help="postgresql://... of a role that may create roles and grant."
+    ),
+    role: str = typer.Option("dabench_reader", "--role", help="The read-only role's name."),
+    password: str | None = typer.Option(
+        None, "--password", help="Its password (LOGIN); omit for trust/peer authentication."
+    ),
+) -> None:
+    """Create (or re-grant) a SELECT-only login role for `platform serve --warehouse`."""
+    from dabench.platform.warehouse.postgres_roles import create_read_only_role
+
+    content = load_world_content(world)
+    tables = [ds.id for ds in content.catalog.datasets]
+    create_read_only_role(admin_dsn, role, tables, password=password)
+    Console().print(
+        f"role {role}: SELECT on {len(tables)} world tables, nothing else; serve with "
+        f"--warehouse postgresql://{role}@HOST:PORT/DB",
+        markup=False,
+        highlight=False,
+    )
 
 
 @app.command("profiles")

@@ -51,7 +51,12 @@ from dabench.platform.tools import (
     input_schema,
     profile_tool,
 )
-from dabench.platform.warehouse import DEFAULT_SQL_THREADS, Warehouse, WarehouseLimits
+from dabench.platform.warehouse import (
+    DEFAULT_SQL_THREADS,
+    DIALECT_NAMES,
+    WarehouseLimits,
+    open_warehouse,
+)
 from dabench.world.model import Catalog, KnowledgePage
 
 logger = logging.getLogger(__name__)
@@ -119,6 +124,7 @@ class PlatformService:
         state_dir: Path,
         audit_dsn: str | None = None,
         sql_threads: int = DEFAULT_SQL_THREADS,
+        warehouse_dsn: str | None = None,
     ) -> None:
         missing = sorted({i.persona for i in auth.identities} - set(profile.personas))
         if missing:
@@ -129,8 +135,13 @@ class PlatformService:
         self.world = world
         self.profile = profile
         self.auth = auth
-        self.warehouse = Warehouse(
-            world.warehouse_path, sql_threads, warehouse_limits(profile, state_dir)
+        self.warehouse = open_warehouse(
+            world.warehouse_path,
+            dsn=warehouse_dsn,
+            threads=sql_threads,
+            limits=warehouse_limits(profile, state_dir),
+            expected_tables=frozenset(ds.id for ds in world.catalog.datasets),
+            world_hash=world.world_hash,
         )
         self.tables = dict(self.warehouse.tables())
         self.sql_scope = self.warehouse.scope()
@@ -170,6 +181,7 @@ class PlatformService:
                     row_limit_default=p.sql.row_limit_default,
                     row_limit_max=p.sql.row_limit_max, search_kinds=list(p.search.kinds),
                     search_first=p.gate.search_first,
+                    sql_dialect=DIALECT_NAMES[self.warehouse.dialect],
                 )  # fmt: skip
                 specs.append(ToolSpec(name=name, description=description, input_schema=schema))
             self._specs[identity.persona] = specs
@@ -194,6 +206,7 @@ class PlatformService:
             "profile": self.profile.name,
             "profile_hash": self.profile.profile_hash,
             "world_hash": self.world.world_hash,
+            "sql_dialect": self.warehouse.dialect,
         }
 
     def _search_features(self) -> dict[str, Any]:

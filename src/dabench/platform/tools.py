@@ -119,7 +119,7 @@ TOOL_DESCRIPTIONS: dict[str, str] = {
         "Call it first; pass session_id to every other tool."
     ),
     "sql_query": (
-        "Run one read-only SQL query (DuckDB dialect) on the warehouse. Returns columns, rows "
+        "Run one read-only SQL query ({dialect} dialect) on the warehouse. Returns columns, rows "
         "(capped in rows and bytes; truncated=true when more exist) and semantic context for "
         "referenced tables."
     ),
@@ -196,13 +196,15 @@ def tool_annotations(tool: str) -> dict[str, bool]:
 
 def profile_tool(
     tool: str, *, max_sql_chars: int, row_limit_default: int, row_limit_max: int,
-    search_kinds: list[str], search_first: bool,
+    search_kinds: list[str], search_first: bool, sql_dialect: str = "DuckDB",
 ) -> tuple[str, dict[str, Any]]:  # fmt: skip
     """A tool's description and input schema as one profile enforces them: the SQL length and
-    row limits it applies, the search kinds it offers, and its search-first gate."""
+    row limits it applies, the search kinds it offers, its search-first gate, and the SQL
+    dialect of the warehouse behind ``sql_query`` (``DuckDB`` or ``PostgreSQL``)."""
     description = TOOL_DESCRIPTIONS[tool]
     schema = input_schema(tool)
     if tool == "sql_query":
+        description = description.replace("{dialect}", sql_dialect)
         schema = copy.deepcopy(schema)
         schema["properties"]["sql"]["maxLength"] = max_sql_chars
         limit = schema["properties"]["limit"]

@@ -39,6 +39,7 @@ from dabench.runner.protocols import ProtocolRequest, register_protocol_runner
 from dabench.stats.lifecycle import LIFECYCLE_METRICS as LIFECYCLE_METRICS
 from dabench.stats.lifecycle import lifecycle_metrics as lifecycle_metrics
 from dabench.targets.base import Target, TargetSession
+from dabench.tasks.engines import truth_sql_for
 from dabench.tasks.loader import TaskSet
 from dabench.tasks.lock import compute_lock
 from dabench.tasks.model import Grading, Protocol, ProtocolStep, Task, Truth
@@ -262,7 +263,8 @@ class ProtocolOracle:
         if not found or grading is None or grading.kind in ("abstain", "refusal"):
             return ABSTAIN, found
         if grading.truth_sql and roles.has("sql"):
-            sql_args = {"sql": grading.truth_sql, "limit": 1000}
+            sql = truth_sql_for(grading, roles.sql_dialect("duckdb")) or grading.truth_sql
+            sql_args = {"sql": sql, "limit": 1000}
             call = await roles.call(self.recorder, session, "sql", sql_args, 0)
             if call.is_error:
                 raise HarnessError(f"oracle: gold SQL failed on the target: {call.result[:300]}")

@@ -59,6 +59,10 @@ class ReferenceTargetConfig(BaseModel):
     call_timeout_s: float = 120.0
     extra_args: list[str] = Field(default_factory=list)
     """More ``dabench platform serve`` arguments."""
+    warehouse: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
+    """Serve SQL from this PostgreSQL warehouse (a read-only role's DSN; ``platform serve
+    --warehouse``) instead of the world's DuckDB file. Keep a password out of it (PGPASSWORD
+    or ~/.pgpass): the run manifest records the target."""
     keep_alive_s: float = Field(default=SERVER_KEEP_ALIVE_S, gt=0)
     """The platform closes keep-alive connections idle this long; the harness's clients close
     theirs at 80 % of it (:func:`~dabench.keepalive.client_idle_limit`), so neither side
@@ -109,6 +113,7 @@ class ReferenceTarget(Target):
             raise UserInputError("the reference target needs a world directory")
         self.config = config
         self.context = context
+        self.sql_dialect = "postgres" if config.warehouse else "duckdb"
         self.port = 0
         self.admin_key = "adm-" + secrets.token_hex(16)
         self.keys = {
@@ -173,6 +178,7 @@ class ReferenceTarget(Target):
             "--host", "127.0.0.1", "--port", str(self.port), "--transport", "http",
             "--auth", str(auth), "--state-dir", str(self.context.work_dir / "state"),
             "--keep-alive-s", str(self.config.keep_alive_s),
+            *(["--warehouse", self.config.warehouse] if self.config.warehouse else []),
             *self.config.extra_args,
         ]  # fmt: skip
         self.process = ServerProcess(
@@ -229,7 +235,8 @@ class ReferenceTarget(Target):
             await self.process.stop()
 
     def describe(self) -> dict[str, Any]:
-        """Kind, profile, profile hash, platform version and world hash from ``/healthz``."""
+        """Kind, profile, profile hash, platform version, world hash and SQL dialect (which
+        warehouse served it) from ``/healthz``."""
         return {
             "kind": self.kind,
             "label": self.label,
@@ -237,6 +244,7 @@ class ReferenceTarget(Target):
             "profile_hash": self.health.get("profile_hash"),
             "platform_version": self.health.get("version"),
             "world_hash": self.health.get("world_hash"),
+            "sql_dialect": self.health.get("sql_dialect"),
             "efficiency_source": self.efficiency_source,
         }
 

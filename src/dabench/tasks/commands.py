@@ -115,6 +115,13 @@ def validate_cmd(
         help="Instead: recompute every truth on this exported warehouse (PostgreSQL DSN, "
         "DuckDB file or Parquet directory) and compare it with the world's.",
     ),
+    platform_warehouse: str | None = typer.Option(
+        None,
+        "--platform-warehouse",
+        metavar="DSN",
+        help="Serve the oracle's platforms from this PostgreSQL warehouse (a read-only role; "
+        "platform serve --warehouse).",
+    ),
     qa: Path | None = typer.Option(
         None,
         "--qa",
@@ -135,8 +142,9 @@ def validate_cmd(
         return
     arm_list = [a.strip() for a in arms.split(",") if a.strip()]
     report = validate(
-        world or default_world(), ts, arms=arm_list, run_dir=run_dir, concurrency=concurrency
-    )
+        world or default_world(), ts, arms=arm_list, run_dir=run_dir, concurrency=concurrency,
+        warehouse=platform_warehouse,
+    )  # fmt: skip
     render_report(report, ts, Console())
     if not report.ok:
         raise typer.Exit(1)

@@ -115,6 +115,12 @@ def _postgres_engine(dsn: str) -> Engine:
     return Engine("postgres", "postgres", run, pg.close)
 
 
+def dialect_of_sql_tool(description: str) -> Dialect:
+    """The dialect a SQL tool's description names: the reference platform's ``sql_query``
+    says ``(PostgreSQL dialect)`` when it serves a PostgreSQL warehouse; DuckDB otherwise."""
+    return "postgres" if "postgresql dialect" in description.lower() else "duckdb"
+
+
 def truth_sql_for(grading: Grading, dialect: Dialect) -> str | None:
     """The grading's truth SQL in ``dialect``: its own override, else translated from DuckDB."""
     if grading.truth_sql is None:

@@ -241,7 +241,12 @@ def naive_rejected(episode: Episode, task: Task, truth: Truth, warehouse: Path) 
 
 
 def _experiment(
-    world_dir: Path, arms: list[str], tasks_file: Path, lock_file: Path, concurrency: int
+    world_dir: Path,
+    arms: list[str],
+    tasks_file: Path,
+    lock_file: Path,
+    concurrency: int,
+    warehouse: str | None = None,
 ) -> Experiment:
     return Experiment.model_validate(
         {
@@ -255,7 +260,7 @@ def _experiment(
             "arms": [
                 {
                     "name": arm,
-                    "target": {"kind": "reference", "profile": arm},
+                    "target": {"kind": "reference", "profile": arm, "warehouse": warehouse},
                     "agent": {"kind": "oracle"},
                 }
                 for arm in arms
@@ -308,9 +313,11 @@ def validate(
     run_dir: Path | None = None,
     concurrency: int = 4,
     progress: bool = True,
+    warehouse: str | None = None,
 ) -> ValidationReport:
     """Run every static check, then the oracle over ``task_set`` on ``arms`` (default a0..a3)
-    and judge its episodes. ``run_dir`` keeps the oracle's run (default: a temporary one)."""
+    and judge its episodes. ``run_dir`` keeps the oracle's run (default: a temporary one);
+    ``warehouse`` serves the platforms' SQL from PostgreSQL (``platform serve --warehouse``)."""
     from dabench.runner.run import ExperimentRun  # heavy (MCP SDK): imported when validating
 
     t0 = time.perf_counter()
@@ -328,7 +335,7 @@ def validate(
         lock_file = write_lock(
             lock.model_copy(update={"task_set_hash": task_set.hash()}), Path(tmp) / LOCK_FILE
         )
-        exp = _experiment(world_dir, chosen, tasks_file, lock_file, concurrency)
+        exp = _experiment(world_dir, chosen, tasks_file, lock_file, concurrency, warehouse)
         out = run_dir or Path(tmp) / "run"
         execution = ExperimentRun(exp, out, experiment_dir=Path(tmp), progress=progress)
         try:

@@ -14,6 +14,9 @@ So no string becomes a table (no replacement scans of files), no function reads 
 setting, variable or catalog, and nothing names another function. The guard fails closed:
 what it cannot parse is refused. The warehouse connection is read-only, offline and locked
 as well (defence in depth).
+
+A scope in the ``postgres`` dialect is checked by the same steps with sqlglot's postgres
+dialect and PostgreSQL's own parser (:mod:`.postgres_guard`), under the same policy.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from __future__ import annotations
 import difflib
 import functools
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal, Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -82,6 +87,8 @@ class SqlScope:
     """DuckDB's name of the warehouse database (``warehouse``)."""
     tables: frozenset[str]
     """``schema.table``, lower case."""
+    dialect: Literal["duckdb", "postgres"] = "duckdb"
+    """The engine's SQL dialect: which parsers and function allowlist the guard uses."""
 
     @property
     def schemas(self) -> frozenset[str]:
@@ -151,35 +158,63 @@ def _parser() -> DuckDBParser:
     return DuckDBParser()
 
 
+class _TableRef(Protocol):
+    @property
+    def catalog(self) -> str: ...
+    @property
+    def schema(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+
+
 def _check(sql: str, scope: SqlScope) -> CheckedSql:
-    tree = _check_statement(sql)
+    tree = _check_statement(sql, scope.dialect)
     text = sql.strip().rstrip(";").strip()
+    if scope.dialect == "postgres":
+        return _check_postgres(tree, text, scope)
     refs = _duckdb_refs(text)
     _check_functions(refs)
-    tables, info_refs = _check_tables(refs, scope)
+    tables, info_refs = _check_tables(refs.tables, scope)
     if info_refs:
         text = _restrict_information_schema(tree, info_refs, scope)
         rewritten = _duckdb_refs(text)
         _check_functions(rewritten)
-        _check_tables(rewritten, scope)
+        _check_tables(rewritten.tables, scope)
     return CheckedSql(sql=text, tables=tuple(sorted(tables)))
 
 
-def _check_statement(sql: str) -> exp.Expr:
+def _check_postgres(tree: exp.Expr, text: str, scope: SqlScope) -> CheckedSql:
+    """PostgreSQL's parser: functions, types and node kinds, then the tables."""
+    from dabench.platform.sqlguard.postgres_guard import postgres_table_refs  # pglast: extra
+
+    tables, info_refs = _check_tables(postgres_table_refs(text), scope)
+    if info_refs:
+        text = _restrict_information_schema(tree, info_refs, scope)
+        _check_tables(postgres_table_refs(text), scope)
+    return CheckedSql(sql=text, tables=tuple(sorted(tables)))
+
+
+def _check_statement(sql: str, dialect: str = "duckdb") -> exp.Expr:
     """sqlglot: exactly one statement, a query, no write/settings node anywhere."""
     if "\x00" in sql:
         raise _refuse("SQL_PARSE_ERROR", "the SQL contains a NUL character", "remove it")
     if not sql.strip().strip(";").strip():
         raise _refuse("SQL_EMPTY", "no SQL statement given", "pass one SELECT statement")
     try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except (ParseError, TokenError) as exc:
         first = str(exc).splitlines()[0][:300]
-        _refuse_if_not_select(sql)
+        if dialect == "duckdb":
+            _refuse_if_not_select(sql)
+        else:  # PostgreSQL's parser names a non-SELECT precisely
+            from dabench.platform.sqlguard.postgres_guard import postgres_table_refs
+
+            postgres_table_refs(sql)
+        engine = "DuckDB" if dialect == "duckdb" else "PostgreSQL"
         raise _refuse(
             "SQL_PARSE_ERROR",
             f"the SQL could not be parsed: {first}",
-            "write one DuckDB SELECT (or WITH ... SELECT) statement",
+            f"write one {engine} SELECT (or WITH ... SELECT) statement",
         ) from exc
     if len(statements) != 1:
         raise _refuse(
@@ -279,11 +314,11 @@ def _check_functions(refs: TreeRefs) -> None:
             )
 
 
-def _check_tables(refs: TreeRefs, scope: SqlScope) -> tuple[set[str], int]:
+def _check_tables(refs: Iterable[_TableRef], scope: SqlScope) -> tuple[set[str], int]:
     """The warehouse tables referenced and the number of information_schema references."""
     tables: set[str] = set()
     info_refs = 0
-    for ref in refs.tables:
+    for ref in refs:
         name = ref.name.lower()
         qualified = f"{ref.schema}.{name}" if ref.schema else f"main.{name}"
         if ref.catalog and ref.catalog != scope.catalog.lower():
@@ -342,7 +377,7 @@ def _restrict_information_schema(tree: exp.Expr, expected: int, scope: SqlScope)
         inner = sqlglot.parse_one(
             f"SELECT * FROM information_schema.{view} "
             f"WHERE {cat_col} = '{catalog}' AND {schema_col} IN ({schemas})",
-            read="duckdb",
+            read=scope.dialect,
         )
         alias = node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(view))
         return exp.Subquery(this=inner, alias=alias.copy())
@@ -354,4 +389,4 @@ def _restrict_information_schema(tree: exp.Expr, expected: int, scope: SqlScope)
             "an information_schema reference could not be restricted to the warehouse",
             "select from information_schema.<view> directly, in a plain FROM clause",
         )
-    return rewritten.sql(dialect="duckdb")
+    return rewritten.sql(dialect=scope.dialect)

@@ -1,5 +1,5 @@
-"""Read-only query execution on the world's DuckDB warehouse, bounded in rows, bytes,
-memory and time.
+"""The DuckDB backend: read-only query execution on the world's DuckDB warehouse, bounded in
+rows, bytes, memory and time.
 
 One read-only connection with external access and extension auto-loading disabled and a
 ``memory_limit`` (spilling to a bounded temp directory); each call gets its own
@@ -11,22 +11,25 @@ timeout expires.
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import heapq
 import itertools
-import json
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope
+from dabench.platform.warehouse.base import (
+    QueryResult,
+    SqlDialect,
+    TableColumns,
+    fetch_capped,
+    sql_error,
+    timeout_error,
+)
 from dabench.world import OFFLINE_CONFIG
 
 READ_ONLY_CONFIG: dict[str, Any] = {
@@ -75,43 +78,6 @@ def read_only_config(
     if lim.temp_directory is not None:
         config["temp_directory"] = str(lim.temp_directory)
     return config
-
-
-FETCH_BATCH_ROWS = 16
-"""Rows converted per fetch: bounds the Python work (and GIL time) between cap checks."""
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    """Rows of a query, capped at ``limit`` rows and ``max_bytes`` of JSON; ``truncated``
-    is set when more existed."""
-
-    columns: list[dict[str, str]]
-    rows: list[list[Any]]
-    truncated: bool
-    truncated_by: str | None = None
-    """``rows`` or ``bytes``: which cap cut the result."""
-
-
-def jsonable(value: Any) -> Any:
-    """Convert a DuckDB value to something ``json.dumps`` accepts, deterministically."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    return str(value)
 
 
 class Watchdog:
@@ -169,8 +135,10 @@ class Watchdog:
                 cursor.interrupt()
 
 
-class Warehouse:
-    """The world's warehouse opened read-only."""
+class DuckDBWarehouse:
+    """The world's DuckDB warehouse opened read-only (a :class:`~.base.Warehouse`)."""
+
+    dialect: SqlDialect = "duckdb"
 
     def __init__(
         self,
@@ -186,7 +154,7 @@ class Warehouse:
         )
         self._watchdog = Watchdog()
 
-    def tables(self) -> list[tuple[str, list[tuple[str, str]]]]:
+    def tables(self) -> TableColumns:
         """Every ``schema.table`` with its ``(column, type)`` list, sorted."""
         cur = self._con.cursor()
         try:
@@ -212,7 +180,9 @@ class Warehouse:
         finally:
             cur.close()
         catalog = str(row[0]) if row else ""
-        return SqlScope(catalog=catalog, tables=frozenset(t for t, _ in self.tables()))
+        return SqlScope(
+            catalog=catalog, tables=frozenset(t for t, _ in self.tables()), dialect="duckdb"
+        )
 
     def run(
         self, sql: str, limit: int, timeout_s: float, max_bytes: int = 1024 * 1024
@@ -226,18 +196,11 @@ class Warehouse:
             bounded, flagged = _bounded_values(cur, sql, max_bytes)
             cur.execute(bounded)
             description = (cur.description or [])[: -1 if flagged else None]
-            rows, truncated_by = _fetch_capped(cur, limit, max_bytes, flagged)
+            rows, truncated_by = fetch_capped(cur.fetchmany, limit, max_bytes, flagged)
         except duckdb.InterruptException as exc:
-            raise ToolError(
-                "QUERY_TIMEOUT",
-                f"the query ran longer than the {timeout_s:g} s statement timeout",
-                "aggregate earlier, filter more, or use a pre-aggregated table",
-            ) from exc
+            raise timeout_error(timeout_s) from exc
         except duckdb.Error as exc:
-            first = str(exc).splitlines()[0][:500]
-            raise ToolError(
-                "SQL_ERROR", first, "check table and column names with describe_table"
-            ) from exc
+            raise sql_error(str(exc)) from exc
         finally:
             self._watchdog.disarm(ticket)
             cur.close()
@@ -297,29 +260,3 @@ def _bounded_values(cur: duckdb.DuckDBPyConnection, sql: str, max_bytes: int) ->
     flag = " OR ".join(f"coalesce({size} > {max_bytes}, false)" for size in sized.values())
     wrapped = f"SELECT {', '.join(cols)}, ({flag}) AS oversize FROM (\n{sql}\n) AS q"
     return wrapped, True
-
-
-def _fetch_capped(
-    cur: duckdb.DuckDBPyConnection, limit: int, max_bytes: int, flagged: bool = False
-) -> tuple[list[list[Any]], str | None]:
-    """Stream rows until ``limit`` rows or ``max_bytes`` of JSON; returns the rows and which
-    cap cut them (``None`` when the result ended first). With ``flagged``, each row's last
-    value says one of its values was over the cap (see :func:`_bounded_values`)."""
-    rows: list[list[Any]] = []
-    used = 0
-    while True:
-        batch = cur.fetchmany(min(FETCH_BATCH_ROWS, limit + 1 - len(rows)))
-        if not batch:
-            return rows, None
-        for raw in batch:
-            if len(rows) == limit:
-                return rows, "rows"
-            if flagged:
-                if raw[-1]:
-                    return rows, "bytes"
-                raw = raw[:-1]
-            row = [jsonable(v) for v in raw]
-            used += len(json.dumps(row)) + 1
-            if used > max_bytes:
-                return rows, "bytes"
-            rows.append(row)

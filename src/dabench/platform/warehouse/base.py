@@ -1,0 +1,134 @@
+"""The one interface every warehouse backend implements, and what backends share.
+
+The platform's SQL tools (``sql_query``, ``describe_table``, ``list_tables``) reach the data
+only through :class:`Warehouse`: list the tables with their columns, the guard's scope, run
+one guard-checked read-only query under row, byte and time bounds, close.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from dabench.platform.errors import ToolError
+from dabench.platform.sqlguard import SqlScope
+
+SqlDialect = Literal["duckdb", "postgres"]
+"""The SQL dialect a backend runs (and the guard parses)."""
+
+DIALECT_NAMES: dict[SqlDialect, str] = {"duckdb": "DuckDB", "postgres": "PostgreSQL"}
+"""How each dialect is named to agents (the ``sql_query`` description, ``platform_info``)."""
+
+FETCH_BATCH_ROWS = 16
+"""Rows converted per fetch: bounds the Python work (and GIL time) between cap checks."""
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """Rows of a query, capped at ``limit`` rows and ``max_bytes`` of JSON; ``truncated``
+    is set when more existed."""
+
+    columns: list[dict[str, str]]
+    rows: list[list[Any]]
+    truncated: bool
+    truncated_by: str | None = None
+    """``rows`` or ``bytes``: which cap cut the result."""
+
+
+TableColumns = list[tuple[str, list[tuple[str, str]]]]
+"""Every ``schema.table`` (lower case) with its ``(column, type)`` list, sorted."""
+
+
+class Warehouse(Protocol):
+    """A read-only warehouse the platform serves SQL from."""
+
+    dialect: SqlDialect
+
+    def tables(self) -> TableColumns:
+        """Every world table with its columns, sorted by name."""
+        ...
+
+    def scope(self) -> SqlScope:
+        """What the SQL guard lets a query reference (this warehouse's tables, its dialect)."""
+        ...
+
+    def run(
+        self, sql: str, limit: int, timeout_s: float, max_bytes: int = 1024 * 1024
+    ) -> QueryResult:
+        """Run one guard-checked SELECT: at most ``limit`` rows and ``max_bytes`` of row
+        JSON; ``QUERY_TIMEOUT`` past ``timeout_s``, ``SQL_ERROR`` on an engine error."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection(s)."""
+        ...
+
+
+def jsonable(value: Any) -> Any:
+    """Convert a database value to something ``json.dumps`` accepts, deterministically."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def fetch_capped(
+    fetchmany: Callable[[int], Sequence[Sequence[Any]]],
+    limit: int,
+    max_bytes: int,
+    flagged: bool = False,
+) -> tuple[list[list[Any]], str | None]:
+    """Stream rows until ``limit`` rows or ``max_bytes`` of JSON; returns the rows and which
+    cap cut them (``None`` when the result ended first). With ``flagged``, each row's last
+    value says one of its values was over the cap (the row is not returned)."""
+    rows: list[list[Any]] = []
+    used = 0
+    while True:
+        batch = fetchmany(min(FETCH_BATCH_ROWS, limit + 1 - len(rows)))
+        if not batch:
+            return rows, None
+        for raw in batch:
+            if len(rows) == limit:
+                return rows, "rows"
+            if flagged:
+                if raw[-1]:
+                    return rows, "bytes"
+                raw = raw[:-1]
+            row = [jsonable(v) for v in raw]
+            used += len(json.dumps(row)) + 1
+            if used > max_bytes:
+                return rows, "bytes"
+            rows.append(row)
+
+
+def timeout_error(timeout_s: float) -> ToolError:
+    """The platform's time-limit error, whatever the engine."""
+    return ToolError(
+        "QUERY_TIMEOUT",
+        f"the query ran longer than the {timeout_s:g} s statement timeout",
+        "aggregate earlier, filter more, or use a pre-aggregated table",
+    )
+
+
+def sql_error(message: str) -> ToolError:
+    """An engine error, first line only."""
+    first = (message.strip().splitlines() or [""])[0][:500]
+    return ToolError("SQL_ERROR", first, "check table and column names with describe_table")
