@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=30, help="runs of each query per backend")
     opts = ap.parse_args()
     if opts.world is None:
-        from dabench.tasks.validate import default_world
+        from dabench.validation.tasks import default_world
 
         opts.world = default_world()
     world = load_world(opts.world)

@@ -352,7 +352,7 @@ def test_oracle_passes_the_smoke_tasks_on_postgres(
     every smoke task, audit checks included, and the manifest says which engine served."""
     from dabench.tasks.loader import load_builtin_tasks
     from dabench.tasks.selection import TaskSelection, select_tasks
-    from dabench.tasks.validate import validate
+    from dabench.validation.tasks import validate
 
     smoke = select_tasks(load_builtin_tasks(), TaskSelection.model_validate({"smoke": True}))
     report = validate(

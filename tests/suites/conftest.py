@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dabench.tasks.loader import TaskSet, load_builtin_tasks
-from dabench.tasks.validate import ValidationReport, validate
+from dabench.validation.tasks import ValidationReport, validate
 
 
 @pytest.fixture(scope="session")

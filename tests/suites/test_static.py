@@ -11,7 +11,7 @@ from dabench.journal.records import ToolCall
 from dabench.runner.protocol import check_expectations, fact_found, grade_step_answer
 from dabench.tasks.loader import TaskSet
 from dabench.tasks.model import Grading, ProtocolStep, Task, Truth
-from dabench.tasks.validate import duplicate_issues, static_checks
+from dabench.validation.tasks import duplicate_issues, static_checks
 
 
 def _task(tid: str, prompt: str, sql: str, **grading: Any) -> Task:
@@ -158,7 +158,7 @@ def test_step_answers_use_the_deterministic_graders() -> None:
 
 def test_validation_reports_broken_tasks(suites_world: Path) -> None:
     """A gold the grader rejects, and a trap whose naive answer equals the truth, both fail."""
-    from dabench.tasks.validate import validate
+    from dabench.validation.tasks import validate
 
     good = _task("good", "How many stores are there?", "SELECT count(*) FROM sales.stores")
     self_wrong = Task.model_validate(

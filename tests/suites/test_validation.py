@@ -5,7 +5,7 @@ from __future__ import annotations
 from dabench.journal.store import Journal
 from dabench.runner.protocol import lifecycle_metrics
 from dabench.tasks.loader import TaskSet
-from dabench.tasks.validate import ValidationReport
+from dabench.validation.tasks import ValidationReport
 
 
 def test_every_task_and_protocol_validates(validation: ValidationReport) -> None:
