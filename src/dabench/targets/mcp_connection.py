@@ -1,8 +1,11 @@
-"""One MCP client connection (streamable HTTP or stdio) shared by many concurrent episodes.
+"""One MCP client connection (streamable HTTP or stdio): one MCP session.
 
 The SDK's client is an anyio context manager that must be entered and exited in the same
 task; :class:`McpConnection` therefore owns it from a dedicated background task, so any task
-may call tools concurrently and any task may close it.
+may call tools concurrently and any task may close it. Over HTTP, many connections (one MCP
+session each, with its own ``Mcp-Session-Id``) may share one pooled transport
+(:class:`SharedHttpTransport`), and a connection's headers may change after it opened
+(:meth:`McpConnection.set_headers`, e.g. a session handle minted through the connection).
 """
 
 from __future__ import annotations
@@ -23,6 +26,41 @@ from dabench.errors import HarnessError
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
 from dabench.targets.base import ToolCallTimer, ToolOutcome
+
+
+class SharedHttpTransport(httpx2.AsyncBaseTransport):
+    """A pooled HTTP transport many per-session clients share; closing a client leaves it
+    open (:meth:`close_pool` closes it)."""
+
+    def __init__(self, idle_s: float) -> None:
+        self._pool = httpx2.AsyncHTTPTransport(limits=httpx2.Limits(keepalive_expiry=idle_s))
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send through the shared pool."""
+        return await self._pool.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Closing one session's client keeps the pool."""
+        return None
+
+    async def close_pool(self) -> None:
+        """Close the pooled connections."""
+        await self._pool.aclose()
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost failure of ``exc`` (exception groups and ``__cause__`` chains unwrapped),
+    as ``Type: message`` for an episode's harness-error cause."""
+    seen: set[int] = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        elif exc.__cause__ is not None:
+            exc = exc.__cause__
+        else:
+            break
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 @dataclass
@@ -60,12 +98,18 @@ class McpConnection:
         *,
         call_timeout_s: float = 120.0,
         idle_s: float = DEFAULT_CLIENT_IDLE_S,
+        transport: SharedHttpTransport | None = None,
     ) -> None:
         """``idle_s``: HTTP connections idle this long are closed, not reused (keep it below
-        the server's keep-alive; ``httpx`` also drops connections the server closed)."""
+        the server's keep-alive; ``httpx`` also drops connections the server closed).
+        ``transport``: a shared HTTP pool (else this connection has its own)."""
         self.endpoint = endpoint
         self.call_timeout_s = call_timeout_s
         self.idle_s = idle_s
+        self.transport = transport
+        self.mcp_session_id: str | None = None
+        """The ``Mcp-Session-Id`` the HTTP server assigned (``None`` on stdio)."""
+        self._http: httpx2.AsyncClient | None = None
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -76,11 +120,23 @@ class McpConnection:
     def _make_client(self) -> Client:
         ep = self.endpoint
         if ep.url:
-            http = httpx2.AsyncClient(
-                headers=ep.headers,
-                timeout=httpx2.Timeout(30.0, read=self.call_timeout_s),
-                limits=httpx2.Limits(keepalive_expiry=self.idle_s),
-            )
+
+            async def session_id(response: httpx2.Response) -> None:
+                self.mcp_session_id = response.headers.get("mcp-session-id", self.mcp_session_id)
+
+            timeout = httpx2.Timeout(30.0, read=self.call_timeout_s)
+            hooks = {"response": [session_id]}
+            if self.transport is not None:
+                http = httpx2.AsyncClient(
+                    headers=ep.headers, timeout=timeout, transport=self.transport,
+                    event_hooks=hooks,
+                )  # fmt: skip
+            else:
+                limits = httpx2.Limits(keepalive_expiry=self.idle_s)
+                http = httpx2.AsyncClient(
+                    headers=ep.headers, timeout=timeout, limits=limits, event_hooks=hooks
+                )
+            self._http = http
             return Client(streamable_http_client(ep.url, http_client=http), cache=None)
         if not ep.command:
             raise HarnessError("an MCP endpoint needs a url or a command")
@@ -103,6 +159,9 @@ class McpConnection:
         finally:
             self._client = None
             self._ready.set()
+            if self._http is not None:
+                with contextlib.suppress(Exception):
+                    await self._http.aclose()  # a shared transport stays open
 
     async def open(self, timeout_s: float = 60.0) -> None:
         """Connect (idempotent); raises :class:`HarnessError` when the server is unreachable."""
@@ -114,9 +173,14 @@ class McpConnection:
         except TimeoutError as exc:
             raise HarnessError(f"MCP server {self.endpoint.describe()} did not answer") from exc
         if self._client is None:
-            raise HarnessError(
-                f"cannot connect to MCP server {self.endpoint.describe()}: {self._error!r}"
-            )
+            cause = root_cause(self._error) if self._error is not None else "closed"
+            raise HarnessError(f"cannot connect to MCP server {self.endpoint.describe()}: {cause}")
+
+    def set_headers(self, headers: dict[str, str]) -> None:
+        """Send ``headers`` with every later HTTP request of this connection."""
+        if self._http is None:
+            raise HarnessError(f"{self.endpoint.describe()}: headers need an HTTP connection")
+        self._http.headers.update(headers)
 
     async def close(self) -> None:
         """Disconnect; safe to call twice."""
@@ -143,7 +207,7 @@ class McpConnection:
                 raise
             except Exception as exc:
                 raise HarnessError(
-                    f"tools/list failed on {self.endpoint.describe()}: {exc}"
+                    f"tools/list failed on {self.endpoint.describe()}: {root_cause(exc)}"
                 ) from exc
             self._tools = [
                 ToolSpec(name=t.name, description=t.description or "", input_schema=t.input_schema)
@@ -165,7 +229,7 @@ class McpConnection:
             if _is_protocol_error(exc):
                 return timer.protocol_error(text)
             raise HarnessError(
-                f"tool call {name} failed on {self.endpoint.describe()}: {text}"
+                f"tool call {name} failed on {self.endpoint.describe()}: {root_cause(exc)}"
             ) from exc
         return timer.outcome(_result_text(result), bool(result.is_error))
 
