@@ -19,6 +19,7 @@ from dabench.journal.store import Journal, read_manifest
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
 from dabench.targets.base import Target, TargetContext
+from dabench.targets.mcp import McpSession
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
 from dabench.targets.registry import make_target
@@ -158,6 +159,14 @@ async def test_streamable_http_target(tmp_path: Path, everything_server: list[st
             assert "echo" in {t.name for t in await session.tools()}
             out = await session.call("echo", {"message": "over http"})
             assert out.text == "Echo: over http" and not out.is_error
+            # one MCP session per episode session, concurrently opened, on one pool
+            assert isinstance(session, McpSession)
+            other = await target.open_session()
+            assert isinstance(other, McpSession)
+            assert session.mcp_session_id and other.mcp_session_id
+            assert session.mcp_session_id != other.mcp_session_id
+            await target.end_episode([session.handle])
+            assert not (await other.call("echo", {"message": "still"})).is_error
         finally:
             await target.stop()
     finally:

@@ -147,8 +147,13 @@ class McpSession(TargetSession):
 
     @property
     def mcp_session_id(self) -> str | None:
-        """The server's ``Mcp-Session-Id`` for this session (HTTP)."""
+        """The server's ``Mcp-Session-Id`` for this session (HTTP, before ``2026-07-28``)."""
         return self.conn.mcp_session_id
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The MCP revision this session negotiated."""
+        return self.conn.protocol_version
 
     async def tools(self) -> list[ToolSpec]:
         """The server's tools minus hidden ones, injected arguments hidden."""
@@ -184,6 +189,7 @@ class McpTarget(Target):
             command=list(config.command),
             env={k: expand_env(v) for k, v in config.env.items()},
             cwd=cwd,
+            errlog=context.work_dir / "server.log" if config.command else None,
         )
         self._episode_headers = {k: expand_env(v) for k, v in config.episode_headers.items()}
         self._pool: SharedHttpTransport | None = None

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 import httpx2
 import mcp_types
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -29,23 +30,40 @@ from dabench.targets.base import ToolCallTimer, ToolOutcome
 
 
 class SharedHttpTransport(httpx2.AsyncBaseTransport):
-    """A pooled HTTP transport many per-session clients share; closing a client leaves it
-    open (:meth:`close_pool` closes it)."""
+    """An HTTP connection pool that many connections (MCP sessions) share. Closing a
+    session's client leaves the pool open; :meth:`close_pool` closes it."""
 
-    def __init__(self, idle_s: float) -> None:
+    def __init__(self, idle_s: float, shared: bool = True) -> None:
         self._pool = httpx2.AsyncHTTPTransport(limits=httpx2.Limits(keepalive_expiry=idle_s))
+        self.shared = shared
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        """Send through the shared pool."""
+        """Send through the pool."""
         return await self._pool.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        """Closing one session's client keeps the pool."""
-        return None
 
     async def close_pool(self) -> None:
         """Close the pooled connections."""
         await self._pool.aclose()
+
+
+class _RecordingTransport(httpx2.AsyncBaseTransport):
+    """One connection's view of a pool: remembers the last transport failure (the SDK only
+    reports "Connection closed" for it) and closes a pool that is not shared."""
+
+    def __init__(self, pool: SharedHttpTransport) -> None:
+        self.pool = pool
+        self.failure: BaseException | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await self.pool.handle_async_request(request)
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+    async def aclose(self) -> None:
+        if not self.pool.shared:
+            await self.pool.close_pool()
 
 
 def root_cause(exc: BaseException) -> str:
@@ -72,6 +90,8 @@ class McpEndpoint:
     command: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    errlog: Path | None = None
+    """Where a stdio server's stderr goes (appended; default: the harness's stderr)."""
 
     def describe(self) -> str:
         """For error messages (never includes headers, which may hold keys)."""
@@ -108,8 +128,13 @@ class McpConnection:
         self.idle_s = idle_s
         self.transport = transport
         self.mcp_session_id: str | None = None
-        """The ``Mcp-Session-Id`` the HTTP server assigned (``None`` on stdio)."""
+        """The ``Mcp-Session-Id`` the HTTP server assigned (``None`` on stdio, and with the
+        stateless revision ``2026-07-28``, which has no protocol-level session)."""
+        self.protocol_version: str | None = None
+        """The protocol revision negotiated at connect."""
         self._http: httpx2.AsyncClient | None = None
+        self._recorder: _RecordingTransport | None = None
+        self._errlog: TextIO | None = None
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -124,18 +149,14 @@ class McpConnection:
             async def session_id(response: httpx2.Response) -> None:
                 self.mcp_session_id = response.headers.get("mcp-session-id", self.mcp_session_id)
 
-            timeout = httpx2.Timeout(30.0, read=self.call_timeout_s)
-            hooks = {"response": [session_id]}
-            if self.transport is not None:
-                http = httpx2.AsyncClient(
-                    headers=ep.headers, timeout=timeout, transport=self.transport,
-                    event_hooks=hooks,
-                )  # fmt: skip
-            else:
-                limits = httpx2.Limits(keepalive_expiry=self.idle_s)
-                http = httpx2.AsyncClient(
-                    headers=ep.headers, timeout=timeout, limits=limits, event_hooks=hooks
-                )
+            pool = self.transport or SharedHttpTransport(self.idle_s, shared=False)
+            self._recorder = _RecordingTransport(pool)
+            http = httpx2.AsyncClient(
+                headers=ep.headers,
+                timeout=httpx2.Timeout(30.0, read=self.call_timeout_s),
+                transport=self._recorder,
+                event_hooks={"response": [session_id]},
+            )
             self._http = http
             return Client(streamable_http_client(ep.url, http_client=http), cache=None)
         if not ep.command:
@@ -143,13 +164,18 @@ class McpConnection:
         params = StdioServerParameters(
             command=ep.command[0], args=ep.command[1:], env=ep.env or None, cwd=ep.cwd
         )
-        return Client(params, cache=None)
+        if ep.errlog is None:
+            return Client(params, cache=None)
+        ep.errlog.parent.mkdir(parents=True, exist_ok=True)
+        self._errlog = ep.errlog.open("a", encoding="utf-8")
+        return Client(stdio_client(params, errlog=self._errlog), cache=None)
 
     async def _own(self) -> None:
         try:
             client = self._make_client()
             async with client:
                 self._client = client
+                self.protocol_version = str(client.protocol_version)
                 self._ready.set()
                 await self._closing.wait()
         except BaseException as exc:  # the owner must report every failure to waiters
@@ -162,6 +188,8 @@ class McpConnection:
             if self._http is not None:
                 with contextlib.suppress(Exception):
                     await self._http.aclose()  # a shared transport stays open
+            if self._errlog is not None:
+                self._errlog.close()
 
     async def open(self, timeout_s: float = 60.0) -> None:
         """Connect (idempotent); raises :class:`HarnessError` when the server is unreachable."""
@@ -174,7 +202,22 @@ class McpConnection:
             raise HarnessError(f"MCP server {self.endpoint.describe()} did not answer") from exc
         if self._client is None:
             cause = root_cause(self._error) if self._error is not None else "closed"
-            raise HarnessError(f"cannot connect to MCP server {self.endpoint.describe()}: {cause}")
+            raise HarnessError(
+                f"cannot connect to MCP server {self.endpoint.describe()}: {cause}{self._tail()}"
+            )
+
+    def _tail(self) -> str:
+        """What explains a failure beyond the SDK's words: the last HTTP transport failure,
+        or the end of a stdio server's stderr log."""
+        if self._recorder is not None and self._recorder.failure is not None:
+            return f" (HTTP: {root_cause(self._recorder.failure)})"
+        log = self.endpoint.errlog
+        if log is None or not log.exists():
+            return ""
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - 600))
+            tail = fh.read().decode("utf-8", "replace").strip()
+        return f"\nserver stderr ({log}):\n{tail}" if tail else ""
 
     def set_headers(self, headers: dict[str, str]) -> None:
         """Send ``headers`` with every later HTTP request of this connection."""
@@ -230,6 +273,7 @@ class McpConnection:
                 return timer.protocol_error(text)
             raise HarnessError(
                 f"tool call {name} failed on {self.endpoint.describe()}: {root_cause(exc)}"
+                f"{self._tail()}"
             ) from exc
         return timer.outcome(_result_text(result), bool(result.is_error))
 
