@@ -240,5 +240,7 @@ def test_a_server_killed_mid_run_is_harness_errors_with_the_cause(
     assert f"({n} of 10 excluded: harness errors)" in output  # the closing summary
     report = (out / "report.md").read_text()
     assert f"{n} of 10 episodes excluded: harness errors" in report
+    assert f"100.0% (of {10 - n} graded)" in report  # completion is never a bare 100 %
     html = (out / "report.html").read_text()
     assert f"{n} of 10 episodes excluded (harness errors)" in html
+    assert f"of {10 - n} graded" in html
