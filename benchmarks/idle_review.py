@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import socket
 import sys
@@ -32,7 +31,7 @@ from dabench.providers import make_provider
 from dabench.providers.base import ChatMessage
 from dabench.targets.base import TargetContext
 from dabench.targets.kibana.client import KibanaClient
-from dabench.targets.mcp import McpTarget, McpTargetConfig
+from dabench.targets.mcp import McpTarget, McpTargetConfig, SessionToolConfig
 from dabench.targets.process import ServerProcess, free_port
 from dabench.targets.reference import ReferenceTarget, ReferenceTargetConfig
 from runner_throughput import default_world
@@ -62,13 +61,15 @@ async def clients(ref: ReferenceTarget, wire: str, work: Path) -> dict[str, Call
     session = await ref.open_session()
     generic = McpTarget(
         McpTargetConfig(
-            url=ref.base_url + "/mcp", headers={"Authorization": f"Bearer {ref.keys['default']}"}
+            url=ref.base_url + "/mcp",
+            headers={"Authorization": f"Bearer {ref.keys['default']}"},
+            session_tool=SessionToolConfig(name="platform_info"),
+            session_argument="session_id",
         ),
         TargetContext(None, work),
     )
     await generic.start()
-    info = await generic.conn.call("platform_info", {})
-    handle = json.loads(info.text)["session_id"]
+    generic_session = await generic.open_session()
     kibana = KibanaClient(wire, "key")
     openai = make_provider("openai:gpt-4.1", base_url=wire + "/v1", api_key="k")
     anthropic = make_provider("anthropic:claude-sonnet-4-6", base_url=wire, api_key="k")
@@ -80,7 +81,7 @@ async def clients(ref: ReferenceTarget, wire: str, work: Path) -> dict[str, Call
         return out
 
     async def sdk() -> object:
-        out = await generic.conn.call("sql_query", {"sql": "SELECT 1", "session_id": handle})
+        out = await generic_session.call("sql_query", {"sql": "SELECT 1"})
         assert not out.is_error, out.text
         return out
 

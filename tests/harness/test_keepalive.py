@@ -30,7 +30,7 @@ from dabench.runner.run import ExperimentRun
 from dabench.targets.base import TargetContext
 from dabench.targets.kibana.client import KibanaClient
 from dabench.targets.loopback_http import LoopbackHttp
-from dabench.targets.mcp import McpTarget, McpTargetConfig
+from dabench.targets.mcp import McpTarget, McpTargetConfig, SessionToolConfig
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
 from dabench.targets.reference import ReferenceTarget, ReferenceTargetConfig
@@ -110,17 +110,18 @@ async def test_lean_mcp_and_sdk_mcp_and_admin_after_idle(tmp_path: Path, real_wo
             url=ref.base_url + "/mcp",
             headers={"Authorization": f"Bearer {ref.keys['default']}"},
             idle_s=3600.0,  # trusting: httpx must drop the connections the server closed
+            session_tool=SessionToolConfig(name="platform_info"),
+            session_argument="session_id",
         ),
         TargetContext(real_world, tmp_path / "mcp"),
     )
     try:
         session = await ref.open_session()
         await generic.start()
-        info = await generic.conn.call("platform_info", {})
-        handle = json.loads(info.text)["session_id"]
+        generic_session = await generic.open_session()
         for idle in (IDLE_S, 0.0):
             lean = await session.call("sql_query", {"sql": "SELECT 1 AS x"})
-            sdk = await generic.conn.call("sql_query", {"sql": "SELECT 2", "session_id": handle})
+            sdk = await generic_session.call("sql_query", {"sql": "SELECT 2"})
             assert not lean.is_error and not sdk.is_error, (lean.text, sdk.text)
             audit = await ref.read_audit([session.handle], 1)
             assert audit.audit_rows >= 1

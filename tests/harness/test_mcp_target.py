@@ -19,6 +19,7 @@ from dabench.journal.store import Journal, read_manifest
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
 from dabench.targets.base import Target, TargetContext
+from dabench.targets.mcp import McpSession
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
 from dabench.targets.registry import make_target
@@ -158,6 +159,14 @@ async def test_streamable_http_target(tmp_path: Path, everything_server: list[st
             assert "echo" in {t.name for t in await session.tools()}
             out = await session.call("echo", {"message": "over http"})
             assert out.text == "Echo: over http" and not out.is_error
+            # one MCP session per episode session, concurrently opened, on one pool
+            assert isinstance(session, McpSession)
+            other = await target.open_session()
+            assert isinstance(other, McpSession)
+            assert session.mcp_session_id and other.mcp_session_id
+            assert session.mcp_session_id != other.mcp_session_id
+            await target.end_episode([session.handle])
+            assert not (await other.call("echo", {"message": "still"})).is_error
         finally:
             await target.stop()
     finally:
@@ -227,5 +236,60 @@ async def test_session_argument_is_hidden_and_injected(
         assert out.text == f"Echo: {session.handle}" and session.handle.startswith("hs_")
         other = await target.open_session()
         assert other.handle != session.handle
+    finally:
+        await target.stop()
+
+
+def test_session_options_that_need_the_other_transport_are_refused(tmp_path: Path) -> None:
+    ctx = TargetContext(None, tmp_path)
+    with pytest.raises(Exception, match="'episode_headers' need a 'url'"):
+        make_target({"kind": "mcp", "command": ["x"], "episode_headers": {"X": "{session}"}}, ctx)
+    with pytest.raises(Exception, match="'share_process' is for a stdio 'command'"):
+        make_target({"kind": "mcp", "url": "http://127.0.0.1:1/mcp", "share_process": True}, ctx)
+
+
+async def test_stdio_shared_process_and_episode_arguments(
+    tmp_path: Path, everything_server: list[str]
+) -> None:
+    target = make_target(
+        {
+            "kind": "mcp",
+            "command": everything_server,
+            "share_process": True,
+            "episode_arguments": {"message": "episode {session}"},
+        },
+        TargetContext(None, tmp_path),
+    )
+    await target.start()
+    try:
+        one, two = await target.open_session(), await target.open_session()
+        assert isinstance(one, McpSession) and isinstance(two, McpSession)
+        assert one.conn is two.conn and one.handle != two.handle
+        echo = next(t for t in await one.tools() if t.name == "echo")
+        assert "message" not in echo.input_schema.get("properties", {})
+        out = await one.call("echo", {})
+        assert out.text == f"Echo: episode {one.handle}"
+        await target.end_episode([one.handle])  # the shared process stays up
+        assert (await two.call("echo", {})).text == f"Echo: episode {two.handle}"
+    finally:
+        await target.stop()
+
+
+async def test_a_session_tool_without_a_handle_is_a_harness_error(
+    tmp_path: Path, everything_server: list[str]
+) -> None:
+    target = make_target(
+        {
+            "kind": "mcp",
+            "command": everything_server,
+            "session_tool": {"name": "echo", "arguments": {"message": "no json"}},
+        },
+        TargetContext(None, tmp_path),
+    )
+    await target.start()
+    try:
+        with pytest.raises(HarnessError, match="session tool echo returned no 'session_id'"):
+            await target.open_session()
+        assert "echo" not in {t.name for t in target.known_tools() or []}
     finally:
         await target.stop()

@@ -24,13 +24,15 @@ from dabench.platform.admin import HTTP_ERROR_HANDLERS, SingleAuthorization, adm
 from dabench.platform.auth import AuthConfig, Identity
 from dabench.platform.mcp_gate import McpAuditGate
 from dabench.platform.mcp_server import build_mcp_server
+from dabench.platform.resource_metadata import resource_metadata_routes
 from dabench.platform.service import PlatformService
 
 API_KEY_ENV = "DABENCH_API_KEY"
 
 
 def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlette:
-    """The Starlette app: ``/mcp`` (streamable HTTP, bearer auth), admin API, ``/healthz``."""
+    """The Starlette app: ``/mcp`` (streamable HTTP, bearer auth), its protected-resource
+    metadata (RFC 9728), admin API, ``/healthz``."""
     server = build_mcp_server(service)
     security = None
     if host in ("127.0.0.1", "localhost", "::1"):
@@ -52,7 +54,11 @@ def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlet
             finally:
                 service.close()
 
-    routes = [Route("/mcp", endpoint=mcp_endpoint), *admin_routes(service)]
+    routes = [
+        Route("/mcp", endpoint=mcp_endpoint),
+        *resource_metadata_routes(),
+        *admin_routes(service),
+    ]
     return Starlette(
         routes=routes,
         lifespan=lifespan,

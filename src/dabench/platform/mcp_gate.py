@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dabench.platform.audit import EventKind
 from dabench.platform.auth import Identity, bearer_key
+from dabench.platform.resource_metadata import HOW, challenge
 from dabench.platform.service import PlatformService
 
 IDENTITY_STATE_KEY = "dabench_identity"
@@ -146,8 +147,7 @@ class McpAuditGate:
             refusal = (400, "DUPLICATE_AUTHORIZATION", "more than one Authorization header",
                        "send exactly one Authorization: Bearer <key>")  # fmt: skip
         elif identity is None:
-            refusal = (401, "UNAUTHENTICATED", "a valid API key is required",
-                       "send Authorization: Bearer <key>")  # fmt: skip
+            refusal = (401, "UNAUTHENTICATED", "a valid API key is required", HOW)
         elif too_large:
             refusal = (413, "INPUT_TOO_LARGE", f"the body exceeds {MAX_BODY_BYTES} bytes",
                        "send less")  # fmt: skip
@@ -156,7 +156,7 @@ class McpAuditGate:
             payload = _error_body(code, message, hint)
             headers = [(b"content-type", b"application/json")]
             if status == 401:
-                headers.append((b"www-authenticate", b"Bearer"))
+                headers.append((b"www-authenticate", challenge(scope, key_sent=bool(auth))))
             await self._audit(identity, request, started, timestamp, code, len(body), len(payload))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})

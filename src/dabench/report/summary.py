@@ -23,6 +23,13 @@ def _tasks(n: int) -> str:
     return f"{n} task" if n == 1 else f"{n} tasks"
 
 
+def _episodes(graded: int, excluded: int) -> str:
+    """The graded episodes, and how many were excluded so a rate is never read bare."""
+    if not excluded:
+        return str(graded)
+    return f"{graded} ({excluded} of {graded + excluded} excluded: harness errors)"
+
+
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -43,7 +50,7 @@ def closing_summary(stats: RunStats, paths: list[Path]) -> list[str]:
             [
                 arm,
                 str(g.n_tasks),
-                str(g.n_episodes),
+                _episodes(g.n_episodes, g.n_excluded),
                 ci(g.accuracy),
                 f"{pct(g.pass_hat_k.estimate)} ({_tasks(g.pass_hat_k_tasks)})",
             ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -28,6 +29,8 @@ from dabench.targets.base import Target, TargetContext
 from dabench.targets.registry import make_target
 from dabench.tasks.loader import SuiteItem
 from dabench.tasks.model import Protocol, Task
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -133,9 +136,20 @@ async def play_episode(
     except Exception as exc:  # a bug of ours is still not the model's failure
         played.status = "harness_error"
         played.cause = f"internal error: {type(exc).__name__}: {exc}"
+    await end_episode(arm.target, played.transcript.sessions)
     played.wall_ms = (time.perf_counter() - t0) * 1000
     played.finished = datetime.now(UTC)
     return played
+
+
+async def end_episode(target: Target, sessions: list[str]) -> None:
+    """Let the target release the episode's sessions (bounded; a failure there is not the
+    episode's: it is logged)."""
+    try:
+        async with asyncio.timeout(30):
+            await target.end_episode(sessions)
+    except Exception as exc:
+        logger.warning("%s: releasing sessions failed: %s", target.label, exc)
 
 
 async def read_audit(target: Target, transcript: EpisodeTranscript) -> AuditCheck:

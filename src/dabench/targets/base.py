@@ -191,6 +191,11 @@ class Target(ABC):
     async def open_session(self, identity: str = "default") -> TargetSession:
         """Open a fresh session for one episode as ``identity``."""
 
+    async def end_episode(self, sessions: list[str]) -> None:
+        """Release what the episode's sessions hold (called by the runner when the agent's
+        part of an episode ends, whatever happened); default: nothing to release."""
+        return None
+
     def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
         """The tools a session of ``identity`` will show, when already known without opening
         one (lets an agent call the model while its session opens); default: unknown."""

@@ -1,13 +1,23 @@
 """Any MCP server as a target: a stdio command or a streamable-HTTP URL.
 
+Every episode session is its own MCP session: over HTTP a new ``Mcp-Session-Id`` on one
+pooled HTTP transport; over stdio a server process per session, unless ``share_process``
+(then one process and one MCP session serve every episode: stdio has no second session).
+Each session has a handle: minted by the target when ``session_tool`` names a tool that
+returns one (the reference platform's ``platform_info``), else by the harness (``hs_...``).
+``session_argument`` and ``episode_arguments`` are hidden from the tool schemas and
+injected into every call; ``episode_headers`` go with every HTTP request of the session;
+``{session}`` in their values is replaced by the handle.
+
 Without an ``audit`` reader the target has no audit API: efficiency comes from the
-harness's own trace and the manifest says so (``efficiency_source: harness``). The harness
-mints a session handle per episode; when ``session_argument`` is set it is hidden from the
-tool schemas and injected into every call, as for the reference platform.
+harness's own trace and the manifest says so (``efficiency_source: harness``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import os
 import re
 import secrets
@@ -17,7 +27,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dabench.errors import UserInputError
+from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import AuditCheck
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
@@ -32,7 +42,7 @@ from dabench.targets.base import (
     check_roles_offered,
     hide_argument,
 )
-from dabench.targets.mcp_connection import McpConnection, McpEndpoint
+from dabench.targets.mcp_connection import McpConnection, McpEndpoint, SharedHttpTransport
 from dabench.targets.registry import register_target
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -48,6 +58,32 @@ def expand_env(value: str) -> str:
         return os.environ[name]
 
     return _ENV_REF.sub(sub, value)
+
+
+SESSION_PLACEHOLDER = "{session}"
+
+
+def with_handle(value: Any, handle: str) -> Any:
+    """``value`` with ``{session}`` replaced by ``handle`` in every string it holds."""
+    if isinstance(value, str):
+        return value.replace(SESSION_PLACEHOLDER, handle)
+    if isinstance(value, dict):
+        return {k: with_handle(v, handle) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_handle(v, handle) for v in value]
+    return value
+
+
+class SessionToolConfig(BaseModel):
+    """A tool that opens a session on the server and returns its handle."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """Called once per episode session, before the model's first call; never shown to it."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    field: str = "session_id"
+    """The key of the handle in the tool's JSON result."""
 
 
 class McpTargetConfig(BaseModel):
@@ -67,6 +103,16 @@ class McpTargetConfig(BaseModel):
     cwd: str | None = None
     session_argument: str | None = None
     """Name of a tool argument that carries the session handle (hidden and injected)."""
+    session_tool: SessionToolConfig | None = None
+    """Mint each session's handle with this tool (else the harness mints ``hs_...``)."""
+    episode_headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers of one session; ``{session}`` is its handle, ``${VAR}`` the environment."""
+    episode_arguments: dict[str, Any] = Field(default_factory=dict)
+    """Arguments injected into every call of a tool that declares them (hidden from the
+    model); ``{session}`` in a string is the handle."""
+    share_process: bool = False
+    """stdio only: one server process (and MCP session) for all episodes instead of one
+    process per episode session."""
     hide_tools: list[str] = Field(default_factory=list)
     """Tools never shown to the model."""
     audit: AuditReaderConfig | None = None
@@ -87,32 +133,58 @@ class McpTargetConfig(BaseModel):
     def _one_endpoint(self) -> McpTargetConfig:
         if bool(self.command) == bool(self.url):
             raise ValueError("an mcp target needs exactly one of 'command' or 'url'")
+        if self.episode_headers and not self.url:
+            raise ValueError("'episode_headers' need a 'url' (stdio has no headers)")
+        if self.share_process and not self.command:
+            raise ValueError("'share_process' is for a stdio 'command'")
         return self
+
+    def injected(self) -> dict[str, Any]:
+        """Every argument injected into calls (``{session}`` not yet replaced)."""
+        out = dict(self.episode_arguments)
+        if self.session_argument:
+            out[self.session_argument] = SESSION_PLACEHOLDER
+        return out
 
 
 class McpSession(TargetSession):
-    """A harness-minted session on a shared connection."""
+    """One episode session: its own MCP session (or the shared stdio one) and handle."""
 
-    def __init__(self, target: McpTarget, handle: str, identity: str) -> None:
+    def __init__(
+        self, target: McpTarget, conn: McpConnection, handle: str, identity: str, owned: bool
+    ) -> None:
         self.target = target
+        self.conn = conn
         self.handle = handle
         self.identity = identity
+        self.owned = owned
+        """Whether this session owns its connection (closed with the session)."""
+        self._arguments: dict[str, Any] = with_handle(target.config.injected(), handle)
+
+    @property
+    def mcp_session_id(self) -> str | None:
+        """The server's ``Mcp-Session-Id`` for this session (HTTP, before ``2026-07-28``)."""
+        return self.conn.mcp_session_id
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The MCP revision this session negotiated."""
+        return self.conn.protocol_version
 
     async def tools(self) -> list[ToolSpec]:
-        """The server's tools minus hidden ones, the session argument hidden."""
-        cfg = self.target.config
-        specs = await self.target.conn.list_tools()
-        out = [s for s in specs if s.name not in cfg.hide_tools]
-        if cfg.session_argument:
-            out = [hide_argument(s, cfg.session_argument) for s in out]
-        return out
+        """The server's tools minus hidden ones, injected arguments hidden."""
+        return await self.target.shown_tools()
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        """Call the tool, injecting the handle where the tool takes it."""
-        arg = self.target.config.session_argument
-        if arg and arg in await self.target.argument_names(name):
-            arguments = {**arguments, arg: self.handle}
-        return await self.target.conn.call(name, arguments)
+        """Call the tool, injecting the handle and episode arguments where it takes them."""
+        declared = await self.target.argument_names(name)
+        extra = {k: v for k, v in self._arguments.items() if k in declared}
+        return await self.conn.call(name, {**arguments, **extra})
+
+    async def close(self) -> None:
+        """End the MCP session (and stop its stdio process)."""
+        if self.owned:
+            await self.conn.close()
 
 
 class McpTarget(Target):
@@ -128,19 +200,19 @@ class McpTarget(Target):
         cwd = config.cwd
         if cwd and not Path(cwd).is_absolute():
             cwd = str(context.experiment_dir / cwd)
-        self.conn = McpConnection(
-            McpEndpoint(
-                url=config.url,
-                headers={k: expand_env(v) for k, v in config.headers.items()},
-                command=list(config.command),
-                env={k: expand_env(v) for k, v in config.env.items()},
-                cwd=cwd,
-            ),
-            call_timeout_s=config.call_timeout_s,
-            idle_s=config.idle_s,
+        self.endpoint = McpEndpoint(
+            url=config.url,
+            headers={k: expand_env(v) for k, v in config.headers.items()},
+            command=list(config.command),
+            env={k: expand_env(v) for k, v in config.env.items()},
+            cwd=cwd,
+            errlog=context.work_dir / "server.log" if config.command else None,
         )
-        self._started = False
+        self._episode_headers = {k: expand_env(v) for k, v in config.episode_headers.items()}
+        self._pool: SharedHttpTransport | None = None
+        self._shared: McpConnection | None = None
         self._tools: list[ToolSpec] | None = None
+        self._open: dict[str, McpSession] = {}
         self._http: httpx.AsyncClient | None = None
 
     @property
@@ -148,23 +220,36 @@ class McpTarget(Target):
         """``mcp:<name>``."""
         return f"mcp:{self.config.name}"
 
-    async def start(self) -> None:
-        """Connect (spawning the stdio server)."""
-        if not self._started:
-            await self.conn.open()
-            self._tools = await self.conn.list_tools()
-            self._started = True
-            check_roles_offered(self, self.config.roles, self._tools)
+    def _connection(self, headers: dict[str, str] | None = None) -> McpConnection:
+        endpoint = self.endpoint
+        if headers:
+            endpoint = McpEndpoint(**{**vars(endpoint), "headers": {**endpoint.headers, **headers}})
+        if self.config.url and self._pool is None:
+            self._pool = SharedHttpTransport(self.config.idle_s)
+        return McpConnection(
+            endpoint,
+            call_timeout_s=self.config.call_timeout_s,
+            idle_s=self.config.idle_s,
+            transport=self._pool,
+        )
 
-    def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
-        """Every session shows the same tools, known once the target started."""
-        if self._tools is None:
-            return None
-        cfg = self.config
-        out = [s for s in self._tools if s.name not in cfg.hide_tools]
-        if cfg.session_argument:
-            out = [hide_argument(s, cfg.session_argument) for s in out]
-        return out
+    async def start(self) -> None:
+        """Connect once and list the tools (a stdio server is spawned for it and, unless
+        ``share_process``, stopped again)."""
+        if self._tools is not None:
+            return
+        conn = self._connection()
+        try:
+            await conn.open()
+            self._tools = await conn.list_tools()
+            check_roles_offered(self, self.config.roles, self._tools)
+        except BaseException:
+            await conn.close()
+            raise
+        if self.config.share_process:
+            self._shared = conn
+        else:
+            await conn.close()
 
     @property
     def tool_roles(self) -> ToolRoles:
@@ -175,34 +260,112 @@ class McpTarget(Target):
         return roles if shown is None else roles.played(t.name for t in shown)
 
     async def stop(self) -> None:
-        """Disconnect (the SDK stops a stdio server)."""
-        await self.conn.close()
-        self._started = False
+        """Close every open session and the shared process or pool; safe to call twice."""
+        sessions, self._open = list(self._open.values()), {}
+        for session in sessions:
+            await session.close()
+        if self._shared is not None:
+            await self._shared.close()
+            self._shared = None
+        if self._pool is not None:
+            await self._pool.close_pool()
+            self._pool = None
+        self._tools = None
         if self._http is not None:
             await self._http.aclose()
             self._http = None
 
     def describe(self) -> dict[str, Any]:
-        """Kind, endpoint (without headers) and the efficiency source."""
+        """Kind, endpoint (without headers), session model and the efficiency source."""
         return {
             "kind": self.kind,
             "label": self.label,
             "endpoint": self.config.url or " ".join(self.config.command),
+            "mcp_sessions": "shared" if self.config.share_process else "per-episode",
+            "session_handle": self.config.session_tool.name
+            if self.config.session_tool
+            else "harness",
             "efficiency_source": self.efficiency_source,
             "sql_dialect": self.sql_dialect,
             "audit": self.config.audit.base_url if self.config.audit else None,
         }
 
+    async def _listed(self) -> list[ToolSpec]:
+        if self._tools is None:
+            await self.start()
+        assert self._tools is not None
+        return self._tools
+
+    def _shown(self, listed: list[ToolSpec]) -> list[ToolSpec]:
+        cfg = self.config
+        hidden = set(cfg.hide_tools) | ({cfg.session_tool.name} if cfg.session_tool else set())
+        out = [s for s in listed if s.name not in hidden]
+        for arg in cfg.injected():
+            out = [hide_argument(s, arg) for s in out]
+        return out
+
+    async def shown_tools(self) -> list[ToolSpec]:
+        """The tools the model sees: hidden ones and the session tool left out, injected
+        arguments removed from the schemas (listed once per target)."""
+        return self._shown(await self._listed())
+
+    def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
+        """Every session shows the same tools, known once the target started."""
+        return self._shown(self._tools) if self._tools is not None else None
+
     async def argument_names(self, tool: str) -> set[str]:
         """The argument names a tool declares."""
-        for spec in await self.conn.list_tools():
+        for spec in await self._listed():
             if spec.name == tool:
                 return set((spec.input_schema.get("properties") or {}).keys())
         return set()
 
     async def open_session(self, identity: str = "default") -> McpSession:
-        """A fresh harness-minted session handle."""
-        return McpSession(self, "hs_" + secrets.token_hex(8), identity)
+        """A new MCP session (or the shared stdio one) with its handle."""
+        await self._listed()
+        cfg = self.config
+        handle = "hs_" + secrets.token_hex(8)
+        shared = self._shared is not None
+        headers = None if cfg.session_tool else with_handle(self._episode_headers, handle)
+        conn = self._shared if self._shared is not None else self._connection(headers)
+        try:
+            await conn.open()
+            if cfg.session_tool is not None:
+                handle = await self._mint(conn, cfg.session_tool)
+                if self._episode_headers:
+                    conn.set_headers(with_handle(self._episode_headers, handle))
+        except BaseException:
+            if not shared:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(conn.close())
+            raise
+        session = McpSession(self, conn, handle, identity, owned=not shared)
+        self._open[handle] = session
+        return session
+
+    async def _mint(self, conn: McpConnection, tool: SessionToolConfig) -> str:
+        outcome = await conn.call(tool.name, dict(tool.arguments))
+        if outcome.is_error:
+            raise HarnessError(
+                f"{self.label}: session tool {tool.name} failed: {outcome.text[:300]}"
+            )
+        try:
+            value = json.loads(outcome.text)[tool.field]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise HarnessError(
+                f"{self.label}: session tool {tool.name} returned no {tool.field!r}: "
+                f"{outcome.text[:200]}"
+            ) from exc
+        if not isinstance(value, str) or not value:
+            raise HarnessError(f"{self.label}: session tool {tool.name}: {tool.field} is {value!r}")
+        return value
+
+    async def end_episode(self, sessions: list[str]) -> None:
+        """Close the MCP sessions the episode opened."""
+        for handle in sessions:
+            session = self._open.pop(handle, None)
+            if session is not None:
+                await session.close()
 
     async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
         """Read the audit API when configured; otherwise the harness trace is the source."""

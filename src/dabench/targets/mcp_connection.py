@@ -1,8 +1,11 @@
-"""One MCP client connection (streamable HTTP or stdio) shared by many concurrent episodes.
+"""One MCP client connection (streamable HTTP or stdio): one MCP session.
 
 The SDK's client is an anyio context manager that must be entered and exited in the same
 task; :class:`McpConnection` therefore owns it from a dedicated background task, so any task
-may call tools concurrently and any task may close it.
+may call tools concurrently and any task may close it. Over HTTP, many connections (one MCP
+session each, with its own ``Mcp-Session-Id``) may share one pooled transport
+(:class:`SharedHttpTransport`), and a connection's headers may change after it opened
+(:meth:`McpConnection.set_headers`, e.g. a session handle minted through the connection).
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
 import httpx2
 import mcp_types
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
@@ -23,6 +27,58 @@ from dabench.errors import HarnessError
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
 from dabench.targets.base import ToolCallTimer, ToolOutcome
+
+
+class SharedHttpTransport(httpx2.AsyncBaseTransport):
+    """An HTTP connection pool that many connections (MCP sessions) share. Closing a
+    session's client leaves the pool open; :meth:`close_pool` closes it."""
+
+    def __init__(self, idle_s: float, shared: bool = True) -> None:
+        self._pool = httpx2.AsyncHTTPTransport(limits=httpx2.Limits(keepalive_expiry=idle_s))
+        self.shared = shared
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send through the pool."""
+        return await self._pool.handle_async_request(request)
+
+    async def close_pool(self) -> None:
+        """Close the pooled connections."""
+        await self._pool.aclose()
+
+
+class _RecordingTransport(httpx2.AsyncBaseTransport):
+    """One connection's view of a pool: remembers the last transport failure (the SDK only
+    reports "Connection closed" for it) and closes a pool that is not shared."""
+
+    def __init__(self, pool: SharedHttpTransport) -> None:
+        self.pool = pool
+        self.failure: BaseException | None = None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await self.pool.handle_async_request(request)
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+    async def aclose(self) -> None:
+        if not self.pool.shared:
+            await self.pool.close_pool()
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost failure of ``exc`` (exception groups and ``__cause__`` chains unwrapped),
+    as ``Type: message`` for an episode's harness-error cause."""
+    seen: set[int] = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        elif exc.__cause__ is not None:
+            exc = exc.__cause__
+        else:
+            break
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 @dataclass
@@ -34,6 +90,8 @@ class McpEndpoint:
     command: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    errlog: Path | None = None
+    """Where a stdio server's stderr goes (appended; default: the harness's stderr)."""
 
     def describe(self) -> str:
         """For error messages (never includes headers, which may hold keys)."""
@@ -60,12 +118,23 @@ class McpConnection:
         *,
         call_timeout_s: float = 120.0,
         idle_s: float = DEFAULT_CLIENT_IDLE_S,
+        transport: SharedHttpTransport | None = None,
     ) -> None:
         """``idle_s``: HTTP connections idle this long are closed, not reused (keep it below
-        the server's keep-alive; ``httpx`` also drops connections the server closed)."""
+        the server's keep-alive; ``httpx`` also drops connections the server closed).
+        ``transport``: a shared HTTP pool (else this connection has its own)."""
         self.endpoint = endpoint
         self.call_timeout_s = call_timeout_s
         self.idle_s = idle_s
+        self.transport = transport
+        self.mcp_session_id: str | None = None
+        """The ``Mcp-Session-Id`` the HTTP server assigned (``None`` on stdio, and with the
+        stateless revision ``2026-07-28``, which has no protocol-level session)."""
+        self.protocol_version: str | None = None
+        """The protocol revision negotiated at connect."""
+        self._http: httpx2.AsyncClient | None = None
+        self._recorder: _RecordingTransport | None = None
+        self._errlog: TextIO | None = None
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -76,24 +145,37 @@ class McpConnection:
     def _make_client(self) -> Client:
         ep = self.endpoint
         if ep.url:
+
+            async def session_id(response: httpx2.Response) -> None:
+                self.mcp_session_id = response.headers.get("mcp-session-id", self.mcp_session_id)
+
+            pool = self.transport or SharedHttpTransport(self.idle_s, shared=False)
+            self._recorder = _RecordingTransport(pool)
             http = httpx2.AsyncClient(
                 headers=ep.headers,
                 timeout=httpx2.Timeout(30.0, read=self.call_timeout_s),
-                limits=httpx2.Limits(keepalive_expiry=self.idle_s),
+                transport=self._recorder,
+                event_hooks={"response": [session_id]},
             )
+            self._http = http
             return Client(streamable_http_client(ep.url, http_client=http), cache=None)
         if not ep.command:
             raise HarnessError("an MCP endpoint needs a url or a command")
         params = StdioServerParameters(
             command=ep.command[0], args=ep.command[1:], env=ep.env or None, cwd=ep.cwd
         )
-        return Client(params, cache=None)
+        if ep.errlog is None:
+            return Client(params, cache=None)
+        ep.errlog.parent.mkdir(parents=True, exist_ok=True)
+        self._errlog = ep.errlog.open("a", encoding="utf-8")
+        return Client(stdio_client(params, errlog=self._errlog), cache=None)
 
     async def _own(self) -> None:
         try:
             client = self._make_client()
             async with client:
                 self._client = client
+                self.protocol_version = str(client.protocol_version)
                 self._ready.set()
                 await self._closing.wait()
         except BaseException as exc:  # the owner must report every failure to waiters
@@ -103,6 +185,11 @@ class McpConnection:
         finally:
             self._client = None
             self._ready.set()
+            if self._http is not None:
+                with contextlib.suppress(Exception):
+                    await self._http.aclose()  # a shared transport stays open
+            if self._errlog is not None:
+                self._errlog.close()
 
     async def open(self, timeout_s: float = 60.0) -> None:
         """Connect (idempotent); raises :class:`HarnessError` when the server is unreachable."""
@@ -114,9 +201,29 @@ class McpConnection:
         except TimeoutError as exc:
             raise HarnessError(f"MCP server {self.endpoint.describe()} did not answer") from exc
         if self._client is None:
+            cause = root_cause(self._error) if self._error is not None else "closed"
             raise HarnessError(
-                f"cannot connect to MCP server {self.endpoint.describe()}: {self._error!r}"
+                f"cannot connect to MCP server {self.endpoint.describe()}: {cause}{self._tail()}"
             )
+
+    def _tail(self) -> str:
+        """What explains a failure beyond the SDK's words: the last HTTP transport failure,
+        or the end of a stdio server's stderr log."""
+        if self._recorder is not None and self._recorder.failure is not None:
+            return f" (HTTP: {root_cause(self._recorder.failure)})"
+        log = self.endpoint.errlog
+        if log is None or not log.exists():
+            return ""
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - 600))
+            tail = fh.read().decode("utf-8", "replace").strip()
+        return f"\nserver stderr ({log}):\n{tail}" if tail else ""
+
+    def set_headers(self, headers: dict[str, str]) -> None:
+        """Send ``headers`` with every later HTTP request of this connection."""
+        if self._http is None:
+            raise HarnessError(f"{self.endpoint.describe()}: headers need an HTTP connection")
+        self._http.headers.update(headers)
 
     async def close(self) -> None:
         """Disconnect; safe to call twice."""
@@ -143,7 +250,7 @@ class McpConnection:
                 raise
             except Exception as exc:
                 raise HarnessError(
-                    f"tools/list failed on {self.endpoint.describe()}: {exc}"
+                    f"tools/list failed on {self.endpoint.describe()}: {root_cause(exc)}"
                 ) from exc
             self._tools = [
                 ToolSpec(name=t.name, description=t.description or "", input_schema=t.input_schema)
@@ -165,7 +272,8 @@ class McpConnection:
             if _is_protocol_error(exc):
                 return timer.protocol_error(text)
             raise HarnessError(
-                f"tool call {name} failed on {self.endpoint.describe()}: {text}"
+                f"tool call {name} failed on {self.endpoint.describe()}: {root_cause(exc)}"
+                f"{self._tail()}"
             ) from exc
         return timer.outcome(_result_text(result), bool(result.is_error))
 
