@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from dabench.world.constants import END_DATE, ORDERS_PER_SCALE, START_DATE
+from dabench.world.constants import (
+    END_DATE,
+    LINES_PER_ORDER,
+    LINES_WIDEN_FROM_SCALE,
+    LINES_WIDEN_TO_SCALE,
+    MAX_LINES_PER_ORDER,
+    ORDERS_PER_SCALE,
+    START_DATE,
+)
 from dabench.world.datasets.calendar import days_helper, quantile_days
 from dabench.world.datasets.spec import Col, DatasetSpec, Helper, values_sql
 from dabench.world.sqlrand import Rand
@@ -103,7 +111,7 @@ SELECT o.i + 1 AS order_id, o.day AS order_date, c.customer_id, o.channel,
         )
     }
   END AS status,
-  {r.int("o_lines", "o.i", 6, 15)} AS n_lines
+  {r.int("o_lines", "o.i", *lines_per_order(scale))} AS n_lines
 FROM o CROSS JOIN cnt
 JOIN _customer_base c
   ON c.is_test = o.test_pick
@@ -326,6 +334,18 @@ FROM rf"""
             transform="refund events from the payment processor",
         ),
     ]
+
+
+def lines_per_order(scale: int) -> tuple[int, int]:
+    """Inclusive range of the number of lines on one order at ``scale``.
+
+    6..15 up to scale 10; above, the upper bound grows linearly to 55 at scale 100 (integer
+    arithmetic) and stays there, so order lines are linear in scale from scale 100 on.
+    """
+    lo, hi = LINES_PER_ORDER
+    span = LINES_WIDEN_TO_SCALE - LINES_WIDEN_FROM_SCALE
+    step = min(max(scale - LINES_WIDEN_FROM_SCALE, 0), span)
+    return lo, hi + (MAX_LINES_PER_ORDER - hi) * step // span
 
 
 def months_list() -> str:
