@@ -225,6 +225,11 @@ def _build_warehouse(
                 f"CREATE TABLE {step.id} AS SELECT {columns} FROM ({step.select}) "
                 f"ORDER BY {step.order_by}"
             )
+            for chunk in step.more_chunks:
+                con.execute(
+                    f"INSERT INTO {step.id} SELECT {columns} FROM ({chunk}) "
+                    f"ORDER BY {step.order_by}"
+                )
             specs.append(step)
             tick(step.id)
         for step in steps:
