@@ -39,7 +39,7 @@ STORAGE_VERSIONS = ("v1.0.0", "v1.1.0", "v1.2.0", "v1.3.0", "v1.4.0", "v1.5.0")
 v1.5.0 is readable by DuckDB 1.5, v1.0.0 by every DuckDB since 0.10)."""
 COPY_BATCH = 5000
 """Rows fetched from DuckDB per batch while streaming into PostgreSQL."""
-EXPORT_MEMORY_LIMIT = "1GB"
+EXPORT_MEMORY_LIMIT = "512MB"
 """DuckDB memory limit while streaming a world into PostgreSQL: a table's ``ORDER BY ALL``
 larger than this spills to a temporary directory, so the export's memory does not grow with
 the world's scale."""
@@ -117,9 +117,11 @@ def primary_key(con: duckdb.DuckDBPyConnection, ds: DatasetMeta, first: str) -> 
     """``first`` when it is named ``*_id`` and is unique and non-null in the data."""
     if not first.endswith("_id"):
         return None
+    # GROUP BY rather than count(DISTINCT): a grouping larger than memory spills to disk.
+    col, table = _ident(first), _qualified(ds.id)
     row = con.execute(
-        f"SELECT count(*) = count(DISTINCT {_ident(first)}) AND count({_ident(first)}) = "
-        f"count(*) FROM {_qualified(ds.id)}"
+        f"SELECT NOT EXISTS (SELECT 1 FROM {table} WHERE {col} IS NULL) AND NOT EXISTS "
+        f"(SELECT 1 FROM {table} GROUP BY {col} HAVING count(*) > 1)"
     ).fetchone()
     return first if row and row[0] else None
 
