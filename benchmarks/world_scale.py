@@ -16,7 +16,6 @@ consecutive scales a < b it prints the ratios
 
     python benchmarks/world_scale.py [--scales 100,1000] [--seed 0] [--no-postgres]
 
-A scale-1000 world needs about 3 GB of disk for the world and 9 GB in PostgreSQL.
 """
 
 from __future__ import annotations

@@ -59,6 +59,14 @@ def test_build_connection_bounds_memory_and_spills_beside_the_file(tmp_path: Pat
     assert settings["enable_external_access"] == "false"
 
 
+def test_chunk_bounds_cover_every_key_once() -> None:
+    from dabench.world.datasets.spec import chunk_bounds
+
+    assert chunk_bounds(1000, 400) == [(0, 400), (400, 800), (800, 1000)]
+    assert chunk_bounds(100_000, 100_000) == [(0, 100_000)]
+    assert chunk_bounds(0, 10) == [(0, 0)]
+
+
 def _tables(path: Path) -> dict[str, list[tuple[object, ...]]]:
     """Every warehouse table's rows in stored order."""
     from dabench.world import connect_warehouse
