@@ -7,7 +7,9 @@ under /tmp (loopback, trust auth, fsync off). Times are measured inside the chil
 call (interpreter start-up and imports excluded); CPU seconds are the child's own (every
 thread; on a shared machine the steadier figure). Peak RSS is the child's high-water mark as
 the kernel reports it (``ru_maxrss`` from ``wait4``; DuckDB runs in-process, so its threads and
-buffers are included; the PostgreSQL server's own memory is not). For each pair of
+buffers are included; the PostgreSQL server's own memory is not). The PostgreSQL server's
+CPU seconds during each load (postmaster, its processes and exited backends) are printed
+beside the loader's. For each pair of
 consecutive scales a < b it prints the ratios
 
 * build time(b) / ((b / a) x build time(a))   (linear: 1.0; target <= 1.2)
@@ -21,6 +23,7 @@ consecutive scales a < b it prints the ratios
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -79,6 +82,25 @@ def run_child(step: str, out: Path, arg: str) -> Measured:
     return Measured(wall, cpu, usage.ru_maxrss / 1024)
 
 
+def server_cpu_s(dsn: str) -> float:
+    """CPU seconds the PostgreSQL server at ``dsn`` has used so far: the postmaster, its
+    live processes and every backend that has exited (the postmaster's waited children)."""
+    import psutil
+
+    port = dsn.rsplit(":", 1)[1].split("/", 1)[0]
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if proc.info["name"] == "postgres" and "-p" in cmd and cmd[cmd.index("-p") + 1] == port:
+            t = proc.cpu_times()
+            total = t.user + t.system + t.children_user + t.children_system
+            for child in proc.children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    c = child.cpu_times()
+                    total += c.user + c.system
+            return float(total)
+    raise SystemExit(f"no PostgreSQL server process listening on port {port}")
+
+
 @contextmanager
 def postgres() -> Iterator[str]:
     """A throwaway PostgreSQL 15 cluster under /tmp (the one the tests start)."""
@@ -106,6 +128,7 @@ def main() -> None:
     )
     builds: dict[int, Measured] = {}
     loads: dict[int, Measured] = {}
+    server: dict[int, float] = {}
     lines: dict[int, int] = {}
     rows: dict[int, int] = {}
     workdir = Path(tempfile.mkdtemp(prefix="dabench-world-scale-"))
@@ -119,7 +142,9 @@ def main() -> None:
                 rows[scale] = sum(table_rows.values())
                 console.print(f"scale {scale}: built {builds[scale]}", highlight=False)
                 if dsn:
+                    before = server_cpu_s(dsn)
                     loads[scale] = run_child("load", out, dsn)
+                    server[scale] = server_cpu_s(dsn) - before
                     console.print(f"scale {scale}: loaded {loads[scale]}", highlight=False)
                 shutil.rmtree(out)
     finally:
@@ -129,6 +154,7 @@ def main() -> None:
         figures.add_column(col, justify="right")
     if loads:
         figures.add_column("load wall s / CPU s", justify="right")
+        figures.add_column("server CPU s", justify="right")
         figures.add_column("load peak RSS MiB", justify="right")
     for scale in scales:
         b = builds[scale]
@@ -141,6 +167,7 @@ def main() -> None:
         ]
         if loads:
             cells += [f"{loads[scale].wall_s:.1f} / {loads[scale].cpu_s:.1f}"]
+            cells += [f"{server[scale]:.1f}"]
             cells += [f"{loads[scale].peak_mib:.0f}"]
         figures.add_row(*cells)
     console.print(figures)
@@ -148,7 +175,7 @@ def main() -> None:
     for col in ("a -> b", "rows(b) / ((b/a) rows(a))", "build wall", "build CPU", "build RSS"):
         ratios.add_column(col, justify="right")
     if loads:
-        for col in ("load wall", "load CPU", "load RSS"):
+        for col in ("load wall", "load CPU", "server CPU", "load RSS"):
             ratios.add_column(col, justify="right")
     for a, b in itertools.pairwise(scales):
         k = b / a
@@ -163,6 +190,7 @@ def main() -> None:
             cells += [
                 _ratio(loads[b].wall_s, loads[a].wall_s, k),
                 _ratio(loads[b].cpu_s, loads[a].cpu_s, k),
+                _ratio(server[b], server[a], k),
                 _ratio(loads[b].peak_mib, loads[a].peak_mib, 1),
             ]
         ratios.add_row(*cells)
