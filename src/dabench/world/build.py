@@ -32,10 +32,17 @@ ProgressFn = Callable[[str, int, int], None]
 
 MAX_SEED = 2**63 - 1
 
-BUILD_MEMORY_LIMIT = "2GB"
+BUILD_MEMORY_LIMIT = "512MB"
 """Fixed DuckDB memory limit of the build. DuckDB sizes its write buffers from the memory
 limit (by default 80% of the machine's RAM), and a different buffer size gives a different
-block layout: a fixed limit keeps the file identical on machines with different RAM."""
+block layout: a fixed limit keeps the file identical on machines with different RAM (limits
+from 512 MB to 4 GB were checked to write the same bytes up to scale 100). It also bounds the
+build's memory at every scale: what exceeds it is evicted (written blocks) or spills to
+:data:`BUILD_TEMP_DIR` (sorts, joins, aggregates), so the peak RSS stays about the same from
+scale 100 to 1000 (docs/scale.md)."""
+BUILD_TEMP_DIR = f"{WAREHOUSE_FILE}.tmp"
+"""DuckDB's spill directory during the build, inside the world's temporary build directory
+(removed when the warehouse is complete)."""
 
 
 def validate_request(seed: object, scale: object, out: Path, *, force: bool) -> None:
@@ -161,7 +168,7 @@ def generate(
     catalog, traps = _build_warehouse(warehouse, steps, tick)
     pin_database_identifier(warehouse, f"dabench-world/{GENERATOR_VERSION}/{seed}/{scale}")
     with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(root / f"{WAREHOUSE_FILE}.tmp")
+        shutil.rmtree(root / BUILD_TEMP_DIR)
     (root / CATALOG_FILE).write_text(canonical_json(catalog), encoding="utf-8")
     knowledge = root / KNOWLEDGE_DIR
     knowledge.mkdir()
@@ -184,17 +191,26 @@ def generate(
     return manifest
 
 
-def _build_warehouse(
-    path: Path, steps: list[Step], tick: Callable[[str], None]
-) -> tuple[Catalog, list[Trap]]:
+def build_connection(path: Path) -> duckdb.DuckDBPyConnection:
+    """The connection that writes a world's warehouse at ``path``: offline, one writer thread
+    (a fixed block layout), memory bounded by :data:`BUILD_MEMORY_LIMIT` with spilling to
+    :data:`BUILD_TEMP_DIR` beside the file."""
     config: dict[str, str | bool | int | float | list[str]] = {
         **OFFLINE_CONFIG,
         "threads": 1,
         "memory_limit": BUILD_MEMORY_LIMIT,
+        "temp_directory": str(path.parent / BUILD_TEMP_DIR),
     }
     con = duckdb.connect(str(path), config=config)
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def _build_warehouse(
+    path: Path, steps: list[Step], tick: Callable[[str], None]
+) -> tuple[Catalog, list[Trap]]:
+    con = build_connection(path)
     try:
-        con.execute("SET enable_progress_bar = false")
         specs: list[DatasetSpec] = []
         schemas: set[str] = set()
         for step in steps:
@@ -211,6 +227,11 @@ def _build_warehouse(
                 f"CREATE TABLE {step.id} AS SELECT {columns} FROM ({step.select}) "
                 f"ORDER BY {step.order_by}"
             )
+            for chunk in step.more_chunks:
+                con.execute(
+                    f"INSERT INTO {step.id} SELECT {columns} FROM ({chunk}) "
+                    f"ORDER BY {step.order_by}"
+                )
             specs.append(step)
             tick(step.id)
         for step in steps:

@@ -66,6 +66,23 @@ TICKETS_PER_SCALE = 400
 INVOICES_PER_SCALE = 200
 EMAIL_SENDS_PER_SCALE = 3000
 
+LINES_PER_ORDER = (6, 15)
+"""Inclusive range of the number of lines on one order at scales up to
+:data:`LINES_WIDEN_FROM_SCALE` (every suite and test world)."""
+LINES_WIDEN_FROM_SCALE = 10
+LINES_WIDEN_TO_SCALE = 100
+MAX_LINES_PER_ORDER = 55
+"""Above scale 10 the largest basket widens linearly in scale from 15 lines to 55 lines at
+scale 100 and stays there: worlds from scale 100 on are linear in scale again and hold about
+30.5 order lines per order (30 M order lines at scale 1000, the size the scale benchmarks
+need), while the worlds up to scale 10 keep their bytes."""
+
+ORDERS_PER_CHUNK = 100_000
+WEB_EVENTS_PER_CHUNK = 1_500_000
+"""Build mechanics, not content: above these many orders (scale 100) or web events the order
+lines and web events are generated and written a key range at a time, so memory and time
+stay linear in scale. Worlds up to scale 100 are written in one statement per table."""
+
 MAX_SCALE = 1000
 TRAP_MARGIN_REL = 0.05
 """Build-time invariant: every trap's naive answer differs from the correct one by more than

@@ -30,7 +30,7 @@ import duckdb
 from dabench.errors import DabenchError, UserInputError
 from dabench.world.load import World
 from dabench.world.model import DatasetMeta
-from dabench.world.warehouse import OFFLINE_CONFIG
+from dabench.world.warehouse import OFFLINE_CONFIG, connect_warehouse
 
 KNOWLEDGE_SCHEMA = "dabench_knowledge"
 """The PostgreSQL schema holding the knowledge layer."""
@@ -39,6 +39,10 @@ STORAGE_VERSIONS = ("v1.0.0", "v1.1.0", "v1.2.0", "v1.3.0", "v1.4.0", "v1.5.0")
 v1.5.0 is readable by DuckDB 1.5, v1.0.0 by every DuckDB since 0.10)."""
 COPY_BATCH = 5000
 """Rows fetched from DuckDB per batch while streaming into PostgreSQL."""
+EXPORT_MEMORY_LIMIT = "512MB"
+"""DuckDB memory limit while streaming a world into PostgreSQL: a table's ``ORDER BY ALL``
+larger than this spills to a temporary directory, so the export's memory does not grow with
+the world's scale."""
 
 ProgressFn = Callable[[str, int], None]
 """``(table, rows written so far)``."""
@@ -113,9 +117,11 @@ def primary_key(con: duckdb.DuckDBPyConnection, ds: DatasetMeta, first: str) -> 
     """``first`` when it is named ``*_id`` and is unique and non-null in the data."""
     if not first.endswith("_id"):
         return None
+    # GROUP BY rather than count(DISTINCT): a grouping larger than memory spills to disk.
+    col, table = _ident(first), _qualified(ds.id)
     row = con.execute(
-        f"SELECT count(*) = count(DISTINCT {_ident(first)}) AND count({_ident(first)}) = "
-        f"count(*) FROM {_qualified(ds.id)}"
+        f"SELECT NOT EXISTS (SELECT 1 FROM {table} WHERE {col} IS NULL) AND NOT EXISTS "
+        f"(SELECT 1 FROM {table} GROUP BY {col} HAVING count(*) > 1)"
     ).fetchone()
     return first if row and row[0] else None
 
@@ -143,12 +149,14 @@ def export_postgres(
         ) from exc
     t0 = time.perf_counter()
     summary = SqlExportSummary(target=_redact(dsn), world_hash=world.world_hash)
-    con = world.connect()
     try:
         pg = psycopg.connect(dsn)
     except psycopg.Error as exc:
-        con.close()
         raise UserInputError(f"--postgres {_redact(dsn)}: cannot connect: {exc}") from exc
+    spill = Path(tempfile.mkdtemp(prefix="dabench-export-spill-"))
+    con = connect_warehouse(
+        world.warehouse_path, memory_limit=EXPORT_MEMORY_LIMIT, temp_directory=spill
+    )
     try:
         with pg.transaction(), pg.cursor() as cur:
             for ds in world.catalog.datasets:
@@ -159,6 +167,7 @@ def export_postgres(
     finally:
         pg.close()
         con.close()
+        shutil.rmtree(spill, ignore_errors=True)
     summary.elapsed_s = time.perf_counter() - t0
     return summary
 

@@ -33,9 +33,25 @@ _CHECKSUM_MULTIPLIER = np.uint64(0xBF58476D1CE4E5B9)
 _CHECKSUM_SEED = 5381
 
 
-def connect_warehouse(path: Path, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """Open a world's ``warehouse.duckdb`` offline (see :data:`OFFLINE_CONFIG`)."""
-    return duckdb.connect(str(path), read_only=read_only, config=dict(OFFLINE_CONFIG))
+def connect_warehouse(
+    path: Path,
+    *,
+    read_only: bool = True,
+    memory_limit: str | None = None,
+    temp_directory: Path | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """Open a world's ``warehouse.duckdb`` offline (see :data:`OFFLINE_CONFIG`).
+
+    ``memory_limit`` and ``temp_directory`` bound a connection that streams whole tables
+    (exports): DuckDB spills what exceeds the limit there. They can only be set here, at
+    connect time: the offline configuration forbids changing the spill directory later.
+    """
+    config = dict(OFFLINE_CONFIG)
+    if memory_limit is not None:
+        config["memory_limit"] = memory_limit
+    if temp_directory is not None:
+        config["temp_directory"] = str(temp_directory)
+    return duckdb.connect(str(path), read_only=read_only, config=config)
 
 
 def header_checksum(block: bytes) -> int:

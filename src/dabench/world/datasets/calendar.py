@@ -45,12 +45,14 @@ def local_hour(rand: Rand, tag: str, key: str) -> str:
     return f"{rand.weighted(tag, key, items)}::INTEGER"
 
 
-def quantile_days(helper: str, n: str, key: str = "i") -> str:
+def quantile_days(helper: str, n: str, key: str = "i", keys: tuple[int, int] | None = None) -> str:
     """``SELECT {key}, day`` for keys 0..n-1 spread over days by the helper's weights.
 
-    Keys are assigned to days in order, so key order is time order.
+    Keys are assigned to days in order, so key order is time order. ``keys`` = (lo, hi)
+    yields only the keys lo..hi-1 (with the same days), generating no other key.
     """
-    return (
-        f"SELECT unnest(range(round(cum_start * {n})::BIGINT, round(cum_end * {n})::BIGINT))"
-        f" AS {key}, day FROM {helper}"
-    )
+    start, end = f"round(cum_start * {n})::BIGINT", f"round(cum_end * {n})::BIGINT"
+    if keys is not None:
+        lo, hi = keys
+        start, end = f"greatest({start}, {lo})", f"least({end}, {hi})"
+    return f"SELECT unnest(range({start}, {end})) AS {key}, day FROM {helper}"

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dabench.world.constants import (
     CUSTOMERS_PER_SCALE,
     EMAIL_SENDS_PER_SCALE,
+    WEB_EVENTS_PER_CHUNK,
     WEB_EVENTS_PER_SCALE,
 )
 from dabench.world.datasets.calendar import days_helper, local_hour, quantile_days
-from dabench.world.datasets.spec import Col, DatasetSpec, Helper
+from dabench.world.datasets.spec import Col, DatasetSpec, Helper, chunk_bounds
 from dabench.world.sqlrand import Rand
 
 OWNER = "marketing-ops@larkspur.example"
@@ -71,8 +72,10 @@ SELECT (q.i + 1)::BIGINT AS send_id,
        {r.u("snd_open", "q.i")} < 0.31 AS opened,
        {r.u("snd_open", "q.i")} < 0.31 AND {r.u("snd_click", "q.i")} < 0.18 AS clicked
 FROM q"""
-    events_select = f"""
-WITH q AS ({quantile_days("_event_days", str(n_events), "k")}),
+
+    def events_sql(keys: tuple[int, int] | None) -> str:
+        return f"""
+WITH q AS ({quantile_days("_event_days", str(n_events), "k", keys)}),
 u AS (
   SELECT k,
     ({r.h("ev_id", "k")} >> 1)::BIGINT AS event_id,
@@ -106,6 +109,9 @@ SELECT event_id, session_id, customer_id, event_type, page, campaign_id, event_t
                                   ELSE {r.int("ev_relag", "k", 300, 7200)} END) AS received_at,
        k, copy
 FROM v"""
+
+    event_chunks = chunk_bounds(n_events, WEB_EVENTS_PER_CHUNK)
+    events = [events_sql(None if len(event_chunks) == 1 else c) for c in event_chunks]
     return [
         DatasetSpec(
             id="marketing.campaigns",
@@ -202,8 +208,9 @@ FROM v"""
                 ),
                 "received_at": Col("When the collector stored this copy of the event."),
             },
-            select=events_select,
+            select=events[0],
             order_by="k, copy",
+            more_chunks=tuple(events[1:]),
             tags=("clickstream", "web"),
             glossary=("unique-event", "company-local-time"),
             transform="streamed from the event collector",

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from dabench.world.constants import END_DATE, ORDERS_PER_SCALE, START_DATE
+from dabench.world.constants import (
+    END_DATE,
+    LINES_PER_ORDER,
+    LINES_WIDEN_FROM_SCALE,
+    LINES_WIDEN_TO_SCALE,
+    MAX_LINES_PER_ORDER,
+    ORDERS_PER_CHUNK,
+    ORDERS_PER_SCALE,
+    START_DATE,
+)
 from dabench.world.datasets.calendar import days_helper, quantile_days
-from dabench.world.datasets.spec import Col, DatasetSpec, Helper, values_sql
+from dabench.world.datasets.spec import Col, DatasetSpec, Helper, chunk_bounds, values_sql
 from dabench.world.sqlrand import Rand
 
 OWNER = "sales-analytics@larkspur.example"
@@ -103,21 +112,34 @@ SELECT o.i + 1 AS order_id, o.day AS order_date, c.customer_id, o.channel,
         )
     }
   END AS status,
-  {r.int("o_lines", "o.i", 6, 15)} AS n_lines
+  {r.int("o_lines", "o.i", *lines_per_order(scale))} AS n_lines
 FROM o CROSS JOIN cnt
 JOIN _customer_base c
   ON c.is_test = o.test_pick
  AND c.grp_rank = floor({r.u("o_cust", "o.i")} * sqrt({r.u("o_cust", "o.i")})
                         * CASE WHEN o.test_pick THEN cnt.n_test ELSE cnt.n_real END)::BIGINT"""
-    lines_select = f"""
-WITH j AS (SELECT order_id, unnest(range(n_lines)) AS j FROM _orders),
+
+    def lines_sql(keys: tuple[int, int] | None) -> str:
+        """The lines of every order, or (keys = (lo, hi)) of orders lo+1..hi, numbered on
+        after the lines of the orders before them."""
+        orders, line_id = "_orders", "row_number() OVER (ORDER BY l.order_id, l.line_number)"
+        if keys is not None:
+            lo, hi = keys
+            orders = f"_orders WHERE order_id > {lo} AND order_id <= {hi}"
+            before = f"(SELECT coalesce(sum(n_lines), 0) FROM _orders WHERE order_id <= {lo})"
+            line_id = f"{before} + {line_id}"
+        return f"""
+WITH j AS (SELECT order_id, unnest(range(n_lines)) AS j FROM {orders}),
 l AS (SELECT order_id, j + 1 AS line_number, order_id * 100 + j AS k FROM j)
-SELECT (row_number() OVER (ORDER BY l.order_id, l.line_number))::BIGINT AS line_id,
+SELECT ({line_id})::BIGINT AS line_id,
        l.order_id, l.line_number::INTEGER AS line_number, p.product_id,
        {r.weighted("l_qty", "l.k", [("1", 0.55), ("2", 0.25), ("3", 0.12), ("4", 0.08)])}
          ::INTEGER AS quantity,
        p.list_price AS unit_price
 FROM l JOIN product.products p ON p.product_id = {r.int("l_product", "l.k", 1, 120)}"""
+
+    order_chunks = chunk_bounds(n_orders, ORDERS_PER_CHUNK)
+    lines = [lines_sql(None if len(order_chunks) == 1 else c) for c in order_chunks]
     orders_select = """
 WITH t AS (SELECT order_id, sum(quantity * unit_price)::BIGINT AS amount
            FROM sales.order_lines GROUP BY order_id)
@@ -246,8 +268,9 @@ FROM rf"""
                     ("money-units",),
                 ),
             },
-            select=lines_select,
+            select=lines[0],
             order_by="line_id",
+            more_chunks=tuple(lines[1:]),
             tags=("orders", "core-metrics"),
             upstream=("staging.orders_raw", "product.products"),
             transform="order lines from the commerce platform",
@@ -326,6 +349,18 @@ FROM rf"""
             transform="refund events from the payment processor",
         ),
     ]
+
+
+def lines_per_order(scale: int) -> tuple[int, int]:
+    """Inclusive range of the number of lines on one order at ``scale``.
+
+    6..15 up to scale 10; above, the upper bound grows linearly to 55 at scale 100 (integer
+    arithmetic) and stays there, so order lines are linear in scale from scale 100 on.
+    """
+    lo, hi = LINES_PER_ORDER
+    span = LINES_WIDEN_TO_SCALE - LINES_WIDEN_FROM_SCALE
+    step = min(max(scale - LINES_WIDEN_FROM_SCALE, 0), span)
+    return lo, hi + (MAX_LINES_PER_ORDER - hi) * step // span
 
 
 def months_list() -> str:

@@ -41,6 +41,11 @@ class DatasetSpec:
     replaced_by: str | None = None
     freshness_sql: str | None = None
     """SQL returning the last date with data; None means the world's last day."""
+    more_chunks: tuple[str, ...] = ()
+    """Selects of the table's further rows, appended in order after ``select`` (each with
+    ``INSERT INTO <id> SELECT <columns> FROM (<chunk>) ORDER BY <order_by>``): a fact table
+    larger than memory is generated a key range at a time, so no statement sorts or numbers
+    the whole table. Each chunk's rows sort after every row of the chunks before it."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,12 @@ class Helper:
 
     name: str
     select: str
+
+
+def chunk_bounds(total: int, per_chunk: int) -> list[tuple[int, int]]:
+    """``[(lo, hi), ...]`` half-open key ranges of at most ``per_chunk`` keys covering
+    ``0..total-1`` (one range, ``(0, total)``, when the keys fit in one chunk)."""
+    return [(lo, min(lo + per_chunk, total)) for lo in range(0, max(total, 1), per_chunk)]
 
 
 def values_sql(columns: Sequence[str], rows: Sequence[tuple[object, ...]]) -> str:
