@@ -20,8 +20,8 @@ from starlette.routing import Route
 
 from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
-from dabench.platform.admin import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
-from dabench.platform.auth import AuthConfig, Identity
+from dabench.platform.admin.api import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
+from dabench.platform.admin.auth import AuthConfig, Identity
 from dabench.platform.mcp_gate import McpAuditGate
 from dabench.platform.mcp_server import build_mcp_server
 from dabench.platform.service import PlatformService
