@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from dabench.platform.auth import DEV_AUTH
+from dabench.platform.admin.auth import DEV_AUTH
 from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService
 from dabench.platform.state import Insight, StateStore, new_id

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from psycopg.conninfo import make_conninfo
 
-from dabench.platform.auth import DEV_AUTH
+from dabench.platform.admin.auth import DEV_AUTH
 from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService
 from dabench.platform.warehouse.postgres_roles import create_read_only_role

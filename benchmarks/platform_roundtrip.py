@@ -53,9 +53,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from dabench.platform.admin.audit import AuditQuery, AuditStore
+from dabench.platform.admin.auth import DEV_AUTH
 from dabench.platform.app import build_http_app
-from dabench.platform.audit import AuditQuery, AuditStore
-from dabench.platform.auth import DEV_AUTH
 from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService
 from dabench.platform.storage import Database

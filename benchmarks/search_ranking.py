@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dabench.platform.embedding import MODELS, load_embedder
-from dabench.platform.knowledge import KnowledgeView
+from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.profile import EmbeddingModelName, SearchRanking, load_profile
-from dabench.platform.ranking import RRF_K
-from dabench.platform.search import SearchEngine
+from dabench.platform.search.embedding import MODELS, load_embedder
+from dabench.platform.search.engine import SearchEngine
+from dabench.platform.search.ranking import RRF_K
 from dabench.platform.state import StateStore
 from dabench.platform.storage import Database
 from dabench.platform.world_content import load_world_content

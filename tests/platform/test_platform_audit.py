@@ -27,7 +27,7 @@ from platform_helpers import (
     stop_platform,
 )
 
-from dabench.platform.audit import AuditStore, unescape_text
+from dabench.platform.admin.audit import AuditStore, unescape_text
 from dabench.platform.mcp_gate import MAX_BODY_BYTES
 from dabench.platform.storage import Database
 from dabench.targets.audit import AuditReaderConfig, httpx_get, own_rows, read_audit_http

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from platform_helpers import KEYS, env_without_key
 
-from dabench.platform.audit import AuditQuery, AuditStore
+from dabench.platform.admin.audit import AuditQuery, AuditStore
 from dabench.platform.storage import Database
 
 

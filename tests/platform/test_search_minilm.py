@@ -27,9 +27,9 @@ from platform_helpers import (
 )
 from tests.environment import skip_unless_ci
 
-from dabench.platform.embedding import Embedder, load_embedder
-from dabench.platform.knowledge import KnowledgeView
-from dabench.platform.search import SearchEngine, build_docs, embedding_text
+from dabench.platform.knowledge.view import KnowledgeView
+from dabench.platform.search.embedding import Embedder, load_embedder
+from dabench.platform.search.engine import SearchEngine, build_docs, embedding_text
 from dabench.platform.state import StateStore
 from dabench.platform.storage import Database
 from dabench.platform.world_content import load_world_content

@@ -18,11 +18,11 @@ from platform_helpers import (
 )
 
 from dabench.errors import UserInputError
-from dabench.platform.embedding import MODEL_NAME, load_embedder
-from dabench.platform.knowledge import KnowledgeView
+from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.profile import load_profile, parse_profile
-from dabench.platform.ranking import MIN_SIMILARITY, RRF_K
-from dabench.platform.search import SearchEngine, build_docs, tokenize
+from dabench.platform.search.embedding import MODEL_NAME, load_embedder
+from dabench.platform.search.engine import SearchEngine, build_docs, tokenize
+from dabench.platform.search.ranking import MIN_SIMILARITY, RRF_K
 from dabench.platform.state import Insight, StateStore
 from dabench.platform.storage import Database
 from dabench.platform.world_content import load_world_content

@@ -10,8 +10,8 @@ The server itself: :class:`dabench.platform.service.PlatformService` (transport-
 :func:`dabench.platform.app.build_http_app` (ASGI), ``dabench platform serve`` (CLI).
 """
 
-from dabench.platform.audit import AuditEvent, AuditPage, AuditQuery
-from dabench.platform.auth import DEV_AUTH, AuthConfig, Identity, load_auth
+from dabench.platform.admin.audit import AuditEvent, AuditPage, AuditQuery
+from dabench.platform.admin.auth import DEV_AUTH, AuthConfig, Identity, load_auth
 from dabench.platform.profile import SHIPPED_PROFILES, Profile, load_profile
 
 __all__ = [

@@ -20,11 +20,11 @@ from starlette.routing import Route
 
 from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
-from dabench.platform.admin import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
-from dabench.platform.auth import AuthConfig, Identity
+from dabench.platform.admin.api import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
+from dabench.platform.admin.auth import AuthConfig, Identity
+from dabench.platform.admin.resource_metadata import resource_metadata_routes
 from dabench.platform.mcp_gate import McpAuditGate
 from dabench.platform.mcp_server import build_mcp_server
-from dabench.platform.resource_metadata import resource_metadata_routes
 from dabench.platform.service import PlatformService
 
 API_KEY_ENV = "DABENCH_API_KEY"

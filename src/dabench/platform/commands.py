@@ -10,8 +10,8 @@ from rich.console import Console
 
 from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
+from dabench.platform.admin.auth import DEV_AUTH, load_auth
 from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
-from dabench.platform.auth import DEV_AUTH, load_auth
 from dabench.platform.profile import SHIPPED_PROFILES, load_profile
 from dabench.platform.service import PlatformService
 from dabench.platform.warehouse import DEFAULT_SQL_THREADS, POSTGRES_PREFIXES

@@ -19,9 +19,9 @@ from typing import Any
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from dabench.platform.audit import EventKind
-from dabench.platform.auth import Identity, bearer_key
-from dabench.platform.resource_metadata import HOW, challenge
+from dabench.platform.admin.audit import EventKind
+from dabench.platform.admin.auth import Identity, bearer_key
+from dabench.platform.admin.resource_metadata import HOW, challenge
 from dabench.platform.service import PlatformService
 
 IDENTITY_STATE_KEY = "dabench_identity"

@@ -16,7 +16,7 @@ from mcp.server import Server, ServerRequestContext
 from starlette.requests import Request
 
 from dabench import __version__
-from dabench.platform.auth import Identity
+from dabench.platform.admin.auth import Identity
 from dabench.platform.mcp_gate import AUDITED_STATE_KEY, IDENTITY_STATE_KEY, SESSION_HEADER
 from dabench.platform.service import SERVER_NAME, PlatformService
 from dabench.platform.tools import tool_annotations

@@ -39,10 +39,10 @@ SearchKind = Literal["dataset", "column", "glossary", "knowledge_page", "curated
 """What ``search`` can rank."""
 
 SearchRanking = Literal["bm25", "embedding", "hybrid"]
-"""How ``search`` orders results (see :mod:`dabench.platform.ranking`)."""
+"""How ``search`` orders results (see :mod:`dabench.platform.search.ranking`)."""
 
 EmbeddingModelName = Literal["wordllama-l2-supercat-256", "all-minilm-l6-v2"]
-"""The embedding models ``search`` can rank with (see :mod:`dabench.platform.embedding`)."""
+"""The embedding models ``search`` can rank with (see :mod:`dabench.platform.search.embedding`)."""
 
 DEFAULT_EMBEDDING_MODEL: EmbeddingModelName = "wordllama-l2-supercat-256"
 """The model of a profile that names none."""
@@ -77,7 +77,7 @@ class SearchSettings(_Strict):
     ranking: SearchRanking = "bm25"
     """Result order: ``bm25`` (lexical), ``embedding`` (cosine similarity of text embeddings
     from :attr:`embedding_model`) or ``hybrid`` (reciprocal rank fusion of both); the last
-    two need that model's extra. See :mod:`dabench.platform.ranking`."""
+    two need that model's extra. See :mod:`dabench.platform.search.ranking`."""
     embedding_model: EmbeddingModelName = DEFAULT_EMBEDDING_MODEL
     """The model of the ``embedding`` and ``hybrid`` rankings: ``wordllama-l2-supercat-256``
     (static, 256 dims, extra ``embeddings``) or ``all-minilm-l6-v2`` (sentence-transformers

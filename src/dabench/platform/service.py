@@ -20,20 +20,20 @@ from pydantic import BaseModel, ValidationError
 
 from dabench import __version__
 from dabench.errors import UserInputError
-from dabench.platform.audit import UNAUTHENTICATED, AuditStore, EventKind
-from dabench.platform.auth import AuthConfig, Identity
-from dabench.platform.enrichment import (
+from dabench.platform.admin.audit import UNAUTHENTICATED, AuditStore, EventKind
+from dabench.platform.admin.auth import AuthConfig, Identity
+from dabench.platform.errors import ToolError
+from dabench.platform.knowledge.enrichment import (
     NO_ENRICHMENT,
     Enrichment,
     dataset_block,
     enrich_datasets,
     summarize_datasets,
 )
-from dabench.platform.errors import ToolError
-from dabench.platform.knowledge import KnowledgeView
-from dabench.platform.memory import MemoryService
+from dabench.platform.knowledge.memory import MemoryService
+from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.profile import ALL_TOOLS, Profile
-from dabench.platform.search import KIND_PREFIX, PREFIX_KIND, SearchEngine
+from dabench.platform.search.engine import KIND_PREFIX, PREFIX_KIND, SearchEngine
 from dabench.platform.sessions import PlatformSession, SessionRegistry
 from dabench.platform.sqlguard import check_sql
 from dabench.platform.state import Insight, StateStore

@@ -3,9 +3,9 @@
 A profile's ``search.embedding_model`` picks one model from :data:`MODELS`:
 
 - ``wordllama-l2-supercat-256`` (default): WordLlama's static token embeddings, averaged over
-  the text (:mod:`dabench.platform.embedding_wordllama`, extra ``embeddings``).
+  the text (:mod:`dabench.platform.search.embedding_wordllama`, extra ``embeddings``).
 - ``all-minilm-l6-v2``: the sentence-transformers MiniLM encoder, run on CPU with torch
-  (:mod:`dabench.platform.embedding_minilm`, extra ``embeddings-minilm``).
+  (:mod:`dabench.platform.search.embedding_minilm`, extra ``embeddings-minilm``).
 
 Both load their files from an installed package, never from the network. One
 :class:`Embedder` per (process, model) is loaded on first use, under a lock.
@@ -91,13 +91,13 @@ def sha256_of(path: Path) -> str:
 
 
 def _load_wordllama(mode: str) -> Backend:
-    from dabench.platform.embedding_wordllama import load
+    from dabench.platform.search.embedding_wordllama import load
 
     return load(mode)
 
 
 def _load_minilm(mode: str) -> Backend:
-    from dabench.platform.embedding_minilm import load
+    from dabench.platform.search.embedding_minilm import load
 
     return load(mode)
 

@@ -21,8 +21,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dabench import __version__
-from dabench.platform.audit import AuditPage, AuditQuery, FilterText
-from dabench.platform.auth import bearer_key
+from dabench.platform.admin.audit import AuditPage, AuditQuery, FilterText
+from dabench.platform.admin.auth import bearer_key
 from dabench.platform.service import PlatformService
 from dabench.platform.state import Changeset, Insight, InsightStatus
 from dabench.world.model import ColumnMeta, DatasetMeta, KnowledgePage

@@ -1,11 +1,11 @@
 """Search over the effective knowledge: datasets, columns, glossary, knowledge pages,
 curated queries and (when memory is on) the memories the caller may see.
 
-The profile's ``search.ranking`` picks the order (see :mod:`dabench.platform.ranking`). The
+The profile's ``search.ranking`` picks the order (see :mod:`dabench.platform.search.ranking`). The
 default is BM25 (``rank_bm25.BM25Okapi``, titles weighted x3) over a light tokenisation
 (lower-case alphanumeric words, identifiers split on ``.`` and ``_``, a trailing plural ``s``
 dropped); ``embedding`` and ``hybrid`` add text embeddings from the profile's
-``search.embedding_model`` (optional extras, :mod:`dabench.platform.embedding`).
+``search.embedding_model`` (optional extras, :mod:`dabench.platform.search.embedding`).
 Ties break on the result id, so equal inputs give equal rankings. The index is rebuilt when
 the state version changes (a promotion or a memory) and is per user (memories differ);
 document embeddings are cached by text, so a rebuild embeds only new documents.
@@ -20,10 +20,10 @@ from typing import Any
 
 from rank_bm25 import BM25Okapi
 
-from dabench.platform.embedding import load_embedder
-from dabench.platform.knowledge import KnowledgeView
+from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.profile import DEFAULT_EMBEDDING_MODEL, EmbeddingModelName, SearchRanking
-from dabench.platform.ranking import DocVectors, fuse, order
+from dabench.platform.search.embedding import load_embedder
+from dabench.platform.search.ranking import DocVectors, fuse, order
 from dabench.platform.state import Insight
 
 _TOKEN = re.compile(r"[a-z0-9]+")

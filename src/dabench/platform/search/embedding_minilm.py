@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dabench.errors import UserInputError
-from dabench.platform.embedding import Backend
+from dabench.platform.search.embedding import Backend
 
 NAME = "all-minilm-l6-v2"
 

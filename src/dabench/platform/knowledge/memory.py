@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from dabench.platform.errors import ToolError
-from dabench.platform.knowledge import KnowledgeView
+from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.state import LIVE_STATUSES, Changeset, Insight, StateStore, new_id, similarity
 from dabench.platform.tools import ApplyKnowledgeArgs, MemoryCaptureArgs, MemoryManageArgs
 

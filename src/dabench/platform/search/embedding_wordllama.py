@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from dabench.errors import UserInputError
-from dabench.platform.embedding import Backend
+from dabench.platform.search.embedding import Backend
 
 _WEIGHTS = ("weights", "l2_supercat_256.safetensors")
 _TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")

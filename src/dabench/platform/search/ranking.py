@@ -4,7 +4,7 @@ Modes (``search.ranking`` of a profile) and the meaning of a result's ``score``:
 
 - ``bm25`` (default): the BM25 score of the query's tokens; only documents sharing a token.
 - ``embedding``: cosine similarity in [-1, 1] of the query's and the document's embeddings
-  (:mod:`dabench.platform.embedding`); only documents at or above the model's
+  (:mod:`dabench.platform.search.embedding`); only documents at or above the model's
   ``min_similarity`` (:data:`MIN_SIMILARITY` for the default model).
 - ``hybrid``: reciprocal rank fusion of the two rankings above,
   ``sum(1 / (RRF_K + rank))`` over the rankings that contain the document (rank from 1).
@@ -20,8 +20,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from dabench.platform.embedding import MODELS, Embedder
 from dabench.platform.profile import DEFAULT_EMBEDDING_MODEL
+from dabench.platform.search.embedding import MODELS, Embedder
 
 MIN_SIMILARITY = MODELS[DEFAULT_EMBEDDING_MODEL].min_similarity
 """Cosine similarity below which ``embedding`` (and the embedding half of ``hybrid``) drops a

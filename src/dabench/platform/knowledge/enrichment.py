@@ -3,7 +3,7 @@
 A block carries what the catalog knows about a dataset: description, units, tags, glossary
 terms, owner, freshness, deprecation and replacement, and the caller's visible memories.
 Within a session a block already delivered unchanged is abbreviated to a short reference.
-Both sizes are recorded (approximate tokens, see :mod:`dabench.platform.tokens`).
+Both sizes are recorded (approximate tokens, see :mod:`dabench.platform.knowledge.tokens`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dabench.platform.knowledge import KnowledgeView
+from dabench.platform.knowledge.tokens import approx_tokens
+from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.sessions import PlatformSession
 from dabench.platform.state import Insight
-from dabench.platform.tokens import approx_tokens
 from dabench.world.model import DatasetMeta
 
 
