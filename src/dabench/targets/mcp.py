@@ -212,6 +212,8 @@ class McpTarget(Target):
         self._pool: SharedHttpTransport | None = None
         self._shared: McpConnection | None = None
         self._tools: list[ToolSpec] | None = None
+        self._known: list[ToolSpec] | None = None
+        """The tools last listed; kept after ``stop()`` for the manifest and the role map."""
         self._open: dict[str, McpSession] = {}
         self._http: httpx.AsyncClient | None = None
 
@@ -242,6 +244,7 @@ class McpTarget(Target):
         try:
             await conn.open()
             self._tools = await conn.list_tools()
+            self._known = self._tools
             check_roles_offered(self, self.config.roles, self._tools)
         except BaseException:
             await conn.close()
@@ -310,8 +313,9 @@ class McpTarget(Target):
         return self._shown(await self._listed())
 
     def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
-        """Every session shows the same tools, known once the target started."""
-        return self._shown(self._tools) if self._tools is not None else None
+        """Every session shows the same tools, known once the target started (and still
+        after it stopped)."""
+        return self._shown(self._known) if self._known is not None else None
 
     async def argument_names(self, tool: str) -> set[str]:
         """The argument names a tool declares."""
