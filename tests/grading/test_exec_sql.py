@@ -173,3 +173,18 @@ def test_booleans_are_not_integers() -> None:
     tol = Tolerance()
     assert not compare_results(normalize_rows([(1,)]), normalize_rows([(True,)]), "set", tol).passed
     assert compare_results(normalize_rows([(True,)]), normalize_rows([(True,)]), "set", tol).passed
+
+
+def test_postgres_sql_is_translated_for_a_postgres_arm(warehouse: Path) -> None:
+    """An arm whose target speaks PostgreSQL (a platform served from PostgreSQL, or a
+    third-party PostgreSQL server) is graded on what its SQL means, not on whether DuckDB
+    parses PostgreSQL: the grader translates it before running it on the world's DuckDB."""
+    gold_sql = "SELECT strftime(day, '%Y-%m') AS month, count(*) AS n FROM sales.orders GROUP BY 1"
+    cols, gold = _gold(warehouse, gold_sql)
+    pg_sql = "SELECT to_char(day, 'YYYY-MM') AS month, count(*) AS n FROM sales.orders GROUP BY 1"
+    ep = make_episode("x", tool_calls=[sql_call(0, pg_sql)])
+    as_duckdb = check_exec_sql(ep, cols, gold, warehouse=warehouse)
+    assert not as_duckdb.passed  # DuckDB has no to_char
+    as_postgres = check_exec_sql(ep, cols, gold, warehouse=warehouse, sql_dialect="postgres")
+    assert as_postgres.passed, as_postgres.reason
+    assert "translated from PostgreSQL" in as_postgres.reason

@@ -29,6 +29,7 @@ from dabench.agents.oracle import OracleAgent, OracleAgentConfig, RoleTools, rol
 from dabench.agents.registry import register_agent
 from dabench.errors import UserInputError
 from dabench.targets.base import TargetSession
+from dabench.tasks.engines import to_postgres, truth_sql_for
 from dabench.tasks.model import Task
 from dabench.world import World, load_world
 from dabench.world.model import Trap
@@ -112,7 +113,11 @@ class ProbeAgent(OracleAgent):
         locations = fact_locations(task, self.world.traps)
         surfaced = await self._searched(recorder, session, tools, task, locations, turn)
         surfaced |= await self._described(recorder, session, tools, locations, turn)
-        sql = g.truth_sql if surfaced >= set(locations) else g.naive_sql
+        dialect = tools.sql_dialect(request.target.sql_dialect)
+        if surfaced >= set(locations):
+            sql = truth_sql_for(g, dialect) or g.truth_sql
+        else:
+            sql = to_postgres(g.naive_sql) if dialect == "postgres" else g.naive_sql
         return await self._answer_sql(recorder, session, tools, sql, task, turn)
 
     async def _searched(

@@ -56,6 +56,7 @@ def _deterministic(
     truth: Truth | None,
     warehouse: Path | None,
     roles: ToolRoles | None = None,
+    sql_dialect: str = "duckdb",
 ) -> list[GradeCheck]:
     grading = task.grading
     answer = graded_answer(episode)
@@ -101,6 +102,7 @@ def _deterministic(
                 tolerance_abs=grading.tolerance_abs,
                 tolerance_rel=grading.tolerance_rel,
                 roles=roles,
+                sql_dialect=sql_dialect,
             )
         )
     elif kind in ("refusal", "abstain"):
@@ -187,13 +189,16 @@ async def agrade_episode(
     judge_all: bool = False,
     offered_tools: Collection[str] | None = None,
     roles: ToolRoles | None = None,
+    sql_dialect: str = "duckdb",
 ) -> Grade:
     """Grade one episode (async because the judge is). ``judge_all`` judges every completed
     episode (seed-003 style model comparison) instead of only where judgement is needed.
     ``offered_tools``: the tools the arm's target offers (from the manifest); an expected
     tool it does not offer is left out of the tool check (``None``: unknown, all count).
     ``roles``: the arm's role map (from the manifest; ``None``: the legacy reference names),
-    through which exec_sql finds the predicted SQL and the tool check matches roles."""
+    through which exec_sql finds the predicted SQL and the tool check matches roles.
+    ``sql_dialect``: the dialect the arm's target speaks (PostgreSQL SQL is translated before
+    exec_sql runs it on the world's DuckDB warehouse)."""
     config = score_config or ScoreConfig()
     kind = task.grading.kind
     if episode.status == "harness_error":
@@ -201,7 +206,11 @@ async def agrade_episode(
         return _excluded(episode, kind, f"harness error (excluded, not a model failure): {cause}")
     failure = episode.status in FAILURE_STATUSES
     try:
-        checks = _deterministic(episode, task, truth, warehouse, roles) if not failure else []
+        checks = (
+            _deterministic(episode, task, truth, warehouse, roles, sql_dialect)
+            if not failure
+            else []
+        )
     except NotGradable as exc:
         return _excluded(episode, kind, f"not graded: {exc}")
     headline = list(checks)

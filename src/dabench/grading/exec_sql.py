@@ -89,6 +89,16 @@ def predicted_sql(episode: Episode, roles: ToolRoles | None = None) -> Predicted
     return None
 
 
+def postgres_to_duckdb(sql: str) -> str:
+    """PostgreSQL SQL in DuckDB's dialect (sqlglot); unchanged when it does not parse, so the
+    grader reports the parse error itself."""
+    try:
+        out = sqlglot.transpile(sql, read="postgres", write="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return sql
+    return out[0] if len(out) == 1 else sql
+
+
 def _check_read_only(sql: str) -> None:
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
@@ -417,10 +427,18 @@ def check_exec_sql(
     row_cap: int = DEFAULT_ROW_CAP,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     roles: ToolRoles | None = None,
+    sql_dialect: str = "duckdb",
 ) -> GradeCheck:
     """Execute the episode's predicted SQL and compare it with the gold result (``roles``:
-    the arm's role map, which says where a sql-role call carries its SQL)."""
+    the arm's role map, which says where a sql-role call carries its SQL; ``sql_dialect``:
+    the dialect the arm's target speaks: PostgreSQL SQL is translated to DuckDB's, since the
+    grader runs it on the world's own warehouse)."""
     predicted = predicted_sql(episode, roles)
+    if predicted is not None and sql_dialect == "postgres":
+        predicted = PredictedSql(
+            sql=postgres_to_duckdb(predicted.sql),
+            source=f"{predicted.source}, translated from PostgreSQL",
+        )
     if predicted is None:
         return GradeCheck(
             name="exec_sql",

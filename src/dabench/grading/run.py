@@ -15,7 +15,11 @@ from dabench.blocking import blocking
 from dabench.errors import UserInputError
 from dabench.grading.episode import agrade_episode, grade_protocol_episode
 from dabench.grading.scores import ScoreConfig
-from dabench.grading.tool_equivalents import manifest_offered_tools, manifest_roles
+from dabench.grading.tool_equivalents import (
+    manifest_offered_tools,
+    manifest_roles,
+    manifest_sql_dialects,
+)
 from dabench.journal.records import Episode, Grade, RunManifest
 from dabench.journal.store import MANIFEST_FILE, Journal, read_manifest, write_grades
 from dabench.judge.factory import make_judge
@@ -127,6 +131,7 @@ async def agrade_run(
     semaphore = asyncio.Semaphore(JUDGE_CONCURRENCY)
     offered = manifest_offered_tools(manifest)
     roles = manifest_roles(manifest)
+    dialects = manifest_sql_dialects(manifest)
 
     async def one(episode: Episode) -> Grade:
         item = items.get(episode.task_id)
@@ -152,6 +157,7 @@ async def agrade_run(
                 judge_all=judge_all,
                 offered_tools=offered.get(episode.arm),
                 roles=roles.get(episode.arm),
+                sql_dialect=dialects.get(episode.arm, "duckdb"),
             )
 
     grades: list[Grade] = []

@@ -83,3 +83,15 @@ def manifest_roles(manifest: RunManifest | None) -> dict[str, ToolRoles]:
         if roles is not None:
             out[str(arm.get("name"))] = roles
     return out
+
+
+def manifest_sql_dialects(manifest: RunManifest | None) -> dict[str, str]:
+    """Per arm, the SQL dialect its target speaks (the manifest's ``arms[].target.sql_dialect``;
+    arms without one speak DuckDB's)."""
+    out: dict[str, str] = {}
+    for arm in manifest.arms if manifest is not None else []:
+        target = arm.get("target")
+        dialect = target.get("sql_dialect") if isinstance(target, dict) else None
+        if isinstance(dialect, str):
+            out[str(arm.get("name"))] = dialect
+    return out
