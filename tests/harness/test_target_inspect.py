@@ -79,6 +79,24 @@ def spec(name: str, description: str, **props: Any) -> ToolSpec:
                 "fetch": {"tool": "get_document", "arguments": {"id": "doc_id"}},
             },
         ),
+        (  # mcp-server-motherduck 1.1.0: list_columns takes the schema apart from the table,
+            # so the qualified canonical `table` would be looked up as a bare name: no describe
+            [
+                spec("execute_query", "Execute a SQL query", sql="s*"),
+                spec(
+                    "list_columns",
+                    "List all columns of a table or view",
+                    table="s*",
+                    database="s",
+                    schema="s",
+                ),
+                spec("list_tables", "List all tables and views", database="s", schema="s"),
+            ],
+            {
+                "sql": {"tool": "execute_query", "drop": ["limit"]},
+                "list": {"tool": "list_tables", "drop": ["pattern"]},
+            },
+        ),
         ([spec("echo", "Echo the message back", message="s*")], {}),
     ],
 )

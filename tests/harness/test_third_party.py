@@ -130,16 +130,15 @@ async def test_role_map_matches_the_tool_schemas(
 @pytest.mark.parametrize("name", THIRD_PARTY)
 def test_target_inspect_proposes_the_example_maps(name: str, experiment: dict[str, Any]) -> None:
     """`dabench target inspect` on the real server proposes the example's sql (and list)
-    bindings. For motherduck it also proposes ``describe: list_columns``, which the example
-    leaves out: see test_motherduck_list_columns_refuses_qualified_names."""
+    bindings, and no ``describe`` for motherduck: its ``list_columns`` takes the schema apart
+    from the table (see test_motherduck_list_columns_refuses_qualified_names)."""
     target = _arm(experiment, name)["target"]
     result = CliRunner().invoke(
         app, ["target", "inspect", "--format", "json", "--", *target["command"]]
     )
     assert result.exit_code == 0, result.output
     proposed = json.loads(result.output[result.output.index("{") :])["roles"]
-    extra = {"describe": {"tool": "list_columns"}} if name == "motherduck" else {}
-    assert proposed == {**target["roles"], **extra}
+    assert proposed == target["roles"]
 
 
 async def test_motherduck_list_columns_refuses_qualified_names(

@@ -69,6 +69,10 @@ class RoleProposal:
     notes: list[str] = field(default_factory=list)
 
 
+_SEPARATE_SCHEMA = frozenset({"schema", "schema_name", "table_schema", "namespace"})
+"""Argument names that carry a table's schema apart from its name."""
+
+
 def _words(text: str) -> set[str]:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
     return {w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w}
@@ -115,6 +119,10 @@ def _binding(role: Role, spec: ToolSpec) -> tuple[RoleBinding, list[str]] | None
         if name != canonical:
             arguments[canonical] = name
     if role == "list" and (_required(spec) - SESSION_ARGUMENTS - taken):
+        return None
+    if role == "describe" and props.keys() & _SEPARATE_SCHEMA - taken:
+        # The canonical ``table`` is qualified (``sales.orders``); a tool that takes the
+        # schema as its own argument looks the qualified name up as a bare table and fails.
         return None
     uncovered = sorted(_required(spec) - taken - SESSION_ARGUMENTS)
     notes = [
