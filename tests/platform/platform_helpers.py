@@ -209,3 +209,20 @@ def raw_tool_call(
     resp = httpx.post(platform.base_url + "/mcp", content=body, headers=headers, timeout=30)
     assert resp.status_code == 200, resp.text
     return dict(resp.json())
+
+
+def guard_mismatches(corpus: list[dict[str, Any]], scope: Any) -> list[tuple[str, str]]:
+    """Hostile-SQL corpus rows the SQL guard does not refuse with their expected code:
+    ``(sql, "ACCEPTED")`` or ``(sql, code it gave)``."""
+    from dabench.platform.errors import ToolError
+    from dabench.platform.sqlguard import check_sql
+
+    wrong = []
+    for row in corpus:
+        try:
+            check_sql(row["sql"], 20000, scope)
+            wrong.append((row["sql"], "ACCEPTED"))
+        except ToolError as exc:
+            if exc.code != row["code"]:
+                wrong.append((row["sql"], exc.code))
+    return wrong

@@ -31,6 +31,7 @@ from typing import Any
 
 import duckdb
 
+from dabench.platform.sqlguard.allowlist import DUCKDB_ALLOWLIST
 from dabench.platform.sqlguard.duckdb_tree import PARSER_CONFIG, DuckDBParseError, DuckDBParser
 
 TABLE_FUNCTIONS: tuple[str, ...] = ("generate_series", "range", "unnest")
@@ -111,7 +112,7 @@ _OTHER_KINDS = {
     "table_macro": "table macro",
 }
 
-ALLOWLIST_FILE = "allowlist.json"
+ALLOWLIST_FILE = DUCKDB_ALLOWLIST
 
 
 def _catalog(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, bool, str, str]]:

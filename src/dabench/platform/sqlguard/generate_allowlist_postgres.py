@@ -32,6 +32,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dabench.platform.sqlguard.allowlist import POSTGRES_ALLOWLIST
+
 TABLE_FUNCTIONS: tuple[str, ...] = ("generate_series", "unnest")
 """The only set-returning functions a query may call (in FROM or a select list)."""
 
@@ -100,7 +102,7 @@ BAD_TYPES: frozenset[str] = frozenset(
 )  # fmt: skip
 """Argument or result types that mark a catalog, internal or side-channel function."""
 
-ALLOWLIST_FILE = "allowlist_postgres.json"
+ALLOWLIST_FILE = POSTGRES_ALLOWLIST
 
 _CATALOG_SQL = """
 SELECT p.proname, p.prokind, p.provolatile, p.proretset,

@@ -241,30 +241,33 @@ def _check_statement(sql: str, dialect: str = "duckdb") -> exp.Expr:
     return tree
 
 
+def _not_a_select(exc: DuckDBParseError) -> ToolError | None:
+    """``SQL_NOT_READ_ONLY`` when DuckDB's parser saw a statement other than a SELECT."""
+    if "Only SELECT" not in str(exc):
+        return None
+    return _refuse(
+        "SQL_NOT_READ_ONLY",
+        "DuckDB parses this as a statement other than a SELECT",
+        "the warehouse is read-only; rewrite as a SELECT",
+    )
+
+
 def _refuse_if_not_select(sql: str) -> None:
     """A statement sqlglot cannot parse gets ``SQL_NOT_READ_ONLY`` when DuckDB parses it as
     something other than a SELECT (EXPORT DATABASE ...), not a vague parse error."""
     try:
         _parser().tree(sql)
     except DuckDBParseError as exc:
-        if "Only SELECT" in str(exc):
-            raise _refuse(
-                "SQL_NOT_READ_ONLY",
-                "DuckDB parses this as a statement other than a SELECT",
-                "the warehouse is read-only; rewrite as a SELECT",
-            ) from exc
+        if (refusal := _not_a_select(exc)) is not None:
+            raise refusal from exc
 
 
 def _duckdb_refs(sql: str) -> TreeRefs:
     try:
         refs = _parser().refs(sql)
     except DuckDBParseError as exc:
-        if "Only SELECT" in str(exc):
-            raise _refuse(
-                "SQL_NOT_READ_ONLY",
-                "DuckDB parses this as a statement other than a SELECT",
-                "the warehouse is read-only; rewrite as a SELECT",
-            ) from exc
+        if (refusal := _not_a_select(exc)) is not None:
+            raise refusal from exc
         raise _refuse(
             "SQL_PARSE_ERROR",
             f"DuckDB could not parse the SQL: {exc}",

@@ -23,10 +23,7 @@ The connection is a read-only role in a read-only session with a ``statement_tim
 from __future__ import annotations
 
 import enum
-import functools
-import json
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from pglast import ast, parse_sql
@@ -34,8 +31,7 @@ from pglast.enums import CoercionForm, SQLValueFunctionOp
 from pglast.parser import ParseError as PgParseError
 
 from dabench.platform.errors import ToolError
-
-ALLOWLIST_FILE = "allowlist_postgres.json"
+from dabench.platform.sqlguard.allowlist import POSTGRES_ALLOWLIST, load_allowlist
 
 ALLOWED_TYPES: frozenset[str] = frozenset(
     {
@@ -78,34 +74,6 @@ _PLAIN_NODES = frozenset(
 """Node types with no check of their own (their children are checked)."""
 
 _TABLE_HINT = "query the warehouse tables (schema.table); list them with list_tables"
-
-
-@dataclass(frozen=True)
-class PgAllowlist:
-    """Callable names a PostgreSQL query may use."""
-
-    postgres_major_version: str
-    """The PostgreSQL major version whose ``pg_proc`` it was generated from."""
-    functions: frozenset[str]
-    table_functions: frozenset[str]
-    denied: dict[str, str]
-
-
-@functools.cache
-def load_postgres_allowlist() -> PgAllowlist:
-    """Parse the packaged ``allowlist_postgres.json``."""
-    text = (
-        resources.files("dabench.platform.sqlguard")
-        .joinpath(ALLOWLIST_FILE)
-        .read_text(encoding="utf-8")
-    )
-    data = json.loads(text)
-    return PgAllowlist(
-        postgres_major_version=str(data["postgres_major_version"]),
-        functions=frozenset(data["functions"]),
-        table_functions=frozenset(data["table_functions"]),
-        denied=dict(data["denied"]),
-    )
 
 
 @dataclass(frozen=True)
@@ -158,7 +126,7 @@ def _slots(node: ast.Node) -> list[str]:
 class _Walker:
     def __init__(self) -> None:
         self.tables: list[PgTableRef] = []
-        self.allow = load_postgres_allowlist()
+        self.allow = load_allowlist(POSTGRES_ALLOWLIST)
 
     def visit(self, node: Any, ctes: frozenset[str]) -> None:
         if node is None or isinstance(node, bool | int | float | str | enum.Enum):
