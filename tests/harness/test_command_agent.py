@@ -49,7 +49,7 @@ async def main() -> int:
         print("something broke in the agent", file=sys.stderr)
         return 7
     if os.environ.get("AGENT_MODE") == "hang":
-        await asyncio.sleep(60)
+        await asyncio.sleep(600)
     return 0
 
 
@@ -157,7 +157,9 @@ def test_budget_crash_and_timeout(real_world: Path, tmp_path: Path) -> None:
     assert code == 3 and ep.status == "harness_error"
     assert ep.harness_error is not None and "exited with code 7" in ep.harness_error
     assert "something broke in the agent" in ep.harness_error
-    hang = _agent(tmp_path, env={"AGENT_MODE": "hang"}, timeout_s=15)  # room to start
+    # The agent must make its call (start Python, import the MCP client, connect) before the
+    # episode's time runs out: 60 s leaves room for that on a machine loaded many times over.
+    hang = _agent(tmp_path, env={"AGENT_MODE": "hang"}, timeout_s=60)
     _code, run_dir = _run(tmp_path / "hang", real_world, hang)
     (ep,) = Journal(run_dir).load()
     assert ep.status == "timeout" and len(ep.tool_calls) == 1  # the call before it hung

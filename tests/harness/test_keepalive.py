@@ -29,7 +29,7 @@ from dabench.runner.experiment import Experiment
 from dabench.runner.run import ExperimentRun
 from dabench.targets.base import TargetContext
 from dabench.targets.kibana.client import KibanaClient
-from dabench.targets.loopback_http import LoopbackHttp
+from dabench.targets.loopback_http import LoopbackHttp, _peer_closed
 from dabench.targets.mcp import McpTarget, McpTargetConfig, SessionToolConfig
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
@@ -68,6 +68,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.kill_now()
 
 
+async def _until_server_closed(http: LoopbackHttp) -> None:
+    """Wait until the server has closed every pooled connection (its keep-alive timer fires
+    after ``KEEP_ALIVE_S``, later on a busy machine): the verdict is then the client's check,
+    never how fast the server's timer ran. The deadline is only a safety net."""
+    deadline = time.monotonic() + 120
+    while not all(_peer_closed(p.reader, p.writer) for p in http._idle):
+        assert time.monotonic() < deadline, "the server never closed its idle connections"
+        await asyncio.sleep(0.05)
+
+
 async def _echo(http: LoopbackHttp, n: int) -> None:
     responses = await asyncio.gather(*(http.request("POST", "/echo", body=b"x") for _ in range(n)))
     assert [json.loads(r.body)["body"] for r in responses] == ["x"] * n
@@ -84,6 +94,8 @@ async def test_three_idle_connections_then_one_request(server: str, idle_s: floa
         await _echo(http, 3)
         assert http.stats.opened == 3
         await asyncio.sleep(IDLE_S)
+        if idle_s is not None:
+            await _until_server_closed(http)
         await _echo(http, 1)
         await _echo(http, 3)
         if idle_s is None:
