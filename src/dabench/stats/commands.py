@@ -14,8 +14,10 @@ from dabench.errors import UserInputError
 from dabench.journal.records import TokenUsage
 from dabench.providers.pricing import cost_for
 from dabench.providers.registry import split_spec
+from dabench.stats.discrimination import most_informative, task_discrimination
+from dabench.stats.frame import build_frame
 from dabench.stats.plan import make_plan, profile_run, run_mdd
-from dabench.stats.rundir import load_run
+from dabench.stats.rundir import RunData, load_run
 
 out = Console(width=None if sys.stdout.isatty() else 140)
 
@@ -65,15 +67,27 @@ def plan_cmd(
     simulate: int = typer.Option(
         0, "--simulate", min=0, metavar="N", help="Also simulate each design N times."
     ),
+    subset: int = typer.Option(
+        0,
+        "--subset",
+        min=0,
+        metavar="N",
+        help="Also pick the N tasks with the most information per episode (from --baseline-run's "
+        "arms and attempts; docs/statistics.md).",
+    ),
 ) -> None:
     """Tasks and trials a paired comparison needs to detect --min-delta, with the expected
     episodes, cost and wall time; and the minimum detectable delta of a baseline run."""
     if (baseline_run is None) == (rates is None):
         raise UserInputError("give one of --baseline-run RUN or --rates P,P,...")
+    if subset and baseline_run is None:
+        raise UserInputError("--subset N needs --baseline-run RUN (it ranks that run's tasks)")
     cost = wall = None
     mdd_line = ""
+    run: RunData | None = None
     if baseline_run is not None:
-        profile = profile_run(load_run(baseline_run), arm)
+        run = load_run(baseline_run)
+        profile = profile_run(run, arm)
         base_rates = profile.rates
         wall = profile.wall_s_per_episode
         cost = profile.cost_per_episode
@@ -116,3 +130,48 @@ def plan_cmd(
     out.print(table)
     if mdd_line:
         out.print(mdd_line, highlight=False, soft_wrap=True)
+    if subset:
+        assert run is not None
+        _print_subset(run, subset)
+
+
+def _print_subset(run: RunData, n: int) -> None:
+    """The ``n`` most informative tasks of ``run``, and the experiment lines that select them."""
+    rows = task_discrimination([build_frame(run)])
+    top = most_informative(rows, n)
+    total = sum(r.information for r in rows)
+    table = Table(title=f"the {len(top)} most informative of {len(rows)} tasks")
+    for col in ("task", "pass rate", "point-biserial", "information", "flag"):
+        table.add_column(col, justify="left" if col in ("task", "flag") else "right")
+    for r in top:
+        table.add_row(
+            r.task,
+            f"{r.pass_rate * 100:.1f}%",
+            "n/a" if r.point_biserial is None else f"{r.point_biserial:.2f}",
+            f"{r.information:.3f}",
+            r.flag.replace("_", " "),
+        )
+    out.print(table)
+    if total <= 0:
+        out.print(
+            "no task separates this run's respondents (every task was passed by all or failed "
+            "by all, or too few arm attempts to estimate): the ranking above is by task id",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        kept = sum(r.information for r in top) / total
+        out.print(
+            f"these {len(top)} tasks hold {kept:.0%} of the run's information per episode",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if n > len(rows):
+        out.print(f"asked for {n} tasks; the run has {len(rows)}", highlight=False)
+    ids = ", ".join(r.task for r in top)
+    out.print(
+        f"experiment selection: tasks: {{tasks: [{ids}]}}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )

@@ -26,6 +26,7 @@ from dabench.stats.bootstrap import (
     resampled_sums,
 )
 from dabench.stats.caveats import run_caveats
+from dabench.stats.discrimination import task_discrimination
 from dabench.stats.estimators import estimator_table
 from dabench.stats.frame import Bools, EpisodeFrame, Floats, build_frame
 from dabench.stats.funnel import lifecycle_funnel
@@ -346,6 +347,7 @@ def compute_stats(
         summaries=summaries,
         funnel=lifecycle_funnel(frame),
         lifecycle=arm_lifecycle(frame, run.tasks, k),
+        discrimination=task_discrimination([frame]),
     )
     result.caveats = run_caveats(run, frame, result)
     return result

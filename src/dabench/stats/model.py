@@ -211,6 +211,32 @@ class ArmSummary(_Record):
     """Counts: timeouts, tool_mismatches, errors (tool errors), harness_errors."""
 
 
+DiscriminationFlag = Literal[
+    "ok", "low", "negative", "all_pass", "all_fail", "too_few", "undefined"
+]
+
+
+class TaskDiscrimination(_Record):
+    """How well one task separates the respondents of one or more runs
+    (:mod:`dabench.stats.discrimination`)."""
+
+    task: str
+    suite: str
+    difficulty: str
+    """The task's declared difficulty label (easy, medium, hard, expert)."""
+    respondents: int
+    """(run, arm, attempt) triples with a graded episode of this task."""
+    passed: int
+    pass_rate: float
+    per_arm: dict[str, float] = Field(default_factory=dict)
+    """Pass rate of each arm (over all its attempts and runs)."""
+    point_biserial: float | None = None
+    """Corrected item-rest correlation; ``None`` when it cannot be estimated (see ``flag``)."""
+    information: float = 0.0
+    """``p (1 - p) r²`` with ``r`` clipped at 0: one episode's information (module docstring)."""
+    flag: DiscriminationFlag
+
+
 class RunStats(_Record):
     """``stats.json``: all statistics of one run."""
 
@@ -232,6 +258,8 @@ class RunStats(_Record):
     lifecycle: dict[str, ArmLifecycle] = Field(default_factory=dict)
     """Per arm with protocol episodes: the S5 lifecycle metrics."""
     caveats: list[str] = Field(default_factory=list)
+    discrimination: list[TaskDiscrimination] = Field(default_factory=list)
+    """Per task: pass rates per arm, item-rest point-biserial and flags (one run)."""
 
     def group(self, arm: str, dimension: Dimension, value: str = "all") -> GroupStats | None:
         """The group stats of one arm and breakdown value, if present."""
