@@ -12,9 +12,10 @@ careless variants are:
   dynamic "naive rejected" check, so it is not reported twice).
 
 Each policy-ignored or declared variant's answer must fall outside the task's tolerance
-(``grading.numeric.within``), unless ``grading.tolerance_exempt`` names it with the reason. :func:`margins` measures every
-variant; :func:`tolerance_issues` is the check ``dabench tasks validate`` runs, and
-:func:`margins_markdown` the table in docs/suites.md (``dabench tasks validate --margins``).
+(``grading.numeric.within``), unless ``grading.tolerance_exempt`` names it with the reason.
+:func:`margins` measures every variant; :func:`tolerance_issues` is the check ``dabench tasks
+validate`` runs, and :func:`margins_markdown` the table in docs/suites.md (``dabench tasks
+validate --margins``).
 """
 
 from __future__ import annotations
