@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("2.1.0", "2.0.1"): "0d2fc5ff99e38e94c69b1c859a9b2d1599044739f27097ca7e0297e39a5b6429",
+    ("2.2.0", "2.0.1"): "a9ed9e226bdaa116fa1b21d82adfec7e713350f39caa42f8a1ee7fe3a62b998e",
 }
 
 

@@ -3,11 +3,24 @@ truth that ignores one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
 import pytest
 
 from dabench.world import World
+from dabench.world.consistency import consistency_issues
 from dabench.world.metrics import ACTIVE, NOT_TEST, revenue_orders
-from dabench.world.policies import POLICIES, policy, policy_issues, scope_markdown
+from dabench.world.model import Catalog
+from dabench.world.policies import (
+    POLICIES,
+    ignore,
+    ignored_readings,
+    policy,
+    policy_issues,
+    scope_markdown,
+)
 
 
 def test_every_policy_states_its_scope_on_its_page(world: World) -> None:
@@ -76,3 +89,140 @@ def test_dollar_questions_on_cents_columns_need_the_division() -> None:
 def test_reporting_from_a_non_reporting_table_is_flagged() -> None:
     sql = "SELECT sum(orders) FROM analytics.daily_sales"
     assert "'reporting_sources'" in policy_issues(sql, "How many orders?", [])[0]
+
+
+# -- the executable form: switching a policy off, and the knowledge layer agreeing with it -------
+
+TRAP_READING = {
+    "test_accounts": "test_accounts",
+    "soft_deleted": "erased_accounts",
+    "cents_units": "money_units",
+    "currency_conversion": "currency",
+    "duplicate_events": "unique_events",
+    "timezone_change": "company_local_time",
+    "tier_definition": "key_accounts",
+    "fiscal_calendar": "fiscal_calendar.calendar",
+    "net_revenue": "revenue.refunds",
+}
+"""The careless reading that each trap class's naive SQL stands for."""
+
+
+def test_ignoring_a_policy_gives_the_naive_answer_of_its_traps(world: World) -> None:
+    """Each trap's naive SQL is its correct SQL with one fact left out: rewriting the correct
+    SQL with that policy switched off must give the same number."""
+    readings = {r.id: r for p in POLICIES for r in p.ignored}
+    con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
+    checked = 0
+    try:
+        for trap in world.traps:
+            reading = readings.get(TRAP_READING.get(trap.trap_class, ""))
+            if reading is None:
+                continue
+            sql = ignore(reading, trap.correct_sql)
+            assert sql is not None, trap.id
+            row = con.execute(sql).fetchone()
+            assert row is not None and row[0] is not None, trap.id
+            assert float(row[0]) == pytest.approx(trap.naive_answer, rel=1e-9), trap.id
+            checked += 1
+    finally:
+        con.close()
+    assert checked >= 20
+
+
+def test_a_reading_that_matches_nothing_is_none() -> None:
+    assert ignore(policy("money_units").ignored[0], "SELECT count(*) FROM sales.orders") is None
+    readings = ignored_readings(
+        "SELECT count(*) FROM sales.orders", "How many orders?", ["policy-exempt:test_accounts"]
+    )
+    assert readings == []
+
+
+def test_fiscal_readings_shift_period_boundaries() -> None:
+    sql = "SELECT 1 WHERE d BETWEEN DATE '2024-02-01' AND DATE '2025-01-31'"
+    calendar_year, end_year = policy("fiscal_calendar").ignored
+    assert ignore(calendar_year, sql) == (
+        "SELECT 1 WHERE d BETWEEN DATE '2024-01-01' AND DATE '2024-12-31'"
+    )
+    assert ignore(end_year, sql) == (
+        "SELECT 1 WHERE d BETWEEN DATE '2023-02-01' AND DATE '2024-01-31'"
+    )
+
+
+def test_revenue_readings_rebuild_the_monthly_aggregate(world: World) -> None:
+    sql = "SELECT sum(revenue) FROM analytics.monthly_revenue WHERE year(month) = 2025"
+    con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
+    try:
+        truth = con.execute(sql).fetchone()
+        for reading in policy("revenue").ignored:
+            variant = ignore(reading, sql)
+            assert variant is not None and "analytics.monthly_revenue" not in variant
+            assert con.execute(variant).fetchone() != truth, reading.id
+    finally:
+        con.close()
+
+
+def test_knowledge_layer_agrees_with_the_policies(world: World) -> None:
+    con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
+    try:
+        assert consistency_issues(world.catalog, world.pages, con) == []
+    finally:
+        con.close()
+
+
+def _with(world: World, **changes: Callable[[dict[str, Any]], None]) -> Catalog:
+    """The world's catalog with each change applied to its JSON form (records are frozen)."""
+    data = world.catalog.model_dump()
+    for change in changes.values():
+        change(data)
+    return Catalog.model_validate(data)
+
+
+def _find(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Any]:
+    return next(i for i in items if i[key] == value)
+
+
+def test_the_old_key_account_texts_are_flagged(world: World) -> None:
+    """Generator 2.1.0's tier description and curated query description gave the old rule
+    (gold or platinum, any segment): the check names both texts."""
+
+    def tier(catalog: dict[str, Any]) -> None:
+        ds = _find(catalog["datasets"], "id", "customers.customers")
+        _find(ds["columns"], "name", "tier")["description"] = (
+            "Current loyalty tier: bronze, silver, gold or platinum. Gold and platinum "
+            "customers are key accounts."
+        )
+
+    def query(catalog: dict[str, Any]) -> None:
+        q = _find(catalog["curated_queries"], "id", "key-accounts")
+        q["description"] = "The current key accounts (tier gold or platinum)."
+
+    con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
+    try:
+        issues = consistency_issues(_with(world, tier=tier, query=query), world.pages, con)
+    finally:
+        con.close()
+    text = "\n".join(issues)
+    assert "catalog:customers.customers.tier does not state the rule" in text
+    assert "query:key-accounts does not state the rule" in text
+    assert "catalog:customers.customers.tier defines key accounts without the rule" in text
+    assert all("'key_accounts'" in i for i in issues)
+
+
+def test_a_curated_query_that_computes_another_set_is_flagged(world: World) -> None:
+    def narrower(catalog: dict[str, Any]) -> None:
+        q = _find(catalog["curated_queries"], "id", "key-accounts")
+        q["sql"] = q["sql"].replace("ORDER BY", "AND c.region = 'West' ORDER BY")
+
+    def wrong_rule(catalog: dict[str, Any]) -> None:
+        q = _find(catalog["curated_queries"], "id", "customer-count")
+        q["sql"] = "SELECT count(*) AS customers FROM customers.customers c"
+
+    con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
+    try:
+        issues = consistency_issues(
+            _with(world, narrower=narrower, wrong_rule=wrong_rule), world.pages, con
+        )
+    finally:
+        con.close()
+    assert any("'key-accounts' returns" in i and "missing" in i for i in issues), issues
+    assert "policy 'test_accounts': curated query 'customer-count' does not apply it" in issues

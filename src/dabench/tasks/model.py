@@ -84,6 +84,19 @@ class FormatSpec(_AuthoredSpec):
     """Required header columns for ``markdown_table``; required keys for ``json``."""
 
 
+class Variant(_AuthoredSpec):
+    """A careless reading of a numeric task: SQL whose answer must fall outside the task's
+    tolerance (``dabench tasks validate``, docs/suites.md "Tolerance honesty")."""
+
+    id: ItemId
+    """Unique within the task; a policy reading's id (``revenue.gross``) replaces that
+    derived variant, for a truth whose form the policy's rewrite does not know."""
+    reading: NonBlank
+    """What the careless analyst does, in words."""
+    sql: NonBlank
+    """SQL over the world whose first cell is that analyst's answer."""
+
+
 class Grading(_AuthoredSpec):
     """How an episode of this task is graded (deterministic first)."""
 
@@ -108,9 +121,22 @@ class Grading(_AuthoredSpec):
     format: FormatSpec | None = None
     also_numeric: bool = False
     """For ``format`` tasks: also check the number against ``truth_sql``."""
+    variants: list[Variant] = Field(default_factory=list)
+    """Careless readings besides the policy-ignored ones that validation derives (another
+    year, another average): each must fall outside the tolerance."""
+    tolerance_exempt: dict[ItemId, NonBlank] = Field(default_factory=dict)
+    """Variant id -> why the task accepts that variant's answer (say, a rule that cannot
+    change it); validation refuses an exemption for a variant that is not inside."""
 
     @model_validator(mode="after")
     def _check_kind_fields(self) -> Grading:
+        if (self.variants or self.tolerance_exempt) and not (
+            self.kind == "numeric" or self.also_numeric
+        ):
+            raise ValueError("grading.variants and tolerance_exempt need a numeric truth")
+        ids = [v.id for v in self.variants]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"grading.variants: an id is used twice ({', '.join(ids)})")
         if self.kind in ("numeric", "exec_sql") and not self.truth_sql:
             raise ValueError(f"grading.kind {self.kind!r} needs grading.truth_sql")
         if self.kind == "entity" and not self.entities:

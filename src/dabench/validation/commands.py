@@ -20,6 +20,7 @@ from dabench.tasks.loader import TaskSet
 from dabench.tasks.lock import compute_lock
 from dabench.tasks.selection import TaskSelection, select_tasks
 from dabench.validation.tasks import default_world, render_report, validate
+from dabench.validation.tolerance import margins, margins_markdown, tolerance_issues
 
 
 def validate_cmd(
@@ -48,6 +49,12 @@ def validate_cmd(
         help="Serve the oracle's platforms from this PostgreSQL warehouse (a read-only role; "
         "platform serve --warehouse).",
     ),
+    margins_only: bool = typer.Option(
+        False,
+        "--margins",
+        help="Instead: print the tolerance margins of every numeric task as a markdown table "
+        "(docs/suites.md) and its tolerance issues; no oracle run.",
+    ),
     qa: Path | None = typer.Option(
         None,
         "--qa",
@@ -65,6 +72,9 @@ def validate_cmd(
         return
     if qa is not None:
         _report_qa(ts, qa)
+        return
+    if margins_only:
+        _report_margins(ts, world or default_world())
         return
     arm_list = [a.strip() for a in arms.split(",") if a.strip()]
     report = validate(
@@ -95,6 +105,22 @@ def _validate_warehouse(ts: TaskSet, world: Path, where: str) -> None:
         highlight=False,
     )
     if not report.ok:
+        raise typer.Exit(1)
+
+
+def _report_margins(ts: TaskSet, world: Path) -> None:
+    """``tasks validate --margins``: the tolerance margins table and its issues."""
+    found = margins(ts, compute_lock(ts, world), world)
+    issues = tolerance_issues(found)
+    print(margins_markdown(found))
+    console = Console(stderr=True)
+    for item, detail in issues:
+        console.print(f"tolerance {item}: {detail}", markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"{len(found)} numeric truths, {len(issues)} tolerance issue(s)", markup=False,
+        highlight=False,
+    )  # fmt: skip
+    if issues:
         raise typer.Exit(1)
 
 

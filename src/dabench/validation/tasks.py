@@ -8,7 +8,10 @@ Two kinds of checks:
   ``naive_sql`` and one ``caveat.<trap class>`` rubric item per class, and every rubric id is in
   the judge rubric; no two tasks are duplicates (same truth SQL and near-identical prompt);
   every truth SQL applies each world policy in its scope (:mod:`dabench.world.policies`) or
-  the task is exempt (tag ``policy-exempt:<id>``) and its prompt says so.
+  the task is exempt (tag ``policy-exempt:<id>``) and its prompt says so; every numeric
+  truth is honest about its tolerance (:mod:`dabench.validation.tolerance`: no policy-ignored
+  or declared careless variant falls inside it unless the task says why); and the world's
+  knowledge layer agrees with the policies (:mod:`dabench.world.consistency`).
 - **Dynamic** (:func:`validate`): the oracle agent runs every task on every arm it applies to
   (real reference-platform processes, the real runner), the run is graded with
   :mod:`dabench.grading`, and each grade must pass; for trap tasks the oracle's episode with
@@ -26,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 from rich.console import Console
 from rich.table import Table
 
@@ -42,6 +46,9 @@ from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
 from dabench.tasks.lock import LOCK_FILE, catalog_ids, compute_lock, read_world_manifest, write_lock
 from dabench.tasks.model import Protocol, Task, Truth, TruthLock
 from dabench.tasks.selection import applies_to_arm
+from dabench.validation.tolerance import margins, tolerance_issues
+from dabench.world.consistency import consistency_issues
+from dabench.world.load import load_world
 from dabench.world.policies import policy_issues
 
 DUPLICATE_PROMPT_RATIO = 0.9
@@ -224,7 +231,24 @@ def static_checks(
         issues += _trap_issues(item, rubric_ids)
         issues += _policy_issues(item)
     issues += duplicate_issues(task_set.items)
+    issues += knowledge_issues(world_dir)
+    if lock is not None:
+        issues += [
+            ValidationIssue(item, "tolerance", detail)
+            for item, detail in tolerance_issues(margins(task_set, lock, world_dir))
+        ]
     return lock, issues
+
+
+def knowledge_issues(world_dir: Path) -> list[ValidationIssue]:
+    """Every disagreement between the world's knowledge layer and its policies."""
+    world = load_world(world_dir)
+    con = duckdb.connect(str(world_dir / "warehouse.duckdb"), read_only=True)
+    try:
+        found = consistency_issues(world.catalog, world.pages, con)
+    finally:
+        con.close()
+    return [ValidationIssue("world", "knowledge", detail) for detail in found]
 
 
 # -- dynamic checks ------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dabench.world.model import GlossaryTerm
+from dabench.world.policies import policy
 
 GLOSSARY: list[GlossaryTerm] = [
     GlossaryTerm(
@@ -84,9 +85,7 @@ GLOSSARY: list[GlossaryTerm] = [
     GlossaryTerm(
         id="key-account",
         name="Key account",
-        definition="A business customer (segment smb or enterprise) whose current tier is "
-        "gold or platinum. Consumers are never key accounts, whatever their tier. Erased and "
-        "test accounts are not key accounts. Key accounts get a named account manager.",
+        definition=policy("key_accounts").rule + " Key accounts get a named account manager.",
         synonyms=["key customer", "strategic account"],
         related_datasets=["customers.customers"],
     ),

@@ -108,18 +108,22 @@ definition is in *revenue-policy*, and timestamps of web events need care (*even
         _page(
             "customer-tiers", "Customer tiers and key accounts", ["customers", "definitions"],
             ["customers.customers", "customers.tier_history"],
-            """
+            f"""
 # Customer tiers and key accounts
 
 Every customer has a loyalty tier: bronze, silver, gold or platinum, reassessed once a year
 on spend (`customers.tier_history` keeps the history; `customers.customers.tier` is the
 current tier).
 
-A **key account** is a **business customer** (segment `smb` or `enterprise`) whose current
-tier is **gold or platinum**. Consumers are never key accounts, whatever their tier. Key
-accounts get a named account manager and are reported separately in every sales review.
+## Key accounts
+
+{scope_markdown("key_accounts")}
+
+Key accounts get a named account manager and are reported separately in every sales review.
 Counts of key accounts, and sales broken down by key account, follow the customer rules: no
 erased accounts, no test accounts.
+
+## Tier moves
 
 A **tier move** is a change from one tier to another (a row of `customers.tier_history` that
 is not the customer's first interval). The first interval, which starts at signup, is not a

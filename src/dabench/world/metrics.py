@@ -63,6 +63,20 @@ LEFT JOIN (SELECT order_id, sum(amount) AS refunded FROM sales.refunds GROUP BY 
 {clause}"""
 
 
+def monthly_revenue_select(**rules: bool) -> str:
+    """The SELECT of ``analytics.monthly_revenue`` (one row per calendar month).
+
+    ``rules`` are :func:`revenue_orders` switches: the defaults give the table itself; one
+    switch off gives the table an analyst would build who ignores that rule.
+    """
+    return f"""
+WITH o AS ({revenue_orders(**rules)})
+SELECT date_trunc('month', order_date)::DATE AS month, count(*)::BIGINT AS orders,
+       count(DISTINCT customer_id)::BIGINT AS customers,
+       (sum(revenue_cents) / 100.0)::DECIMAL(14, 2) AS revenue
+FROM o GROUP BY 1"""
+
+
 LOCAL_EVENT_TS = (
     f"CASE WHEN e.event_ts < TIMESTAMP '{COLLECTOR_SWITCH} 00:00:00' "
     f"THEN e.event_ts + INTERVAL ({LOCAL_UTC_OFFSET_HOURS}) HOUR ELSE e.event_ts END"

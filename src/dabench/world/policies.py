@@ -1,26 +1,38 @@
 """The world's global analysis policies as data, and a check that a task's SQL applies them.
 
 Each :class:`Policy` says what the rule is, what it applies to and what it does not apply to
-(the knowledge pages render that scope from here), and how to recognise SQL in its scope and
-SQL that applies it. :func:`policy_issues` is what ``dabench tasks validate`` runs on every
-task's truth SQL: a task in a policy's scope must apply the policy, or be exempt from it and
-say so in its prompt (an exemption is the tag ``policy-exempt:<policy id>``).
+(the knowledge pages render the rule and that scope from here), and how to recognise SQL in its
+scope and SQL that applies it. :func:`policy_issues` is what ``dabench tasks validate`` runs on
+every task's truth SQL: a task in a policy's scope must apply the policy, or be exempt from it
+and say so in its prompt (an exemption is the tag ``policy-exempt:<policy id>``).
 
 The check is syntactic (regular expressions over normalised SQL): it recognises the canonical
 forms of :mod:`dabench.world.metrics`. A task that applies a policy another way needs an
 exemption with a prompt that states it.
+
+Each policy is also executable the other way: :class:`Ignored` readings rewrite the canonical
+forms to switch the policy off (:func:`ignore`), which gives the answer of an analyst who
+ignores it (``dabench tasks validate`` requires it to fall outside the task's tolerance), and
+:data:`Policy.states` / :data:`Policy.queries` name the knowledge-layer texts and curated
+queries that must agree with it (:mod:`dabench.world.consistency`).
 """
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dabench.world.constants import (
     COLLECTOR_SWITCH,
     ERASED_ROW_STATE,
+    KEY_ACCOUNT_SEGMENTS,
+    KEY_ACCOUNT_TIERS,
     TEST_SIGNUP_SOURCE,
 )
+from dabench.world.metrics import ACTIVE, KEY_ACCOUNT, NOT_TEST, monthly_revenue_select
 
 EXEMPT_TAG = "policy-exempt:"
 """Task tag prefix that exempts a task from one policy (its prompt must say so)."""
@@ -39,6 +51,23 @@ CENTS_TABLES = (
 NOT_FOR_REPORTING = ("core.orders", "core.customers", "staging.orders_raw",
                      "staging.customers_raw", "analytics.daily_sales")  # fmt: skip
 COMPLIANT_REVENUE = ("analytics.monthly_revenue",)
+
+
+Replacement = str | Callable[[re.Match[str]], str]
+"""What a rewrite puts in place of a match (``re.sub`` semantics)."""
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """One careless reading of a policy: the policy switched off, as rewrites of its SQL."""
+
+    id: str
+    """Variant id (``<policy id>`` or ``<policy id>.<reading>``), unique over all policies."""
+    reading: str
+    """What the careless analyst does, in words."""
+    rewrites: tuple[tuple[str, Replacement], ...]
+    """(regular expression, replacement) pairs applied in order, case-insensitively, to the
+    SQL as written; they undo the canonical forms of :mod:`dabench.world.metrics`."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +89,62 @@ class Policy:
     match one of them."""
     exemption: str
     """Regular expression the prompt of an exempt task must match."""
+    ignored: tuple[Ignored, ...] = ()
+    """The careless readings (the policy switched off), one variant each."""
+    states: tuple[str, ...] = ()
+    """Knowledge-layer texts besides :attr:`page` that must state :attr:`rule` verbatim
+    (``catalog:<dataset>[.<column>]``, ``glossary:<id>``, ``query:<id>``, ``knowledge:<id>``)."""
+    queries: tuple[str, ...] = ()
+    """Curated queries whose SQL must apply the policy."""
+    members_sql: str = ""
+    """For a definition: SQL whose first column lists its members; a curated query in
+    :attr:`queries` must return the same set in its first column."""
+    term: str = ""
+    """Regular expression of the defined term; any knowledge text that matches it and
+    :attr:`defining` must state :attr:`rule` (no text may give another definition)."""
+    defining: str = ""
+    """Regular expression of the words a definition of :attr:`term` uses."""
+
+
+_TRUE = "TRUE"
+_FLAG = re.IGNORECASE | re.DOTALL
+_COL = r"(?:\b\w+\.)?\b"
+"""An optionally qualified column name's prefix."""
+_TEST_OFF: tuple[tuple[str, Replacement], ...] = (
+    (rf"{_COL}signup_source\s*(?:<>|!=)\s*'{TEST_SIGNUP_SOURCE}'", _TRUE),
+    (rf"{_COL}signup_source\s*=\s*'{TEST_SIGNUP_SOURCE}'", "FALSE"),
+)
+_MONTHLY = r"\banalytics\.monthly_revenue\b"
+_DISCOUNT = rf"\s*-\s*{_COL}discount\b"
+_REFUNDS = r"\s*-\s*coalesce\(\s*(?:\w+\.)?refunded\s*,\s*0\s*\)"
+
+
+def _monthly(**rules: bool) -> tuple[str, Replacement]:
+    """Rewrite ``analytics.monthly_revenue`` into the same table built with a rule off."""
+    return _MONTHLY, "(" + monthly_revenue_select(**rules).strip() + ")"
+
+
+def _shift_dates(months: int) -> Callable[[re.Match[str]], str]:
+    """Replace a date literal by the same date ``months`` earlier (a month end stays one)."""
+
+    def shift(m: re.Match[str]) -> str:
+        day = dt.date(int(m[1]), int(m[2]), int(m[3]))
+        index = day.year * 12 + day.month - 1 - months
+        year, month = divmod(index, 12)
+        last = calendar.monthrange(year, month + 1)[1]
+        month_end = day.day == calendar.monthrange(day.year, day.month)[1]
+        return f"'{dt.date(year, month + 1, last if month_end else min(day.day, last))}'"
+
+    return shift
+
+
+_DATE = r"'(\d{4})-(\d{2})-(\d{2})'"
+_KEY_SEGMENTS = " or ".join(KEY_ACCOUNT_SEGMENTS)
+_KEY_TIERS = " or ".join(KEY_ACCOUNT_TIERS)
+
+
+def _in_list(values: tuple[str, ...]) -> str:
+    return r"\(\s*" + r"\s*,\s*".join(f"'{v}'" for v in values) + r"\s*\)"
 
 
 POLICIES: tuple[Policy, ...] = (
@@ -75,6 +160,8 @@ POLICIES: tuple[Policy, ...] = (
         (rf"signup_source (<>|!=) '{TEST_SIGNUP_SOURCE}'",
          rf"signup_source = '{TEST_SIGNUP_SOURCE}'"),
         r"includ\w* (internal )?test accounts",
+        ignored=(Ignored("test_accounts", "keeps internal test accounts", _TEST_OFF),),
+        queries=("customer-count", "key-accounts"),
     ),
     Policy(
         "erased_accounts", "Erased (soft-deleted) accounts",
@@ -89,6 +176,9 @@ POLICIES: tuple[Policy, ...] = (
         "customer-data-retention",
         (rf"row_state (<>|!=) {ERASED_ROW_STATE}\b", rf"row_state < {ERASED_ROW_STATE}\b"),
         r"includ\w* erased",
+        ignored=(Ignored("erased_accounts", "keeps erased accounts", (
+            (rf"{_COL}row_state\s*(?:<>|!=|<)\s*{ERASED_ROW_STATE}\b", _TRUE),)),),
+        queries=("customer-count", "key-accounts"),
     ),
     Policy(
         "money_units", "Money units",
@@ -99,6 +189,8 @@ POLICIES: tuple[Policy, ...] = (
         "money-and-units",
         (r"/ ?100(\.0*)?\b",),
         r"\bin (us )?cents\b",
+        ignored=(Ignored("money_units", "reports cents as dollars", (
+            (r"\s*/\s*100(?:\.0*)?(?![\d.])", ""),)),),
     ),
     Policy(
         "currency", "Reporting currency",
@@ -109,6 +201,9 @@ POLICIES: tuple[Policy, ...] = (
         "currency-policy",
         (r"fx\.rate", r"finance\.fx_rates"),
         r"billing currency",
+        ignored=(Ignored("currency", "adds CAD invoice amounts as if they were US dollars", (
+            (r"\s*\*\s*(?:\w+\.)?rate\b", ""),)),),
+        queries=("invoices-in-usd",),
     ),
     Policy(
         "unique_events", "Unique web events",
@@ -118,6 +213,10 @@ POLICIES: tuple[Policy, ...] = (
         "event-data",
         (r"distinct event_id", r"distinct on \(event_id\)"),
         r"including (redelivered )?(duplicates|copies)",
+        ignored=(Ignored("unique_events", "counts redelivered copies", (
+            (r"count\(\s*distinct\s+((?:\w+\.)?event_id)\s*\)", r"count(\1)"),
+            (r"distinct\s+on\s*\(\s*(?:\w+\.)?event_id\s*\)\s*", ""))),),
+        queries=("unique-events-per-day",),
     ),
     Policy(
         "company_local_time", "Company local time",
@@ -128,6 +227,10 @@ POLICIES: tuple[Policy, ...] = (
         "event-data",
         (rf"event_ts < timestamp '{COLLECTOR_SWITCH}",),
         r"\bas stored\b|\bin utc\b",
+        ignored=(Ignored("company_local_time", "takes event_ts as stored (UTC before the switch)", (
+            (rf"case\s+when\s+{_COL}event_ts\s*<\s*timestamp\s*'{COLLECTOR_SWITCH}[^']*'\s+"
+             r"then\s+.+?\s+else\s+((?:\w+\.)?event_ts)\s+end", r"\1"),)),),
+        queries=("unique-events-per-day",),
     ),
     Policy(
         "fiscal_calendar", "Fiscal calendar",
@@ -135,8 +238,15 @@ POLICIES: tuple[Policy, ...] = (
         ("every question that says fiscal year, fiscal quarter or FY",),
         ("calendar years, quarters and months (the default when 'fiscal' is not said)",),
         "fiscal-calendar",
-        (r"'\d{4}-(02|05|08|11)-01'", r"finance\.budget"),
+        (r"'\d{4}-(02|05|08|11)-01'", r"finance\.budget", r"- interval 1 month"),
         r"$^",
+        ignored=(
+            Ignored("fiscal_calendar.calendar", "reads fiscal periods as calendar periods",
+                    ((_DATE, _shift_dates(1)),)),
+            Ignored("fiscal_calendar.end_year", "names fiscal years after the year they end in",
+                    ((_DATE, _shift_dates(12)),)),
+        ),
+        queries=("revenue-by-fiscal-quarter",),
     ),
     Policy(
         "revenue", "Revenue policy",
@@ -148,6 +258,17 @@ POLICIES: tuple[Policy, ...] = (
         (r"status = 'completed'.*discount.*refund|discount.*refund.*status = 'completed'",
          r"from analytics\.monthly_revenue"),
         r"\bgross\b",
+        ignored=(
+            Ignored("revenue.completed_only", "counts orders of every status", (
+                (rf"{_COL}status\s*=\s*'completed'", _TRUE), _monthly(completed_only=False))),
+            Ignored("revenue.gross", "reports the order amount before discounts and refunds", (
+                (_DISCOUNT, ""), (_REFUNDS, ""), _monthly(net=False))),
+            Ignored("revenue.refunds", "subtracts discounts but not refunds", (
+                (_REFUNDS, ""), _monthly(refunds=False))),
+            Ignored("revenue.test_accounts", "keeps the orders of internal test accounts", (
+                *_TEST_OFF, _monthly(exclude_test=False))),
+        ),
+        queries=("revenue-by-month", "revenue-by-fiscal-quarter", "average-order-value"),
     ),
     Policy(
         "reporting_sources", "Tables for reporting",
@@ -159,6 +280,25 @@ POLICIES: tuple[Policy, ...] = (
         "warehouse-guide",
         (r"$^",),
         r"core\.|staging\.|daily_sales",
+    ),
+    Policy(
+        "key_accounts", "Key accounts",
+        f"A key account is a business customer (segment {_KEY_SEGMENTS}) whose current tier "
+        f"is {_KEY_TIERS}; consumers never are, whatever their tier, and neither are erased "
+        "or test accounts.",
+        ("counts and lists of key accounts", "sales figures of key accounts"),
+        (f"tiers on their own: a {_KEY_TIERS} consumer is a loyal customer, not a key account",),
+        "customer-tiers",
+        (f"tier in {_in_list(KEY_ACCOUNT_TIERS)}.*segment in {_in_list(KEY_ACCOUNT_SEGMENTS)}",),
+        r"$^",
+        ignored=(Ignored("key_accounts", "takes every customer in a top tier", (
+            (rf"{_COL}segment\s+in\s*{_in_list(KEY_ACCOUNT_SEGMENTS)}", _TRUE),)),),
+        states=("catalog:customers.customers.tier", "glossary:key-account", "query:key-accounts"),
+        queries=("key-accounts",),
+        members_sql=(f"SELECT customer_id FROM customers.customers c "
+                     f"WHERE {KEY_ACCOUNT} AND {ACTIVE} AND {NOT_TEST}"),
+        term=r"\bkey accounts?\b",
+        defining=r"\b(" + "|".join(KEY_ACCOUNT_TIERS + KEY_ACCOUNT_SEGMENTS) + r")\b",
     ),
 )  # fmt: skip
 """Every global analysis policy of the world."""
@@ -175,11 +315,14 @@ def policy(policy_id: str) -> Policy:
 
 
 def scope_markdown(policy_id: str) -> str:
-    """The "Scope" paragraph a knowledge page shows for a policy."""
+    """The "Rule" and "Scope" paragraphs a knowledge page shows for a policy."""
     p = policy(policy_id)
     applies = "; ".join(p.applies_to)
     not_applies = "; ".join(p.not_applies_to)
-    return f"**Scope.** Applies to: {applies}. Does **not** apply to: {not_applies}."
+    return (
+        f"**Rule.** {p.rule}\n\n"
+        f"**Scope.** Applies to: {applies}. Does **not** apply to: {not_applies}."
+    )
 
 
 def normalise_sql(sql: str) -> str:
@@ -199,6 +342,7 @@ _REVENUE = re.compile(r"\brevenue\b", re.IGNORECASE)
 _CUSTOMER_ATTR = re.compile(
     r"\b(where|and|or|by|on)\s+\(?(c\.)?(tier|segment|region|signup_date)\b"
 )
+_KEY_ACCOUNTS = re.compile(r"\bkey accounts?\b", re.IGNORECASE)
 _EVENT_TIME = re.compile(r"(hour|year|month|date_trunc|day)\s*\(|event_ts\s*[<>=]|::date")
 
 
@@ -233,6 +377,8 @@ def in_scope(p: Policy, sql: str, prompt: str) -> bool:
         )
     if p.id == "reporting_sources":
         return bool(tables & set(NOT_FOR_REPORTING))
+    if p.id == "key_accounts":
+        return customers and bool(_KEY_ACCOUNTS.search(prompt))
     raise KeyError(p.id)  # pragma: no cover - every policy is handled above
 
 
@@ -267,3 +413,26 @@ def policy_issues(sql: str, prompt: str, tags: list[str] | tuple[str, ...]) -> l
                 f"{p.page}): {p.rule}"
             )
     return issues
+
+
+def ignore(reading: Ignored, sql: str) -> str | None:
+    """``sql`` with the policy switched off as ``reading`` says, or ``None`` when none of its
+    canonical forms occurs in ``sql`` (the variant cannot be derived by rewriting)."""
+    out = sql
+    for pattern, replacement in reading.rewrites:
+        out = re.sub(pattern, replacement, out, flags=_FLAG)
+    return None if out == sql else out
+
+
+def ignored_readings(
+    sql: str, prompt: str, tags: list[str] | tuple[str, ...]
+) -> list[tuple[Policy, Ignored, str | None]]:
+    """Every careless reading of the policies a truth SQL is in scope of and applies (not the
+    ones it is exempt from), with the rewritten SQL (``None`` when it cannot be derived)."""
+    exempt = {t[len(EXEMPT_TAG) :] for t in tags if t.startswith(EXEMPT_TAG)}
+    return [
+        (p, reading, ignore(reading, sql))
+        for p in POLICIES
+        if p.id not in exempt and in_scope(p, sql, prompt) and applies(p, sql)
+        for reading in p.ignored
+    ]

@@ -13,6 +13,7 @@ from dabench.world.metrics import (
     revenue_orders,
 )
 from dabench.world.model import CuratedQuery
+from dabench.world.policies import policy
 
 
 def curated_queries() -> list[CuratedQuery]:
@@ -59,7 +60,7 @@ def curated_queries() -> list[CuratedQuery]:
         CuratedQuery(
             id="key-accounts",
             name="Key accounts",
-            description="The current key accounts (tier gold or platinum).",
+            description="The current key accounts. " + policy("key_accounts").rule,
             sql=f"SELECT customer_id, full_name, tier, region FROM customers.customers c\n"
             f"WHERE {KEY_ACCOUNT} AND {ACTIVE} AND {NOT_TEST} ORDER BY customer_id",
             datasets=["customers.customers"],

@@ -11,6 +11,7 @@ from dabench.world.constants import (
     TEST_SIGNUP_SOURCE,
 )
 from dabench.world.datasets.spec import Col, DatasetSpec, Helper, values_sql
+from dabench.world.policies import policy
 from dabench.world.sqlrand import Rand
 
 OWNER = "crm-data@larkspur.example"
@@ -140,8 +141,8 @@ FROM _customer_signup"""
                 "segment": Col("Customer segment (customers.segments)."),
                 "region": Col("Sales region of the billing address."),
                 "tier": Col(
-                    "Current loyalty tier: bronze, silver, gold or platinum. Gold and platinum "
-                    "customers are key accounts.",
+                    "Current loyalty tier: bronze, silver, gold or platinum. "
+                    + policy("key_accounts").rule,
                     glossary=("customer-tier", "key-account"),
                 ),
                 "signup_source": Col(

@@ -8,7 +8,7 @@ from dabench.world.constants import (
     LATE_ORDER_SHARE,
 )
 from dabench.world.datasets.spec import Col, DatasetSpec, Helper
-from dabench.world.metrics import NOT_TEST, revenue_orders
+from dabench.world.metrics import NOT_TEST, monthly_revenue_select, revenue_orders
 from dabench.world.sqlrand import Rand
 
 OWNER_BI = "bi-team@larkspur.example"
@@ -34,12 +34,7 @@ SELECT o.order_date AS sales_date, o.channel, count(*)::BIGINT AS orders,
 FROM o JOIN u USING (order_id)
 WHERE {late_order("o.order_id", r)} >= {LATE_ORDER_SHARE}
 GROUP BY 1, 2"""
-    monthly_select = f"""
-WITH o AS ({rev})
-SELECT date_trunc('month', order_date)::DATE AS month, count(*)::BIGINT AS orders,
-       count(DISTINCT customer_id)::BIGINT AS customers,
-       (sum(revenue_cents) / 100.0)::DECIMAL(14, 2) AS revenue
-FROM o GROUP BY 1"""
+    monthly_select = monthly_revenue_select()
     c360_select = f"""
 WITH o AS ({revenue_orders(exclude_test=False)}),
 agg AS (SELECT customer_id, count(*)::BIGINT AS lifetime_orders,

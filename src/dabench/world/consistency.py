@@ -1,0 +1,104 @@
+"""The knowledge layer agrees with the policies' executable form.
+
+Every text a policy names must say what :mod:`dabench.world.policies` says, and every curated
+query it names must compute what its SQL form computes. :func:`consistency_issues` checks a
+built world (``dabench tasks validate`` runs it):
+
+1. the policy's knowledge page renders its rule and scope (:func:`scope_markdown`);
+2. every location in :attr:`Policy.states` exists and states :attr:`Policy.rule` verbatim;
+3. every curated query in :attr:`Policy.queries` exists and its SQL applies the policy (the
+   same syntactic check as a truth SQL), and for a definition with :attr:`Policy.members_sql`
+   its first column is exactly the defined set, computed on the warehouse;
+4. no knowledge text defines :attr:`Policy.term` otherwise: a text that names the term and one
+   of its defining words must state the rule.
+
+The generators build those texts from the policies (by construction); the check catches a
+text written by hand that drifts, like the old "gold and platinum customers are key accounts".
+"""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+from dabench.world.model import Catalog, KnowledgePage
+from dabench.world.policies import POLICIES, Policy, applies, scope_markdown
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def knowledge_texts(catalog: Catalog, pages: list[KnowledgePage]) -> dict[str, str]:
+    """Every knowledge-layer text by location (``catalog:<dataset>[.<column>]``,
+    ``glossary:<id>``, ``query:<id>`` for a curated query's description, ``knowledge:<id>``)."""
+    texts: dict[str, str] = {}
+    for ds in catalog.datasets:
+        texts[f"catalog:{ds.id}"] = ds.description
+        for col in ds.columns:
+            texts[f"catalog:{ds.id}.{col.name}"] = col.description
+    texts.update({f"glossary:{g.id}": g.definition for g in catalog.glossary})
+    texts.update({f"query:{q.id}": q.description for q in catalog.curated_queries})
+    texts.update({f"knowledge:{p.id}": p.body for p in pages})
+    return texts
+
+
+def _first_column(con: duckdb.DuckDBPyConnection, sql: str) -> set[object]:
+    return {row[0] for row in con.execute(sql).fetchall()}
+
+
+def _policy_issues(
+    p: Policy, texts: dict[str, str], catalog: Catalog, con: duckdb.DuckDBPyConnection
+) -> list[str]:
+    issues: list[str] = []
+    rule = _flat(p.rule)
+    page = texts.get(f"knowledge:{p.page}")
+    if page is None:
+        issues.append(f"policy {p.id!r}: knowledge page {p.page!r} does not exist")
+    elif _flat(scope_markdown(p.id)) not in _flat(page):
+        issues.append(f"policy {p.id!r}: knowledge page {p.page!r} does not state its rule")
+    for where in p.states:
+        text = texts.get(where)
+        if text is None:
+            issues.append(f"policy {p.id!r}: {where} does not exist")
+        elif rule not in _flat(text):
+            issues.append(f"policy {p.id!r}: {where} does not state the rule ({text!r})")
+    queries = {q.id: q for q in catalog.curated_queries}
+    members = _first_column(con, p.members_sql) if p.members_sql else None
+    for qid in p.queries:
+        query = queries.get(qid)
+        if query is None:
+            issues.append(f"policy {p.id!r}: curated query {qid!r} does not exist")
+            continue
+        if not applies(p, query.sql):
+            issues.append(f"policy {p.id!r}: curated query {qid!r} does not apply it")
+        elif members is not None:
+            got = _first_column(con, query.sql)
+            if got != members:
+                issues.append(
+                    f"policy {p.id!r}: curated query {qid!r} returns {len(got)} rows where the "
+                    f"rule gives {len(members)} ({len(got - members)} extra, "
+                    f"{len(members - got)} missing)"
+                )
+    if p.term and p.defining:
+        for where, text in sorted(texts.items()):
+            flat = _flat(text)
+            if (
+                re.search(p.term, flat, re.IGNORECASE)
+                and re.search(p.defining, flat, re.IGNORECASE)
+                and rule not in flat
+            ):
+                issues.append(
+                    f"policy {p.id!r}: {where} defines {p.title.lower()} without the rule "
+                    f"({text!r})"
+                )
+    return issues
+
+
+def consistency_issues(
+    catalog: Catalog, pages: list[KnowledgePage], con: duckdb.DuckDBPyConnection
+) -> list[str]:
+    """Every disagreement between the knowledge layer and the policies, one message each."""
+    texts = knowledge_texts(catalog, pages)
+    return [issue for p in POLICIES for issue in _policy_issues(p, texts, catalog, con)]
