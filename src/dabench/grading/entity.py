@@ -10,7 +10,7 @@ inside a multi-word alias matches any run of whitespace.
 Precedence: a known-wrong alias named in the graded text fails the grade even when a correct
 entity is named too. Naming a correct entity and other catalog ids of the same shape fails
 as a hedge when there are two or more others, or one with a hedge word (``either``,
-``probably``, ``could``...) or joined by ``or`` (:func:`other_candidates`).
+``probably``, ``could also``...) or joined by ``or`` (:func:`other_candidates`).
 The graded text is the final-answer section when the answer has one
 (so an agent may warn about the deprecated table earlier), else the whole answer.
 """
@@ -50,8 +50,8 @@ not use staging.orders_raw or core.orders``), is rejected, not named."""
 
 _IDENTIFIER_RE = re.compile(r"(?<![\w.-])[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+(?![\w])(?![.-]\w)")
 _ENTITY_HEDGE_RE = re.compile(
-    r"\b(?:either|alternatively|probably|perhaps|maybe|might|could|possibly|likely"
-    r"|any of|one of)\b",
+    r"\b(?:either|alternatively|probably|perhaps|maybe|possibly|likely|any of"
+    r"|(?:could|might|would|can) also|also (?:works?|serves?|fine))\b",
     re.IGNORECASE,
 )
 

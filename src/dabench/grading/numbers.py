@@ -379,11 +379,14 @@ def find_numbers(text: str) -> list[NumberMention]:
 
 
 def is_single_number(text: str) -> NumberMention | None:
-    """The number when ``text`` is exactly one number (currency sign, %, separators allowed;
-    surrounding whitespace, backticks and ``**`` emphasis ignored), else ``None``."""
+    """The number when ``text`` is exactly one number written in digits (currency sign, %,
+    separators allowed; surrounding whitespace, backticks and ``**`` emphasis ignored; a
+    number in words or a clock time is not one), else ``None``."""
     stripped = text.strip().strip("`*_ \t\n")
     numbers = find_all_numbers(stripped)
     if len(numbers) != 1 or numbers[0].text != stripped or numbers[0].ambiguous:
+        return None
+    if not any(c.isdigit() for c in stripped) or ":" in stripped:
         return None
     return numbers[0]
 
