@@ -224,15 +224,20 @@ def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
     """The value ``sentence`` commits to, of the same kind as ``hit`` (the truth), or ``None``
     when the sentence marks none.
 
-    Among the numbers of the same kind as ``hit`` (shorthand restating ``hit`` left out):
-    when the sentence bolds numbers, the last bolded one is committed; else when numbers
-    follow a copula (``is``, ``was``, ``=``, ``:``, ``totals``, ``gives``...; not ``which
-    is``), the last such one; else any.
+    Among the numbers of the same kind as ``hit`` (shorthand restating ``hit`` left out, and
+    numbers in parentheses when ``hit`` is outside them: an aside is not the answer): when
+    the sentence bolds numbers, the last bolded one is committed; else when numbers follow a
+    copula (``is``, ``was``, ``=``, ``:``, ``totals``, ``gives``...; not ``which is``), the
+    last such one; else any.
     """
+    outside = _outside_parentheses(sentence)
     mentions = [
         m
         for m in find_all_numbers(sentence)
-        if not m.ambiguous and _same_kind(m, hit) and (m.start == hit.start or not restates(m, hit))
+        if not m.ambiguous
+        and _same_kind(m, hit)
+        and (m.start == hit.start or not restates(m, hit))
+        and (outside[m.start] or not outside[hit.start])
     ]
     bold = [
         m
