@@ -254,8 +254,9 @@ def _accounting_negative(text: str, start: int, end: int, match: re.Match[str]) 
     """``($42,350.00)`` / ``(42,350)``: an amount (currency sign, grouping or decimals)
     alone in parentheses that do not restate a number just before them, or followed by
     ``CR``."""
-    if _LEDGER_SIGN_RE.match(text[end:]) and text[end:].lstrip()[:2].upper() == "CR":
-        return True
+    ledger = _LEDGER_SIGN_RE.match(text[end:])
+    if ledger is not None:
+        return ledger.group("side").upper() == "CR"
     amount = match.group("cur") or not match.group("plain") or "." in match.group("num")
     opens = text[:start].rstrip(" \t*_")
     closes = text[end:].lstrip(" \t*_")

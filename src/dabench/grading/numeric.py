@@ -313,9 +313,13 @@ def asked_currency(question: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-_QUESTIONED_RE = re.compile(r"^[^.!?\n]*\?")
-"""After a number: its clause ends with a question mark (``$1,234,567.89?``, ``1.234
-thousand euros?``), which withdraws the commitment."""
+_QUESTIONED_RE = re.compile(
+    r"^[ \t*_`]*(?:(?:[^\W\d_]+[ \t*_`]*){0,3}|,[ \t]*(?:[^\W\d_]+[ \t*_`]*){1,2})\?"
+)
+"""After a number: a question mark right after it, after at most three words, or after a
+comma and one or two words (``$1,234,567.89?``, ``1.234 thousand euros?``, ``…, maybe?``)
+withdraws the commitment; a longer question or one after other punctuation (``4,821 — want
+a breakdown?``) does not."""
 
 
 def check_numeric(
