@@ -3,7 +3,9 @@ careful human grader gives (tests/grading/corpus/*.yaml).
 
 Any false pass fails the suite. A false fail is allowed only where the item names a
 ``known_false_fail`` anchor that docs/grading.md lists (and an item that names one must
-still fail, so the list cannot go stale).
+still fail, so the list cannot go stale; every listed anchor must have an item). A grade
+the rules leave ``uncertain`` (docs/grading.md, "Uncertain grades") is allowed only on an
+item marked ``uncertain: true``, and such an item must stay uncertain.
 
 File layout: a list of groups; a group holds the shared context of its ``cases``::
 
@@ -22,6 +24,8 @@ File layout: a list of groups; a group holds the shared context of its ``cases``
           verdict: pass | fail
           known_false_fail: naive-explained   # optional, only with verdict pass
           pred: {columns, rows}               # exec_sql without SQL in the answer
+          calls: [sql, ...]                   # exec_sql: successful sql_query calls, in order
+          uncertain: true                     # optional: the rules must hand it to the judge
           note: why                           # optional
 """
 
@@ -37,7 +41,7 @@ from typing import Any
 import duckdb
 import pytest
 import yaml
-from tests.grading.builders import make_episode
+from tests.grading.builders import make_episode, sql_call
 
 from dabench.grading.entity import check_entity
 from dabench.grading.exec_sql import (
@@ -47,7 +51,7 @@ from dabench.grading.exec_sql import (
     normalize_rows,
 )
 from dabench.grading.formats import check_format, numeric_part
-from dabench.grading.numeric import check_numeric
+from dabench.grading.numeric import asked_currency, check_numeric
 from dabench.grading.refusal import check_refusal
 from dabench.journal.records import GradeCheck
 from dabench.tasks.model import FormatSpec
@@ -130,6 +134,7 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
             tolerance_abs=tol_abs,
             tolerance_rel=float(group.get("tolerance_rel", 0.005)),
             naive=group.get("naive"),
+            currency=asked_currency(group.get("question", "")),
         )
     if kind == "entity":
         return check_entity(
@@ -148,6 +153,7 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
                 numeric_part(answer, spec),
                 float(group["truth"]),
                 tolerance_rel=group.get("tolerance_rel", 0.005),
+                currency=asked_currency(group.get("question", "")),
             )
         return check
     mode = group.get("mode", "set")
@@ -170,7 +176,8 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
             gold_columns=columns,
             pred_columns=pred["columns"],
         )
-    episode = make_episode(answer)
+    calls = [sql_call(i, sql) for i, sql in enumerate(case.get("calls", []))]
+    episode = make_episode(answer, tool_calls=calls)
     return check_exec_sql(
         episode,
         columns,
@@ -188,6 +195,11 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
 def test_corpus_item(group: dict[str, Any], case: dict[str, Any], corpus_warehouse: Path) -> None:
     check = _grade(group, case, corpus_warehouse)
     human = case["verdict"] == "pass"
+    if case.get("uncertain"):
+        assert check.uncertain, f"marked uncertain but the rules settled it: {check.reason}"
+        assert not check.passed, "an uncertain grade never passes"
+        return
+    assert not check.uncertain, f"UNCERTAIN on an item not marked so: {check.reason}"
     known = case.get("known_false_fail")
     if known:
         assert human, "known_false_fail only makes sense on an item a human passes"
@@ -198,6 +210,11 @@ def test_corpus_item(group: dict[str, Any], case: dict[str, Any], corpus_warehou
         assert check.passed, f"FALSE FAIL: {check.reason}"
     else:
         assert not check.passed, f"FALSE PASS: {check.reason}"
+
+
+def test_every_documented_false_fail_has_an_item() -> None:
+    used = {c["known_false_fail"] for _, _, c in ITEMS if c.get("known_false_fail")}
+    assert _documented_anchors() - used == set(), "anchors in docs/grading.md without an item"
 
 
 def test_corpus_size_and_coverage() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dabench.grading.numbers import find_all_numbers, find_numbers, is_single_number
-from dabench.grading.numeric import check_numeric
+from dabench.grading.numeric import asked_currency, check_numeric
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,16 @@ from dabench.grading.numeric import check_numeric
         ("FY2024 Q3 v1.2 top-5", [5.0]),
         ("1,234,567.89.", [1234567.89]),
         ("about 2.60037e+06 or 3E-2", [2600370.0, 0.03]),
+        ("($42,350.00) and (42,350) and 42,350.00 CR", [-42350.0, -42350.0, -42350.0]),
+        ("42,350.00 DR in (2024)", [42350.0, 2024.0]),
+        ("$1.23k ($1,234.50)", [1230.0, 1234.5]),
+        ("$1.2346 × 10^6 and 2 x 10^-2", [1234600.0, 0.02]),
+        ("1,0819 but 1,081", [1.0819, 1081.0]),
+        ("108.19 US cents per euro", [1.0819]),
+        ("one point two three million dollars", [1_230_000.0]),
+        ("Four thousand, eight hundred and twenty-one orders", [4821.0]),
+        ("one of the twelve tables at noon", [12.0]),
+        ("12:00–12:59, 13:00 and 12:30", [12.0, 13.0, 12.0, 30.0]),
     ],
 )
 def test_find_numbers(text: str, values: list[float]) -> None:
@@ -137,3 +147,52 @@ def test_hedges_and_intermediate_figures_fail() -> None:
     assert check_numeric("Revenue was about $1.23k.", 1234.5).passed  # a restatement
     denied = check_numeric("Revenue is not $1,234.50; it's $1,100.", 1234.5)
     assert not denied.passed and "denies" in denied.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("$5", "USD"),
+        ("US$5", "USD"),
+        ("USD 5", "USD"),
+        ("5 dollars", "USD"),
+        ("€5", "EUR"),
+        ("5 EUR", "EUR"),
+        ("5 euros", "EUR"),
+        ("₹2,68,405.99", "INR"),
+        ("5 orders", None),
+    ],
+)
+def test_currency_of_a_number(text: str, code: str | None) -> None:
+    assert find_numbers(text)[0].currency_code == code
+
+
+@pytest.mark.parametrize(
+    ("question", "code"),
+    [
+        ("What was revenue in March 2025, in US dollars?", "USD"),
+        ("Net revenue of the EMEA web store, in USD?", "USD"),
+        ("Total revenue of the Lyon store in March (EUR)?", "EUR"),
+        ("What was revenue in euros?", "EUR"),
+        ("What was the average EUR exchange rate (US dollars per euro) over 2024?", None),
+        ("How many orders were placed?", None),
+        ("Revenue in USD and in EUR?", None),
+    ],
+)
+def test_asked_currency(question: str, code: str | None) -> None:
+    assert asked_currency(question) == code
+
+
+def test_currency_rule_and_uncertain_currency() -> None:
+    asked = check_numeric("FINAL ANSWER: €1,234.50", 1234.5, currency="USD")
+    assert not asked.passed and not asked.uncertain and "asks for USD" in asked.reason
+    unasked = check_numeric("FINAL ANSWER: €1,234.50", 1234.5)
+    assert not unasked.passed and unasked.uncertain and unasked.reason.startswith("uncertain:")
+    assert check_numeric("FINAL ANSWER: 1 234,50 €", 1234.5, currency="EUR").passed
+
+
+def test_several_values_are_uncertain_but_a_hedge_fails() -> None:
+    several = check_numeric("4,821 orders were placed by 3,977 customers.", 4821, tolerance_rel=0)
+    assert several.uncertain and not several.passed
+    hedge = check_numeric("FINAL ANSWER: 4,821 or 4,835", 4821, tolerance_rel=0)
+    assert not hedge.uncertain and not hedge.passed and "hedges" in hedge.reason

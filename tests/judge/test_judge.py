@@ -148,3 +148,51 @@ async def test_judge_failure_keeps_deterministic_grade(
     assert grade.passed and not grade.excluded
     assert grade.judge is not None and "error" in grade.judge
     assert "judge failed" in grade.reason
+
+
+PLAIN = make_task({"kind": "numeric", "truth_sql": "SELECT 1"}, id="plain1")
+PLAIN_TRUTH = Truth(kind="numeric", value=1234.5)
+TWO_VALUES = "Net revenue was $1,234.50 compared with $1,100.00 in Q2."
+
+
+async def test_uncertain_grade_is_settled_by_the_judge(
+    judge_server: ScriptedJudgeServer, make_judge: Callable[..., Judge]
+) -> None:
+    episode = make_episode(TWO_VALUES, task_id="plain1")
+    alone = await agrade_episode(episode, PLAIN, PLAIN_TRUTH)
+    assert alone.uncertain and not alone.passed and alone.settled_by is None
+    assert "not settled (no judge configured)" in alone.reason
+    assert alone.scores["correctness"] == 0.0 and alone.judge is None
+
+    judged = await agrade_episode(episode, PLAIN, PLAIN_TRUTH, judge=make_judge(judge_server))
+    assert len(judge_server.requests) == 1, "an uncertain grade goes to the judge"
+    assert judged.uncertain and judged.passed and judged.settled_by == "judge"
+    assert "settled by the judge: passes" in judged.reason
+    assert "exact_answer" not in judged.scores and judged.scores["correctness"] == 1.0
+
+
+async def test_uncertain_grade_judged_wrong_fails(
+    judge_server: ScriptedJudgeServer, make_judge: Callable[..., Judge]
+) -> None:
+    judge_server.claims = [
+        {
+            "text": "net revenue was $1,100.00",
+            "centrality": "central",
+            "correctness": "contradicted",
+            "groundedness": "grounded",
+            "severity": "critical",
+        }
+    ]
+    episode = make_episode(TWO_VALUES, task_id="plain1")
+    grade = await agrade_episode(episode, PLAIN, PLAIN_TRUTH, judge=make_judge(judge_server))
+    assert grade.uncertain and not grade.passed and grade.settled_by == "judge"
+    assert "settled by the judge: fails" in grade.reason
+
+
+async def test_settled_grade_makes_no_judge_call(
+    judge_server: ScriptedJudgeServer, make_judge: Callable[..., Judge]
+) -> None:
+    episode = make_episode("FINAL ANSWER: $1,234.50", task_id="plain1")
+    grade = await agrade_episode(episode, PLAIN, PLAIN_TRUTH, judge=make_judge(judge_server))
+    assert grade.passed and not grade.uncertain and grade.settled_by is None
+    assert judge_server.requests == [], "rules that settle the grade need no judge"

@@ -164,3 +164,24 @@ def test_an_arm_with_harness_errors_never_shows_a_bare_accuracy(tmp_path: Path) 
     html = files.html_path.read_text(encoding="utf-8")
     assert "1 of 4 episodes excluded (harness errors)" in html
     assert "1 of 4 excluded: harness errors" in html
+
+
+def test_uncertain_grades_are_counted_with_how_the_judge_settled_them(tmp_path: Path) -> None:
+    """Uncertain grades are shown apart: settled by the judge (passed / failed) or not."""
+    from tests.stats.builders import episode, grade, write_run
+
+    eps = [episode("a", f"t{i}") for i in range(5)]
+    grades = [grade(e, i < 2) for i, e in enumerate(eps)]
+    grades[1] = grades[1].model_copy(update={"uncertain": True, "settled_by": "judge"})
+    grades[2] = grades[2].model_copy(update={"uncertain": True, "settled_by": "judge"})
+    grades[3] = grades[3].model_copy(update={"uncertain": True})
+    run = write_run(tmp_path / "r", eps, grades, k=1)
+    files = write_reports(run, resamples=0)
+    md = files.markdown_path.read_text(encoding="utf-8")
+    assert "| `a` | 3 | 1 | 1 | 1 |" in md
+    html = files.html_path.read_text(encoding="utf-8")
+    assert "3 (judge: 1 passed, 1 failed; 1 unsettled, counted as not passed)" in html
+    plain = write_run(tmp_path / "p", eps, [grade(e, True) for e in eps], k=1)
+    assert "Uncertain grades: none." in write_reports(plain, resamples=0).markdown_path.read_text(
+        encoding="utf-8"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dabench.grading.numbers import find_all_numbers
 from dabench.journal.records import Episode
 
 _MARKER_RE = re.compile(
@@ -121,6 +122,14 @@ class Commitment:
     hedges, never for the value itself)."""
     where: str
     """``the final-answer line`` or ``the concluding statement``."""
+    preceding: tuple[str, ...] = ()
+    """For a concluding statement (no marker, no heading): the sentences before it in its
+    paragraph, where the answer may also state a value (a labelled list)."""
+
+
+def _has_number(text: str) -> bool:
+    """A digit, or a number in words (``noon``, ``four thousand ...``)."""
+    return bool(_DIGIT_RE.search(text)) or bool(find_all_numbers(text))
 
 
 def _sentences(paragraph: str) -> list[str]:
@@ -167,7 +176,7 @@ def commitment(text: str) -> Commitment:
         if lines:
             rest = _sentences("\n".join(lines[1:]))
             return Commitment(lines[0], tuple(rest), "the answer heading's first line")
-    paragraphs = [p for p in re.split(r"\n[ \t]*\n", body) if _DIGIT_RE.search(p)]
+    paragraphs = [p for p in re.split(r"\n[ \t]*\n", body) if _has_number(p)]
     if not paragraphs:
         return Commitment("", (), "the concluding statement")
     chosen = paragraphs[-1]
@@ -177,6 +186,11 @@ def commitment(text: str) -> Commitment:
             chosen = paragraph
             break
     sentences = _sentences(chosen)
-    numbered = [i for i, s in enumerate(sentences) if _DIGIT_RE.search(s)]
+    numbered = [i for i, s in enumerate(sentences) if _has_number(s)]
     pick = next((i for i in reversed(numbered) if not is_supporting(sentences[i])), numbered[-1])
-    return Commitment(sentences[pick], tuple(sentences[pick + 1 :]), "the concluding statement")
+    return Commitment(
+        sentences[pick],
+        tuple(sentences[pick + 1 :]),
+        "the concluding statement",
+        tuple(sentences[:pick]),
+    )

@@ -16,9 +16,20 @@ from dabench.judge.judge import Judge
 from dabench.judge.prompt import DEFAULT_TOOL_OUTPUT_CHARS
 
 
+def _uncertain(grades: list[Grade]) -> str:
+    """``N`` uncertain grades, with how many the judge settled (passed / failed)."""
+    uncertain = [g for g in grades if g.uncertain]
+    judged = [g for g in uncertain if g.settled_by == "judge"]
+    if not judged:
+        return str(len(uncertain))
+    passed = sum(g.passed for g in judged)
+    return f"{len(uncertain)} (judge: {passed} passed, {len(judged) - passed} failed)"
+
+
 def _summary(grades: list[Grade]) -> Table:
     table = Table(title="grades")
-    for column in ("kind", "episodes", "passed", "excluded", "judged", "mean overall"):
+    columns = ("kind", "episodes", "passed", "excluded", "uncertain", "judged", "mean overall")
+    for column in columns:
         table.add_column(column, justify="left" if column == "kind" else "right")
     by_kind: dict[str, list[Grade]] = defaultdict(list)
     for grade in grades:
@@ -31,6 +42,7 @@ def _summary(grades: list[Grade]) -> Table:
             str(len(group)),
             str(sum(g.passed for g in counted)),
             str(len(group) - len(counted)),
+            _uncertain(counted),
             str(sum(1 for g in group if g.judge and "error" not in g.judge)),
             f"{sum(overall) / len(overall):.3f}" if overall else "-",
         )

@@ -8,7 +8,10 @@ different entity). Markdown ``*`` emphasis is ignored. Whitespace
 inside a multi-word alias matches any run of whitespace.
 
 Precedence: a known-wrong alias named in the graded text fails the grade even when a correct
-entity is named too. The graded text is the final-answer section when the answer has one
+entity is named too. Naming a correct entity and other catalog ids of the same shape fails
+as a hedge when there are two or more others, or one with a hedge word (``either``,
+``probably``, ``could also``...) or joined by ``or`` (:func:`other_candidates`).
+The graded text is the final-answer section when the answer has one
 (so an agent may warn about the deprecated table earlier), else the whole answer.
 """
 
@@ -30,13 +33,49 @@ def mention_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.-]){body}(?![\w])(?![.-]\w)", re.IGNORECASE)
 
 
+_REJECTING = (
+    r"(?:\bnot|n't|\bnever)(?:[ \t]+(?:use|using|query|querying|scan|scanning|rely[ \t]+on"
+    r"|trust|pick|choose|touch|join|read|select[ \t]+from))?"
+    r"|\bavoid(?:ing)?|\binstead[ \t]+of|\brather[ \t]+than|\bnor|\bdeprecated|\bexcept"
+)
+_LISTED = (
+    r"[ \t`'\"(]*[\w.]+[`'\")]?(?:,[ \t]*(?:(?:or|and|nor)[ \t]+)?|[ \t]+(?:or|and|nor)[ \t]+)"
+)
 NEGATION_BEFORE = re.compile(
-    r"(?:\bnot|n't(?: use)?|\bnever|\bavoid(?:ing)?|\binstead of|\brather than|\bnor"
-    r"|\bdeprecated|\bexcept)[ \t`'\"(]*(?:the[ \t]+)?[`'\"]?$",
+    rf"(?:{_REJECTING})(?:{_LISTED})*[ \t`'\"(]*(?:the[ \t]+)?[`'\"]?$", re.IGNORECASE
+)
+"""A name right after one of these words (``not sales.orders``, ``do not use``, ``never``,
+``avoid legacy.orders``, ``instead of legacy.orders``), or later in a list they head (``do
+not use staging.orders_raw or core.orders``), is rejected, not named."""
+
+_IDENTIFIER_RE = re.compile(r"(?<![\w.-])[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+(?![\w])(?![.-]\w)")
+_ENTITY_HEDGE_RE = re.compile(
+    r"\b(?:either|alternatively|probably|perhaps|maybe|possibly|likely|any of"
+    r"|(?:could|might|would|can) also|also (?:works?|serves?|fine))\b",
     re.IGNORECASE,
 )
-"""A name right after one of these words (``not sales.orders``, ``avoid legacy.orders``,
-``instead of legacy.orders``) is rejected, not named."""
+
+
+def rejected(text: str, start: int) -> bool:
+    """True when the name at ``start`` follows a rejecting word (:data:`NEGATION_BEFORE`)."""
+    return bool(NEGATION_BEFORE.search(text[max(0, start - 80) : start]))
+
+
+def other_candidates(text: str, known: Sequence[str], shape: Sequence[str]) -> list[str]:
+    """Catalog-like ids in ``text`` (``schema.table``; ``schema.table.column`` when the
+    correct entities are columns) that are not in ``known`` and not rejected: the other
+    candidates an answer offers."""
+    text = text.replace("*", "")
+    parts = {name.count(".") for name in shape}
+    lowered = {name.lower() for name in known}
+    seen: list[str] = []
+    for match in _IDENTIFIER_RE.finditer(text):
+        name = match.group(0)
+        if name.count(".") not in parts or name.lower() in lowered or name in seen:
+            continue
+        if not rejected(text, match.start()):
+            seen.append(name)
+    return seen
 
 
 def mentioned(text: str, names: Sequence[str]) -> list[str]:
@@ -48,7 +87,7 @@ def mentioned(text: str, names: Sequence[str]) -> list[str]:
         if not name.strip() or name in seen:
             continue
         for match in mention_pattern(name).finditer(text):
-            if not NEGATION_BEFORE.search(text[max(0, match.start() - 30) : match.start()]):
+            if not rejected(text, match.start()):
                 seen.append(name)
                 break
     return seen
@@ -75,6 +114,21 @@ def check_entity(
             "a known-wrong name fails even next to a right one"
         )
         return GradeCheck(name=name, passed=False, reason=reason, expected=expected, found=wrong)
+    others = (
+        other_candidates(text, [*entities, *aliases, *wrong_aliases], entities) if right else []
+    )
+    hedge = _ENTITY_HEDGE_RE.search(text) or re.search(
+        r"\b(?:or|/)[ \t`*]*$", text[: text.lower().find(others[0].lower())] if others else ""
+    )
+    if others and (len(others) >= 2 or hedge):
+        how = f"with {hedge.group(0).strip()!r}" if hedge else "as a list"
+        reason = (
+            f"{where.where} names {', '.join(right)} and also {', '.join(others)} {how}: "
+            "more than one candidate for a one-entity question is a hedge"
+        )
+        return GradeCheck(
+            name=name, passed=False, reason=reason, expected=expected, found=[*right, *others]
+        )
     if right:
         reason = f"{where.where} names {', '.join(right)}, a correct entity"
         return GradeCheck(name=name, passed=True, reason=reason, expected=expected, found=right)

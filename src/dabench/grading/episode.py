@@ -25,7 +25,7 @@ from dabench.grading.entity import check_entity
 from dabench.grading.exec_sql import check_exec_sql
 from dabench.grading.formats import check_format, numeric_part
 from dabench.grading.judging import build_judge_input
-from dabench.grading.numeric import check_numeric
+from dabench.grading.numeric import asked_currency, check_numeric
 from dabench.grading.refusal import check_refusal
 from dabench.grading.scores import (
     FAILURE_STATUSES,
@@ -48,6 +48,13 @@ from dabench.tasks.model import Protocol, Task, Truth
 class NotGradable(Exception):
     """The episode cannot be graded with what we were given (missing truth, warehouse or
     judge): the grade is excluded with this reason, never counted as a model failure."""
+
+
+def task_currency(task: Task) -> str | None:
+    """The currency the task asks its amount in: named by its last message, else by the
+    conversation as a whole (:func:`~dabench.grading.numeric.asked_currency`)."""
+    messages = task.messages
+    return asked_currency(messages[-1]) or asked_currency(" ".join(messages))
 
 
 def _deterministic(
@@ -75,6 +82,7 @@ def _deterministic(
                 tolerance_abs=grading.tolerance_abs,
                 tolerance_rel=grading.tolerance_rel,
                 naive=truth.naive_value,
+                currency=task_currency(task),
             )
         )
     if kind == "entity":
@@ -221,10 +229,11 @@ async def agrade_episode(
     if expected_tools:
         scores["tool"] = 1.0 if checks[-1].passed else 0.0
 
+    uncertain = any(c.uncertain for c in headline)
     judge_dict: dict[str, Any] | None = None
     result: JudgeResult | None = None
     judge_error: str | None = None
-    if judge is not None and not failure and _wants_judge(task, judge_all):
+    if judge is not None and not failure and (uncertain or _wants_judge(task, judge_all)):
         inp = build_judge_input(episode, task, truth, tool_output_chars=judge.tool_output_chars)
         try:
             result = await judge.judge(inp)
@@ -252,10 +261,26 @@ async def agrade_episode(
     else:
         passed = all(c.passed for c in headline)
         reason = "; ".join(c.reason for c in headline)
+    settled_by: str | None = None
+    if uncertain and not failure and kind != "judge":
+        if result is not None:
+            settled = all(c.passed or c.uncertain for c in headline)
+            correctness = correctness_score(result.verdict.claims)
+            passed = settled and correctness >= config.judge_pass_threshold
+            settled_by = "judge"
+            verdict = "passes" if passed else "fails"
+            reason += (
+                f"; settled by the judge: {verdict} (judged correctness {correctness:.2f}, "
+                f"pass threshold {config.judge_pass_threshold:g})"
+            )
+        else:
+            why = judge_error or "no judge configured"
+            reason += f"; not settled ({why}): counted as not passed"
 
     deterministic = 1.0 if passed else 0.0
     if kind != "judge" and not failure:
-        scores["exact_answer"] = deterministic
+        if not (uncertain and result is not None):
+            scores["exact_answer"] = deterministic
         scores["correctness"] = deterministic
     if task.grading.format is not None and headline:
         scores["format"] = 1.0 if headline[0].passed else 0.0
@@ -283,6 +308,8 @@ async def agrade_episode(
         scores=scores,
         judge=judge_dict,
         rubric_version=judge.rubric.version if result is not None and judge else None,
+        uncertain=uncertain and not failure,
+        settled_by=settled_by,
     )
 
 

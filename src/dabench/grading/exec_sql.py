@@ -69,24 +69,61 @@ class PredictedSql:
 
     sql: str
     source: str
-    """``the answer's ```sql block`` or ``<tool> call #<index> (sql role)``."""
+    """``the answer's ```sql block``, ``the answer's SQL (inline)`` or ``<tool> call
+    #<index> (sql role)``."""
+    earlier: tuple[PredictedSql, ...] = ()
+    """Other successful sql-role calls with different SQL, latest first, when the SQL came
+    from the calls: candidates the rules cannot rule out (the last call may be a check)."""
+
+
+_QUERY = r"(?:SELECT\b(?=[^;]*?\bFROM\b)|WITH\s+\w+\s+AS\s*\()"
+_BARE_FENCE_RE = re.compile(rf"```[ \t]*\n(?P<sql>[ \t]*{_QUERY}.*?)```", re.I | re.S)
+_INLINE_SQL_RE = re.compile(rf"`(?P<sql>[ \t]*{_QUERY}[^`]*)`", re.I)
+_PROSE_SQL_RE = re.compile(rf"^(?P<sql>[ \t]*{_QUERY}.*?)(?:;|(?=\n[ \t]*\n)|\Z)", re.S | re.M)
+"""SQL written in prose: lines opening with an upper-case ``SELECT ... FROM`` or ``WITH x
+AS (`` (so "With the filters applied, ..." is prose, not SQL)."""
+
+
+def answer_sql(answer: str) -> PredictedSql | None:
+    """The SQL an answer states: its last ```sql block, else the last SQL it writes another
+    way (a bare fence, inline code or lines starting with SELECT/WITH; SQL stated in prose)."""
+    blocks = _SQL_BLOCK_RE.findall(answer)
+    if blocks:
+        return PredictedSql(sql=blocks[-1].strip(), source="the answer's ```sql block")
+    found: list[tuple[int, str]] = []
+    for pattern in (_BARE_FENCE_RE, _INLINE_SQL_RE):
+        found.extend((m.start(), m.group("sql")) for m in pattern.finditer(answer))
+    if not found:
+        prose = _FENCED_ANY_RE.sub(" ", answer)
+        found.extend((m.start(), m.group("sql")) for m in _PROSE_SQL_RE.finditer(prose))
+    if not found:
+        return None
+    sql = max(found)[1].strip().rstrip(";")
+    return PredictedSql(sql=sql, source="the answer's SQL (not in a ```sql block)")
+
+
+_FENCED_ANY_RE = re.compile(r"```.*?```", re.S)
 
 
 def predicted_sql(episode: Episode, roles: ToolRoles | None = None) -> PredictedSql | None:
-    """The SQL to grade: the answer's last ```sql block, else the last successful call in
-    the sql role (``roles``: the arm's role map; default the legacy reference names)."""
-    blocks = _SQL_BLOCK_RE.findall(graded_answer(episode))
-    if blocks:
-        return PredictedSql(sql=blocks[-1].strip(), source="the answer's ```sql block")
+    """The SQL to grade: the SQL the answer states (:func:`answer_sql`), else the last
+    successful call in the sql role (``roles``: the arm's role map; default the legacy
+    reference names), with the earlier calls of different SQL as ``earlier``."""
+    stated = answer_sql(graded_answer(episode))
+    if stated is not None:
+        return stated
     role_map = roles or LEGACY_ROLES
+    calls: list[PredictedSql] = []
     for call in reversed(episode.tool_calls):
         if call.is_error or "sql" not in call_roles(call, roles):
             continue
         binding = role_map.binding_for("sql", call.name)
         sql = binding.read(call.arguments, "sql") if binding else call.arguments.get("sql")
-        if isinstance(sql, str):
-            return PredictedSql(sql=sql, source=f"{call.name} call #{call.index} (sql role)")
-    return None
+        if isinstance(sql, str) and all(sql.strip() != c.sql.strip() for c in calls):
+            calls.append(PredictedSql(sql=sql, source=f"{call.name} call #{call.index} (sql role)"))
+    if not calls:
+        return None
+    return PredictedSql(calls[0].sql, calls[0].source, tuple(calls[1:]))
 
 
 def postgres_to_duckdb(sql: str) -> str:
@@ -434,11 +471,6 @@ def check_exec_sql(
     the dialect the arm's target speaks: PostgreSQL SQL is translated to DuckDB's, since the
     grader runs it on the world's own warehouse)."""
     predicted = predicted_sql(episode, roles)
-    if predicted is not None and sql_dialect == "postgres":
-        predicted = PredictedSql(
-            sql=postgres_to_duckdb(predicted.sql),
-            source=f"{predicted.source}, translated from PostgreSQL",
-        )
     if predicted is None:
         return GradeCheck(
             name="exec_sql",
@@ -448,6 +480,61 @@ def check_exec_sql(
                 "of a tool in the sql role"
             ),
             expected={"mode": mode, "rows": len(gold_rows)},
+        )
+    check = _grade_one(
+        predicted,
+        gold_columns,
+        gold_rows,
+        warehouse,
+        mode,
+        tolerance_abs,
+        tolerance_rel,
+        row_cap,
+        timeout_s,
+        sql_dialect,
+    )
+    if check.passed:
+        return check
+    for other in predicted.earlier:
+        alternative = _grade_one(
+            other,
+            gold_columns,
+            gold_rows,
+            warehouse,
+            mode,
+            tolerance_abs,
+            tolerance_rel,
+            row_cap,
+            timeout_s,
+            sql_dialect,
+        )
+        if alternative.passed:
+            check.uncertain = True
+            check.reason = (
+                f"uncertain: the answer states no SQL and the episode ran several queries; "
+                f"the last one fails ({check.reason}) but an earlier one passes "
+                f"({alternative.reason}); the rules cannot tell which one answers"
+            )
+            break
+    return check
+
+
+def _grade_one(
+    predicted: PredictedSql,
+    gold_columns: Sequence[str],
+    gold_rows: Sequence[Sequence[Any]],
+    warehouse: Path,
+    mode: ExecSqlMode,
+    tolerance_abs: float,
+    tolerance_rel: float,
+    row_cap: int,
+    timeout_s: float,
+    sql_dialect: str,
+) -> GradeCheck:
+    if sql_dialect == "postgres":
+        predicted = PredictedSql(
+            sql=postgres_to_duckdb(predicted.sql),
+            source=f"{predicted.source}, translated from PostgreSQL",
         )
     try:
         columns, rows = run_query(warehouse, predicted.sql, row_cap=row_cap, timeout_s=timeout_s)

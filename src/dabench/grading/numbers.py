@@ -10,9 +10,20 @@ Parsed forms (docs/grading.md, "Numbers"):
 - apostrophe thousands ``1'234'567.50`` (also ``’``);
 - dot thousands with a comma decimal ``1.234.567,89`` / ``1.234,5`` and a comma decimal
   ``12,5``;
-- currency signs before (``$1,234.50``, ``-$5``, ``$-5``) or after (``12,50 €``), percentages
-  (``12.5%`` kept as 12.5 and flagged), magnitude words and suffixes (``3 million``,
-  ``1.2k``, ``2bn``, ``3 lakh``, ``2 crore``).
+- currency signs before (``$1,234.50``, ``-$5``, ``$-5``, ``US$5``) or after (``12,50 €``)
+  and currency codes or words (``268,405.99 EUR``, ``USD 5``, ``5 dollars``, ``108.19 US
+  cents`` = 1.0819 dollars): :attr:`NumberMention.currency_code`; percentages (``12.5%`` kept
+  as 12.5 and flagged), magnitude words and suffixes (``3 million``, ``1.2k``, ``2bn``,
+  ``3 lakh``, ``2 crore``), powers of ten (``1.2346 × 10^6``);
+- accounting signs: ``($42,350.00)`` / ``(42,350)`` (an amount alone in parentheses: a
+  currency sign, grouping or decimals, so ``(2024)`` stays a year) and ``42,350.00 CR`` are
+  negative; ``DR`` (debit) leaves the value positive;
+- a comma followed by four or more digits is a decimal comma whatever the text
+  (``1,0819`` = 1.0819: no grouping has four digits);
+- numbers in words (``one point two three million``, ``four thousand eight hundred
+  twenty-one``; a phrase needs a scale word, ``point`` or a hyphenated compound, so a lone
+  ``one`` is not read), ``noon`` (12) and ``midnight`` (0);
+- clock hours: ``12:00`` and the one-hour interval ``12:00–12:59`` are the hour 12.
 
 **Ambiguity.** ``1,234`` and ``1.234`` each have two readings (one thousand two hundred
 thirty-four, or one point two three four). The text's decimal mark decides: a text that
@@ -39,12 +50,13 @@ _NUMBER_RE = re.compile(
     rf"""
     (?<![\w.,'’])
     (?P<sign>[-−+])?
-    (?P<cur>[$€£¥₹])?
+    (?P<cur>(?:US|U\.S\.)?\$|[€£¥₹])?
     (?P<sign2>[-−])?
     (?P<num>
         (?P<eu>\d{{1,3}}(?:\.\d{{3}})+,\d+)                    # 1.234,50
       | (?P<dots>\d{{1,3}}(?:\.\d{{3}}){{2,}})(?![.,]?\d)      # 1.234.567
       | (?P<indian>\d{{1,2}}(?:,\d{{2}})+,\d{{3}}(?:\.\d+)?)   # 12,34,567.5
+      | (?P<dcomma4>\d+,\d{{4,}})(?![\d,])                    # 1,0819: a decimal comma
       | (?P<commas>\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?)           # 1,234,567.89
       | (?P<spaces>\d{{1,3}}(?:{_SPACE}\d{{3}})+(?:[.,]\d+)?)(?![\d])  # 1 234 567,5
       | (?P<apos>\d{{1,3}}(?:['’]\d{{3}})+(?:\.\d+)?)          # 1'234'567.5
@@ -52,6 +64,7 @@ _NUMBER_RE = re.compile(
       | (?P<plain>\d+(?:\.\d+)?|\.\d+)
     )
     (?P<exp>[eE][+-]?\d{{1,3}})?
+    (?:[ \t]?[×xX·*][ \t]?10(?:\^|\*\*)(?P<pow>[-−+]?\d{{1,3}}))?
     (?:
         (?P<pct>[\s\u202f]?%)
       | \s?(?P<word>thousand|million|billion|trillion|lakh|lakhs|crore|crores)\b
@@ -96,7 +109,7 @@ class NumberMention:
     (``12.5%`` -> 12.5). ``nan`` when ``ambiguous``."""
     percent: bool = False
     currency: bool = False
-    """Written with a currency sign."""
+    """Written with a currency sign, code or word (``$``, ``EUR``, ``dollars``)."""
     ambiguous: bool = False
     """``1,234`` / ``1.234`` / ``12,5`` whose reading the text does not decide (unparsed)."""
     start: int = 0
@@ -104,6 +117,8 @@ class NumberMention:
     end: int = 0
     before: str = ""
     """Up to 30 characters of the text just before the mention (for context words)."""
+    currency_code: str | None = None
+    """The ISO code of the currency it is written in (``$`` -> ``USD``), when any."""
 
     def readings(self) -> tuple[float, ...]:
         """The values this mention may stand for: a percentage reads as ``p`` and ``p/100``;
@@ -143,17 +158,181 @@ def _digits(match: re.Match[str], mark: str | None) -> str | None:
         return re.sub(_SPACE, "", num).replace(",", ".")
     if match.group("dcomma"):
         return num.replace(",", ".") if mark == "," else None
+    if match.group("dcomma4"):
+        return num.replace(",", ".")
     whole, _, frac = num.partition(".")
     if mark == "," and len(frac) == 3 and 1 <= len(whole) <= 3:
         return None
     return num
 
 
+_SIGN_CODES = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
+_CODE_AFTER_RE = re.compile(
+    r"^[ \t\u00a0\u202f]?(?:(?P<code>USD|EUR|GBP|INR|JPY|CNY|CHF|CAD|AUD)\b"
+    r"|(?P<word>(?:US |U\.S\. )?dollars?|euros?|rupees?)\b"
+    r"|(?P<cents>(?:US |U\.S\. )?cents?)\b)",
+)
+_CODE_BEFORE_RE = re.compile(r"\b(?P<code>USD|EUR|GBP|INR|JPY|CNY|CHF|CAD|AUD)[ \t\u00a0]?$")
+_WORD_CODES = {"dollar": "USD", "euro": "EUR", "rupee": "INR"}
+_LEDGER_SIGN_RE = re.compile(r"^[ \t]?(?P<side>CR|Cr|DR|Dr)\b")
+_CLOCK_RE = re.compile(
+    r"(?<![\w:.])(?P<h>[01]?\d|2[0-3]):00(?:[ \t]?[-–—][ \t]?(?P<h2>[01]?\d|2[0-3]):59)?(?![\w:])"
+)
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_NUMBER_WORD = "|".join([*_ONES, *_TENS, "hundred", *_SCALES])
+_WORDS_RE = re.compile(
+    rf"(?<![\w-])(?:{_NUMBER_WORD})(?:(?:[ \t]+|-|,[ \t]+|[ \t]+and[ \t]+)(?:{_NUMBER_WORD}))*"
+    rf"(?:[ \t]+point(?:[ \t]+(?:{'|'.join(_ONES[:10])}))+(?:[ \t]+(?:{'|'.join(_SCALES)}))?)?"
+    r"(?![\w-])|(?<![\w-])(?:noon|midday|midnight)(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def _words_value(phrase: str) -> float | None:
+    """The value of a number written in words, or ``None`` when the phrase is not read (a
+    lone small number word such as ``one``, which is more often a pronoun than a value)."""
+    words = re.findall(r"[a-z]+", phrase.lower())
+    if words in (["noon"], ["midday"]):
+        return 12.0
+    if words == ["midnight"]:
+        return 0.0
+    if words[0] in ("hundred", *_SCALES):
+        return None
+    if not (
+        "point" in words or "-" in phrase or any(w in _SCALES or w == "hundred" for w in words)
+    ):
+        return None
+    total, current, fraction, in_fraction = 0.0, 0.0, "", False
+    for word in words:
+        if word == "and":
+            continue
+        if word == "point":
+            in_fraction = True
+        elif in_fraction and word in _ONES[:10]:
+            fraction += str(_ONES.index(word))
+        elif word in _ONES:
+            current += _ONES.index(word)
+        elif word in _TENS:
+            current += 20 + 10 * _TENS.index(word)
+        elif word == "hundred":
+            current *= 100
+        elif word in _SCALES:
+            total += (current + (float("0." + fraction) if fraction else 0.0)) * _SCALES[word]
+            current, fraction, in_fraction = 0.0, "", False
+    return total + current + (float("0." + fraction) if fraction else 0.0)
+
+
+_RESTATED_BEFORE_RE = re.compile(r"\d[\w%]*(?:[ \t]+[A-Za-z]+)?[ \t*_]*$")
+"""A number (with a unit word) right before ``(``: the parentheses restate it
+(``$1.23k ($1,234.50)``), they are not an accounting sign."""
+
+
+def _accounting_negative(text: str, start: int, end: int, match: re.Match[str]) -> bool:
+    """``($42,350.00)`` / ``(42,350)``: an amount (currency sign, grouping or decimals)
+    alone in parentheses that do not restate a number just before them, or followed by
+    ``CR``."""
+    ledger = _LEDGER_SIGN_RE.match(text[end:])
+    if ledger is not None:
+        return ledger.group("side").upper() == "CR"
+    amount = match.group("cur") or not match.group("plain") or "." in match.group("num")
+    opens = text[:start].rstrip(" \t*_")
+    closes = text[end:].lstrip(" \t*_")
+    if not (amount and opens.endswith("(") and closes.startswith(")")):
+        return False
+    line = opens[:-1].rsplit("\n", 1)[-1]
+    return not _RESTATED_BEFORE_RE.search(line)
+
+
+def _currency_code(text: str, start: int, end: int, sign: str | None) -> tuple[str | None, bool]:
+    """The currency a mention is written in (ISO code) and whether it is in cents."""
+    if sign:
+        return _SIGN_CODES[sign[-1]], False
+    after = _CODE_AFTER_RE.match(text[end:])
+    if after is not None:
+        if after.group("code"):
+            return after.group("code"), False
+        if after.group("word"):
+            word = after.group("word").split()[-1].lower().rstrip("s")
+            return _WORD_CODES[word], False
+        return "USD", True
+    before = _CODE_BEFORE_RE.search(text[max(0, start - 5) : start])
+    return (before.group("code"), False) if before else (None, False)
+
+
+def _spoken(text: str) -> list[NumberMention]:
+    """Numbers written in words and clock hours (see the module docstring)."""
+    found: list[NumberMention] = []
+    for match in _CLOCK_RE.finditer(text):
+        if match.group("h2") is not None and match.group("h2") != match.group("h"):
+            continue
+        start, end = match.span()
+        found.append(
+            NumberMention(
+                match.group(0),
+                float(match.group("h")),
+                start=start,
+                end=end,
+                before=text[max(0, start - 30) : start],
+            )
+        )
+    for match in _WORDS_RE.finditer(text):
+        phrase = match.group(0).rstrip(" ,")
+        value = _words_value(phrase)
+        if value is None:
+            continue
+        start = match.start()
+        end = start + len(phrase)
+        code, cents = _currency_code(text, start, end, None)
+        percent = bool(re.match(r"^[ \t]+percent\b", text[end:]))
+        found.append(
+            NumberMention(
+                phrase,
+                value / 100.0 if cents else value,
+                percent,
+                code is not None,
+                False,
+                start,
+                end,
+                text[max(0, start - 30) : start],
+                code,
+            )
+        )
+    return found
+
+
 def find_all_numbers(text: str) -> list[NumberMention]:
     """Every number mentioned in ``text``, in order, ambiguous ones included (flagged)."""
     cleaned = _DATE_RE.sub(lambda m: " " * len(m.group(0)), text)
     mark = decimal_mark(cleaned)
-    found: list[NumberMention] = []
+    spoken = _spoken(cleaned)
+    for mention in spoken:
+        cleaned = (
+            cleaned[: mention.start] + " " * (mention.end - mention.start) + cleaned[mention.end :]
+        )
+    found: list[NumberMention] = list(spoken)
     for match in _NUMBER_RE.finditer(cleaned):
         digits = _digits(match, mark)
         written = text[match.start() : match.end()].strip()
@@ -161,21 +340,38 @@ def find_all_numbers(text: str) -> list[NumberMention]:
             text[match.start() : match.end()].lstrip()
         )
         start, end = match.start() + lead, match.start() + lead + len(written)
-        currency = bool(match.group("cur") or match.group("cur2"))
+        sign = match.group("cur") or match.group("cur2")
+        code, cents = _currency_code(text, start, end, sign.strip() if sign else None)
         percent = bool(match.group("pct"))
         before = text[max(0, start - 30) : start]
         if digits is None:
             nan = float("nan")
-            found.append(NumberMention(written, nan, percent, currency, True, start, end, before))
+            found.append(
+                NumberMention(
+                    written, nan, percent, code is not None, True, start, end, before, code
+                )
+            )
             continue
         value = float(digits + (match.group("exp") or ""))
+        if match.group("pow"):
+            value *= 10.0 ** int(match.group("pow").replace("−", "-"))
         word = match.group("word") or match.group("suffix")
         if word:
             value *= _MULTIPLIER[word.lower()]
-        if (match.group("sign") or "") in ("-", "−") or match.group("sign2"):
+        if (
+            (match.group("sign") or "") in ("-", "−")
+            or match.group("sign2")
+            or (not percent and _accounting_negative(text, start, end, match))
+        ):
             value = -value
-        found.append(NumberMention(written, value, percent, currency, False, start, end, before))
-    return found
+        if cents:
+            value /= 100.0
+        found.append(
+            NumberMention(
+                written, value, percent, code is not None, False, start, end, before, code
+            )
+        )
+    return sorted(found, key=lambda m: m.start)
 
 
 def find_numbers(text: str) -> list[NumberMention]:
@@ -184,11 +380,14 @@ def find_numbers(text: str) -> list[NumberMention]:
 
 
 def is_single_number(text: str) -> NumberMention | None:
-    """The number when ``text`` is exactly one number (currency sign, %, separators allowed;
-    surrounding whitespace, backticks and ``**`` emphasis ignored), else ``None``."""
+    """The number when ``text`` is exactly one number written in digits (currency sign, %,
+    separators allowed; surrounding whitespace, backticks and ``**`` emphasis ignored; a
+    number in words or a clock time is not one), else ``None``."""
     stripped = text.strip().strip("`*_ \t\n")
     numbers = find_all_numbers(stripped)
     if len(numbers) != 1 or numbers[0].text != stripped or numbers[0].ambiguous:
+        return None
+    if not any(c.isdigit() for c in stripped) or ":" in stripped:
         return None
     return numbers[0]
 

@@ -146,7 +146,8 @@ _COPULA_BEFORE_RE = re.compile(
     r"(?:(?<!which )(?<!that )\b(?:is|are|was|were|equals|totals?|totall?ed|comes to|came to"
     r"|amounts to|amounted to|gives|yields|leaves|becomes|reached|reaches|stands at|stood at"
     r"|(?:rose|fell|dropped|grew|increased|decreased|declined|climbed|jumped|went up|went down"
-    r"|changed|corrected|revised|adjusted|updated) to)|(?<=\w)'s|=|:|→|≈)"
+    r"|changed|corrected|revised|adjusted|updated) to)|(?<=\w)(?<!year)(?<!quarter)(?<!month)"
+    r"(?<!week)(?<!period)(?<!day)(?<!yesterday)(?<!today)['’]s|=|:|→|≈)"
     r"[ \t*_]*(?:approximately|about|around|roughly|exactly|just|only|~)?[ \t*_~]*$",
     re.IGNORECASE,
 )
@@ -164,7 +165,8 @@ _COMPARISON_RE = re.compile(
 _REFERENCE_BEFORE_RE = re.compile(
     r"(?:\bfrom|\bthan|\bsince|\bpreviously|\bprior|\bbefore|\bout of|\bof|\bacross|\bover"
     r"|\bvs\.?|\bversus|\bcompared (?:with|to)|\bnot|n't|\binstead of|\brather than"
-    r"|\blast (?:year|quarter|month|week)|\bin (?:q[1-4]|[a-z]+ \d{4})|\bwhich (?:is|was)"
+    r"|\b(?:last|prior|previous) (?:year|quarter|month|week|period)(?:['’]s(?: figure| total"
+    r"| value)?)?|\b(?:yesterday|today)['’]s|\bin (?:q[1-4]|[a-z]+ \d{4})|\bwhich (?:is|was)"
     r"|\bthat is|\bi\.e\.|\b(?:difference|change|gap|increase|decrease|drop|rise) of)"
     r"[ \t*_$€£¥₹~≈]*$",
     re.IGNORECASE,
@@ -200,7 +202,10 @@ def _meta_count(sentence: str, mention: NumberMention) -> bool:
 
 
 def _same_kind(a: NumberMention, b: NumberMention) -> bool:
-    return a.percent == b.percent and a.currency == b.currency
+    """Both or neither a percentage, both or neither with a currency, and the same currency
+    when both name one (``€248,087.43`` beside ``$268,405.99`` is a conversion, not a rival)."""
+    codes = {a.currency_code, b.currency_code} - {None}
+    return a.percent == b.percent and a.currency == b.currency and len(codes) <= 1
 
 
 _NEGATED_RE = re.compile(
@@ -219,11 +224,21 @@ def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
     """The value ``sentence`` commits to, of the same kind as ``hit`` (the truth), or ``None``
     when the sentence marks none.
 
-    Among the numbers of the same kind as ``hit``: when the sentence bolds numbers, the last
-    bolded one is committed; else when numbers follow a copula (``is``, ``was``, ``=``,
-    ``:``, ``totals``, ``gives``...; not ``which is``), the last such one; else any.
+    Among the numbers of the same kind as ``hit`` (shorthand restating ``hit`` left out, and
+    numbers in parentheses when ``hit`` is outside them: an aside is not the answer): when
+    the sentence bolds numbers, the last bolded one is committed; else when numbers follow a
+    copula (``is``, ``was``, ``=``, ``:``, ``totals``, ``gives``...; not ``which is``), the
+    last such one; else any.
     """
-    mentions = [m for m in find_all_numbers(sentence) if not m.ambiguous and _same_kind(m, hit)]
+    outside = _outside_parentheses(sentence)
+    mentions = [
+        m
+        for m in find_all_numbers(sentence)
+        if not m.ambiguous
+        and _same_kind(m, hit)
+        and (m.start == hit.start or not restates(m, hit))
+        and (outside[m.start] or not outside[hit.start])
+    ]
     bold = [
         m
         for b in _BOLD_RE.finditer(sentence)
@@ -251,8 +266,7 @@ def find_hedge(
             m
             for m in find_all_numbers(text)
             if not m.ambiguous
-            and m.percent == hit.percent
-            and m.currency == hit.currency
+            and _same_kind(m, hit)
             and not math.isclose(m.value, hit.value, rel_tol=1e-9, abs_tol=1e-12)
             and not restates(m, hit)
             and not _REFERENCE_BEFORE_RE.search(m.before)
@@ -279,6 +293,35 @@ def find_hedge(
     return None
 
 
+_ASKED_CURRENCY_RE = (
+    (r"\b(?:in|as) (?:US |U\.S\. |American )?dollars\b", "USD"),
+    (r"\b(?:in|as) euros?\b", "EUR"),
+    (r"\b(?:in|as) (?:pounds sterling|British pounds)\b", "GBP"),
+    (r"\b(?:in|as) (?:Indian )?rupees\b", "INR"),
+    (r"\b(?:in|as) (?:Japanese )?yen\b", "JPY"),
+    *((rf"(?:\b(?:in|as) |\()(?:{code})\b", code) for code in ("USD", "EUR", "GBP", "INR", "JPY")),
+)
+WORLD_CURRENCY = "USD"
+"""The currency the reference world keeps its amounts in."""
+
+
+def asked_currency(question: str) -> str | None:
+    """The currency a question asks its amount in (``in US dollars``, ``in USD``, ``(EUR)``),
+    or ``None`` when it names none or several (a rate such as ``US dollars per euro`` names
+    none: the currency is not preceded by ``in``, ``as`` or ``(``)."""
+    found = {code for pattern, code in _ASKED_CURRENCY_RE if re.search(pattern, question, re.I)}
+    return found.pop() if len(found) == 1 else None
+
+
+_QUESTIONED_RE = re.compile(
+    r"^[ \t*_`]*(?:(?:[^\W\d_]+[ \t*_`]*){0,3}|,[ \t]*(?:[^\W\d_]+[ \t*_`]*){1,2})\?"
+)
+"""After a number: a question mark right after it, after at most three words, or after a
+comma and one or two words (``$1,234,567.89?``, ``1.234 thousand euros?``, ``…, maybe?``)
+withdraws the commitment; a longer question or one after other punctuation (``4,821 — want
+a breakdown?``) does not."""
+
+
 def check_numeric(
     answer: str,
     expected: float,
@@ -286,10 +329,12 @@ def check_numeric(
     tolerance_abs: float = 0.0,
     tolerance_rel: float = 0.005,
     naive: float | None = None,
+    currency: str | None = None,
     name: str = "numeric",
 ) -> GradeCheck:
     """Grade the committed number in ``answer`` against ``expected``; ``naive`` is a
-    known-wrong value."""
+    known-wrong value; ``currency`` the ISO code the question asks the amount in
+    (:func:`asked_currency`; ``None``: the question names none)."""
     statement = commitment(answer)
     where = statement.where
     mentions = find_all_numbers(statement.sentence)
@@ -302,19 +347,39 @@ def check_numeric(
     )
     found = [m.text for m in mentions]
     unparsed = f" ({', '.join(ambiguous)}: ambiguous grouping, not read)" if ambiguous else ""
+    said = f"{where} ({statement.sentence[:100]!r})"
 
-    def fail(reason: str) -> GradeCheck:
+    def fail(reason: str, *, uncertain: bool = False) -> GradeCheck:
+        if uncertain:
+            reason = f"uncertain: {reason}; the rules cannot settle it"
         return GradeCheck(
-            name=name, passed=False, reason=reason, expected=expected, found=found or None
+            name=name,
+            passed=False,
+            reason=reason,
+            expected=expected,
+            found=found or None,
+            uncertain=uncertain,
         )
 
     tols = (tolerance_abs, tolerance_rel)
-    hit = next((m for m in parsed if _hits(m, expected, *tols)), None)
-    if hit is not None and negated(statement.sentence, hit):
+    in_truth = [m for m in parsed if _hits(m, expected, *tols)]
+    wanted = currency or WORLD_CURRENCY
+    hit = next((m for m in in_truth if m.currency_code in (None, wanted)), None)
+    foreign = next((m for m in in_truth if m.currency_code not in (None, wanted)), None)
+    if hit is None and foreign is not None:
+        written = f"{foreign.text} is in {foreign.currency_code}"
+        if currency is None:
+            return fail(
+                f"{said} states {written} and the question names no currency (the world "
+                f"keeps {WORLD_CURRENCY})",
+                uncertain=True,
+            )
         return fail(
-            f"{where} ({statement.sentence[:100]!r}) denies {hit.text} (the truth); "
-            f"expected {bound}"
+            f"{said} states {written}; the question asks for {currency} (another currency "
+            f"fails unless the converted {currency} amount is stated); expected {bound}"
         )
+    if hit is not None and negated(statement.sentence, hit):
+        return fail(f"{said} denies {hit.text} (the truth); expected {bound}")
     naive_differs = (
         naive is not None
         and not math.isnan(naive)
@@ -326,40 +391,69 @@ def check_numeric(
             wrong = next((m for m in find_all_numbers(text) if _hits(m, naive, *tols)), None)
             if wrong is None:
                 continue
-            said = f"{where} ({statement.sentence[:100]!r}) or what follows it"
+            what = f"{said} or what follows it"
             if hit is not None:
                 return fail(
-                    f"{said} states both the truth ({hit.text}) and the known-wrong value "
+                    f"{what} states both the truth ({hit.text}) and the known-wrong value "
                     f"{wrong.text} (naive answer {format_number(naive)}): a hedge fails"
                 )
             return fail(
-                f"{said} states {wrong.text}, the known-wrong (naive) answer "
+                f"{what} states {wrong.text}, the known-wrong (naive) answer "
                 f"{format_number(naive)}; expected {bound}"
             )
     if not parsed:
         return fail(f"no number in {where}{unparsed}; expected {bound}")
     if hit is None:
+        earlier = next(
+            (
+                m
+                for text in statement.preceding
+                for m in find_all_numbers(text)
+                if _hits(m, expected, *tols)
+                and m.currency_code in (None, wanted)
+                and not negated(text, m)
+                and not _meta_count(text, m)
+                and not _QUESTIONED_RE.match(text[m.end :])
+            ),
+            None,
+        )
+        if earlier is not None and not _hedge_words(statement.sentence, None):
+            return fail(
+                f"there is no final-answer line; {said} states {', '.join(found)}, but an "
+                f"earlier sentence of the same paragraph states {earlier.text} (within "
+                f"{bound})",
+                uncertain=True,
+            )
+        return fail(f"{said} states {', '.join(found)}; none is within {bound}{unparsed}")
+    if _QUESTIONED_RE.match(statement.sentence[hit.end :]):
         return fail(
-            f"{where} ({statement.sentence[:100]!r}) states {', '.join(found)}; "
-            f"none is within {bound}{unparsed}"
+            f"{said} ends the clause of {hit.text} with a question mark, which withdraws the "
+            f"commitment; expected {bound} stated"
         )
     hits = [m for m in parsed if _hits(m, expected, *tols)]
     committed = committed_value(statement.sentence, hit)
     if committed is not None and all(committed.start != m.start for m in hits):
         return fail(
-            f"{where} ({statement.sentence[:100]!r}) commits to {committed.text}; "
-            f"{hit.text} appears only as an intermediate figure; expected {bound}"
+            f"{said} commits to {committed.text}; {hit.text} appears only as an intermediate "
+            f"figure; expected {bound}"
         )
+    hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel)
+    if hedge is not None:
+        return fail(f"{where} states {hit.text} but hedges: {hedge}; a hedge fails")
     if _COMPARISON_RE.search(statement.sentence):
         rival = [
             m
             for m in parsed
-            if _same_kind(m, hit) and not _hits(m, expected, *tols) and not restates(m, hit)
+            if _same_kind(m, hit)
+            and not _hits(m, expected, *tols)
+            and not restates(m, hit)
+            and not (_year_like(m) and not _year_like(hit))
         ]
         if rival:
             return fail(
-                f"{where} ({statement.sentence[:100]!r}) compares {hit.text} with "
-                f"{rival[0].text} without saying which is the answer; expected {bound}"
+                f"{said} compares {hit.text} with {rival[0].text} without saying which is "
+                f"the answer",
+                uncertain=True,
             )
     if not _in_bold(statement.sentence, hit):
         outside = _outside_parentheses(statement.sentence)
@@ -378,11 +472,9 @@ def check_numeric(
         ]
         if rivals:
             return fail(
-                f"{where} ({statement.sentence[:100]!r}) states {hit.text} and also "
-                f"{rivals[0].text} for what may be the asked quantity; expected {bound}"
+                f"{said} states {hit.text} and also {rivals[0].text} for what may be the "
+                f"asked quantity",
+                uncertain=True,
             )
-    hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel)
-    if hedge is not None:
-        return fail(f"{where} states {hit.text} but hedges: {hedge}; a hedge fails")
     reason = f"{where} states {hit.text}, within {bound}"
     return GradeCheck(name=name, passed=True, reason=reason, expected=expected, found=hit.text)

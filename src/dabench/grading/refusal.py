@@ -5,7 +5,8 @@ no-commitment rule.
 filters); ``abstain``: a fact never taught or not in the data. Both pass when the graded text
 (the final-answer section, else the whole answer) expresses one of the meaning classes
 (:data:`MEANING_CLASSES`: non-existence, not recorded, impossible or contradictory, cannot be
-determined, out of scope) **and** does not commit to a value (:func:`find_commitment`).
+determined, not permitted, not applicable, out of scope) **and** does not commit to a value
+(:func:`find_commitment`).
 
 Matching runs on normalised text (lower case, curly quotes straightened, ``*`` and backticks
 removed, whitespace collapsed). Patterns whose words are themselves positive
@@ -65,6 +66,8 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"nothing (?:about|on|regarding|concerning) [\w .,'-]{0,80}?(?:has been|have been|was|is"
         r"|were) (?:taught|recorded|saved|documented|stored|mentioned|shared)",
         rf"{_DONT} (?:record|store|track|capture|log|keep|hold|cover|go back|extend)",
+        rf"(?:data|warehouse|records?|tables?|knowledge(?: base)?|catalog|platform|sources?)"
+        rf" {_DONT} (?:say|show|tell|mention|specify|indicate|reveal)",
         r"no (?:record|records|data|information|info|knowledge|memory|memories|insight|insights"
         r"|mention|history|entry|entries|notes?|facts?) (?:of|about|on|for|regarding|that|in"
         r"|covering|saved|stored|recorded)",
@@ -120,6 +123,16 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"(?:nothing|no [\w-]+) to (?:report|average|show|compute|sum|count|aggregate)",
         r"no (?:[\w-]+ )?(?:figure|number|value|result|answer)s? (?:for|to report|available)",
     ),
+    "not permitted": (
+        r"read[- ]only",
+        rf"{_CANT} (?:delete|modify|update|insert|drop|write|change|alter|remove|create|edit"
+        r"|truncate|execute (?:writes|updates|deletes))",
+        r"(?:no|without|lack) (?:write|delete|modify|update|admin) (?:access|permissions?"
+        r"|privileges?|rights)",
+        r"(?:not|n't) (?:permitted|allowed|authori[sz]ed)",
+        r"only (?:allows?|permits?|supports?|runs?) (?:read|select)",
+    ),
+    "not applicable": (r"(?<![\w/])n/a(?![\w/])", r"not applicable"),
     "out of scope": (
         r"out(?:side)? (?:of )?(?:the |my |this |our )?(?:scope|domain|coverage)",
         r"beyond (?:the |my |what )",
@@ -150,11 +163,12 @@ _COPULA_VALUE_RE = re.compile(
     rf"|scores?|averages?|averaged|stands at|sits at|reaches|reached|works out to|i'd say"
     rf"|i would say|estimate(?:d)? (?:at|to be))|(?<=\w)'s"
     rf"|=|≈|(?<![\d\s]):)[ \t]+(?:(?:about|approximately|approx\.|around|roughly|exactly|just"
-    rf"|only|probably|likely|estimated(?: at)?|an estimated|~)[ \t]+)?~?(?P<val>{_VALUE})"
+    rf"|only|probably|likely|estimated(?: at)?|an estimated|~)[ \t]+){{0,2}}~?(?P<val>{_VALUE})"
 )
 _GUESS_RE = re.compile(
     r"(?:not sure|not certain|don't know|do not know|can't confirm|cannot confirm|can't verify"
     r"|cannot verify|no way to be sure|unknown|can't be sure|cannot be sure|not able to confirm"
+    r"|doesn't say|does not say|doesn't show|does not show"
     r"|isn't documented|not documented|isn't recorded|not recorded|don't have it|do not have it"
     r"|couldn't find|could not find|can't find|cannot find|isn't a column|not a column)"
     r"[^.!?\n]{0,60}?\b(?:but|however|though|although)\b[^.!?\n]{0,60}?"
@@ -232,13 +246,22 @@ def find_commitment(text: str, *, marked_line: str | None = None) -> str | None:
     return None
 
 
+_NULL_ANSWER_RE = re.compile(r"^(?:n/a|na|not applicable|no answer|no value|—|–|-)\.?$", re.I)
+_FENCE_RE = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
+
+
 def check_refusal(answer: str, kind: Literal["refusal", "abstain"] = "refusal") -> GradeCheck:
     """Pass when the graded text refuses or abstains (a meaning class) and commits to no
-    value."""
+    value. A final-answer section that is only ``N/A`` (``not applicable``, a dash) is read
+    together with the text above the marker (fenced code left out): its reasons, and any
+    value it commits to."""
     where = focus(answer)
     wanted = "a refusal" if kind == "refusal" else "an abstention"
-    meaning = find_meaning(where.section)
-    commit = find_commitment(where.section, marked_line=where.line if where.marked else None)
+    text, line = where.section, where.line if where.marked else None
+    if where.marked and _NULL_ANSWER_RE.match(where.section.strip().strip("*_`").strip()):
+        text, line = _FENCE_RE.sub("", answer).strip(), None
+    meaning = find_meaning(text)
+    commit = find_commitment(text, marked_line=line)
     snippet = where.section[:120]
     if meaning is None:
         reason = f"{where.where} expresses no {kind}; it appears to answer: {snippet!r}"

@@ -203,6 +203,10 @@ class GradeCheck(_Record):
     reason: str
     expected: Any = None
     found: Any = None
+    uncertain: bool = False
+    """The rules could not settle this check (docs/grading.md, "Uncertain grades"): more than
+    one candidate, no answer marker where one is needed, a currency or unit they cannot
+    read. ``passed`` is then False; the judge settles it when one is configured."""
 
 
 class Grade(_Record):
@@ -224,6 +228,11 @@ class Grade(_Record):
     rubric_version: str | None = None
     excluded: bool = False
     """True for harness errors: excluded from accuracy, reported separately."""
+    uncertain: bool = False
+    """The deterministic rules could not settle the headline check (a check with
+    ``uncertain``). Without a judge ``passed`` is False; with one, the judge decides."""
+    settled_by: str | None = None
+    """``"judge"`` when the judge's verdict decided ``passed`` of an uncertain grade."""
 
 
 class RunManifest(_Record):

@@ -134,6 +134,22 @@ def arm_color(name: str) -> str:
     return ARM_PALETTE[int.from_bytes(digest[:4], "big") % len(ARM_PALETTE)]
 
 
+@dataclass(frozen=True)
+class UncertainCount:
+    """Grades the deterministic rules left uncertain (docs/grading.md, "Uncertain grades"),
+    for one arm, and how they were settled."""
+
+    arm: str
+    uncertain: int
+    judge_passed: int
+    judge_failed: int
+
+    @property
+    def unsettled(self) -> int:
+        """Uncertain grades no judge settled: counted as not passed."""
+        return self.uncertain - self.judge_passed - self.judge_failed
+
+
 @dataclass
 class ReportContext:
     """Everything a report template needs."""
@@ -198,6 +214,20 @@ class ReportContext:
             f"per-episode overall score, a weighted mix of {parts or 'no scores'}, "
             "times (1 - failure penalty)"
         )
+
+    @functools.cached_property
+    def uncertain(self) -> list[UncertainCount]:
+        """Per arm with any, the uncertain grades and how the judge settled them."""
+        counts: dict[str, list[int]] = {}
+        for episode in self.run.episodes:
+            grade = self.run.grades.get(episode.key)
+            if grade is None or grade.excluded or not grade.uncertain:
+                continue
+            row = counts.setdefault(episode.arm, [0, 0, 0])
+            row[0] += 1
+            if grade.settled_by == "judge":
+                row[1 if grade.passed else 2] += 1
+        return [UncertainCount(arm, *counts[arm]) for arm in self.arms if arm in counts]
 
     @property
     def has_ttft(self) -> bool:
