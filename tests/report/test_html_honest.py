@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,7 @@ def only_a0(mixed_run: ReportFiles, tmp_path_factory: pytest.TempPathFactory) ->
 
 def _load(browser: Browser, files: ReportFiles, hash_: str = "") -> None:
     browser.goto(files.html_path.as_uri() + hash_)
-    time.sleep(0.3)
+    browser.settle()
     assert browser.errors() == []
 
 
