@@ -138,9 +138,12 @@ def test_charts_without_data_become_a_one_line_note(
             "No arm recorded a cost or a token count (agents that call no model): nothing to plot.",
             0,
         ],
-        ["chart-funnel-note", "No lifecycle protocol episodes in this run.", 0],
     ]
     assert all(height < 120 for *_, height in notes), notes  # no blank 300 px box
+    # No S5 in this run: no funnel chart at all, and the lifecycle section says so once.
+    assert browser.evaluate("document.getElementById('chart-funnel')") is None
+    text = browser.evaluate("document.body.innerText")
+    assert text.count("No lifecycle protocol episodes in this run.") == 1
 
 
 def test_arms_ranked_only_against_arms_of_the_same_task_set(

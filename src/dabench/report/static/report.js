@@ -113,6 +113,9 @@
   var POINT_STYLES = ["circle", "rect", "triangle", "rectRot", "star", "crossRot", "cross", "rectRounded"];
   var DASHES = [[], [8, 4], [2, 3], [12, 3, 2, 3], [4, 4], [1, 5]];
   var radarArms = Object.keys(charts.radar.values);
+  /* Within a group of identical arms, the i-th arm's markers and line are larger / wider. */
+  var twinIndex = {};
+  (charts.radar.identical || []).forEach(function (g) { g.forEach(function (a, i) { twinIndex[a] = i; }); });
   make("chart-radar", {
     type: "radar",
     data: {
@@ -125,11 +128,11 @@
           pointBackgroundColor: alpha(colors[a], 0.35), pointBorderColor: colors[a],
           pointStyle: POINT_STYLES[i % POINT_STYLES.length],
           borderDash: DASHES[i % DASHES.length],
-          /* Chart.js draws the first dataset on top: later arms get larger markers and
-             wider lines, so one drawn over another still shows around it. */
-          pointRadius: 3 + 2.5 * i,
-          pointHoverRadius: 5 + 2.5 * i,
-          borderWidth: 1.5 + 1.5 * i,
+          /* Chart.js draws the first dataset on top: a later arm identical to an earlier
+             one gets larger markers and a wider line, so it still shows around it. */
+          pointRadius: 3.5 + 3 * (twinIndex[a] || 0),
+          pointHoverRadius: 5.5 + 3 * (twinIndex[a] || 0),
+          borderWidth: 2 + 2 * (twinIndex[a] || 0),
           spanGaps: false,
           /* a filled outline with a gap would be closed through the centre (read as 0) */
           fill: charts.radar.values[a].indexOf(null) < 0
