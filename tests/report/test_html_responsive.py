@@ -110,7 +110,8 @@ LAYOUT = """
     var scrolls = !!box && card.contains(box) && box.getBoundingClientRect().right <= cr.right + 0.5
       && box.scrollWidth > box.clientWidth + 1 && cueShown(box);
     return { where: (t.id || card.id || (card.querySelector('h2,h3') || {}).textContent),
-             fits: fits, scrolls: scrolls, cardInside: cr.left >= -0.5 && cr.right <= vw + 0.5 };
+             fits: fits, scrolls: scrolls, stacked: t.classList.contains('stack-sm'),
+             cardInside: cr.left >= -0.5 && cr.right <= vw + 0.5 };
   });
   function cells(sel) {
     return Array.from(document.querySelectorAll(sel)).filter(function (td) {
@@ -160,6 +161,8 @@ def test_on_a_phone_every_key_number_is_on_screen(
         _open(browser, files, PHONE)
         layout = _layout(browser)
         # Ranking, deltas and the tasks' result chips: one block per row, nothing off-screen.
+        stacked = [t for t in layout["tables"] if t["stacked"]]
+        assert stacked and all(t["fits"] for t in stacked), stacked
         for part in ("ranking", "deltas", "chips", "nav"):
             assert layout[part], part
             off = [c for c in layout[part] if c[1] != "viewport"]
