@@ -359,9 +359,11 @@
     panel.appendChild(section("Grade"));
     panel.appendChild(el("p", {}, verdict(ep.passed), " " + ep.reason));
     if (ep.checks.length) {
-      panel.appendChild(table(["check", "", "expected", "found", "reason"], ep.checks.map(function (c) {
+      var checks = table(["check", "", "expected", "found", "reason"], ep.checks.map(function (c) {
         return [c.name, verdict(c.passed), c.expected, c.found, c.reason];
-      })));
+      }));
+      checks.className = "episode-checks";
+      panel.appendChild(checks);
     }
     if (ep.scores.length) {
       panel.appendChild(section("Scores (higher is better)"));
