@@ -55,6 +55,10 @@ class Browser:
         ]
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable", session=True)
+        self.resize(width, height)
+
+    def resize(self, width: int, height: int = 1000) -> None:
+        """Set the viewport (CSS pixels); the next page load lays out at this size."""
         self.send(
             "Emulation.setDeviceMetricsOverride",
             {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
@@ -108,6 +112,23 @@ class Browser:
         if "exceptionDetails" in result:
             raise RuntimeError(f"JS exception: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def settle(self, timeout: float = 30) -> None:
+        """Wait until the page runs no CSS transition or animation (e.g. the drawer sliding
+        in): a state check, polled, so a loaded machine only makes it wait longer."""
+        deadline = time.monotonic() + timeout
+        # Two frames first: a transition a hash change has queued has then started.
+        self.evaluate(
+            "new Promise(function (r) { requestAnimationFrame(function () {"
+            " requestAnimationFrame(function () { r(true); }); }); })"
+        )
+        while self.evaluate(
+            "document.getAnimations().some(function (a) { return a.playState === 'running'"
+            " || a.playState === 'pending'; })"
+        ):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the page kept animating")
+            time.sleep(0.05)
 
     def errors(self) -> list[str]:
         """Console errors, uncaught exceptions and error log entries seen so far."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +48,7 @@ def browser() -> Iterator[Browser]:
 
 def _load(browser: Browser, url: str) -> None:
     browser.goto(url)
-    time.sleep(0.3)  # the drawer slides in with a short CSS transition
+    browser.settle()  # the drawer slides in with a short CSS transition
 
 
 def test_loads_without_errors_and_every_chart_renders(
@@ -96,11 +95,11 @@ def test_episode_permalink_opens_its_panel(
     )
     # Closing removes the panel from view; another permalink via hashchange opens another.
     browser.evaluate("document.getElementById('drawer-close').click()")
-    time.sleep(0.3)
+    browser.settle()
     assert browser.evaluate(f"{VISIBLE}('ep-{ep.key}')") is False
     other = next(e for e in run.episodes if e.arm == "a0" and e.status == "timeout")
     browser.evaluate(f"location.hash = '#ep-{other.key}'")
-    time.sleep(0.3)
+    browser.settle()
     assert browser.evaluate(f"{VISIBLE}('ep-{other.key}')") is True
     assert "timeout" in browser.evaluate(f"document.getElementById('ep-{other.key}').textContent")
     assert browser.errors() == []
@@ -151,3 +150,33 @@ def test_ttft_kpi_is_rendered_in_the_arm_card(browser: Browser, ttft_reported: R
         ["arm-kb", "300 ms TTFT p50 (p95 480 ms, n 5, measured by dabench)", True],
         ["arm-llm", "n/a TTFT p50", True],
     ]
+
+
+def test_episode_panel_uses_the_card_score_names(
+    browser: Browser, reported_run: tuple[Path, ReportFiles]
+) -> None:
+    run_dir, files = reported_run
+    run = load_run(run_dir)
+    ep = next(e for e in run.episodes if not run.grades[e.key].passed and e.arm == "a0")
+    _load(browser, f"{files.html_path.as_uri()}#ep-{ep.key}")
+    rows = browser.evaluate(
+        f"Array.from(document.getElementById('ep-{ep.key}')"
+        ".querySelectorAll('table.episode-scores tr')).slice(1).map(function (tr) {"
+        " return Array.from(tr.children).map(function (td) { return td.textContent; }); })"
+    )
+    names = [r[0] for r in rows]
+    cards = browser.evaluate(
+        "Array.from(document.querySelectorAll('#arm-a0 .bar-label'))"
+        ".map(function (s) { return s.textContent; })"
+    )
+    assert "error-free tool calls" in names and "speed score" in names and "cost score" in names
+    assert names[-1] == "overall score"
+    assert set(names) - {"overall score"} <= set(cards)  # the names the arm card uses
+    assert not any(n in ("error rate", "latency", "overall", "tool") for n in names)
+    assert all(r[2] for r in rows)  # each says what it measures
+    badge = browser.evaluate(
+        f"Array.from(document.getElementById('ep-{ep.key}').querySelectorAll('.badge'))"
+        ".map(function (b) { return b.textContent; })"
+    )
+    assert any(b.startswith("overall score ") for b in badge)
+    assert not any(b.startswith("score ") for b in badge)

@@ -21,12 +21,15 @@ def test_markdown_has_every_section_with_cis(reported_run: tuple[Path, ReportFil
         "## Arm × suite",
         "## Deltas against the baseline arm `a0`",
         "## Knowledge-trap classes",
+        "## Lifecycle (S5)",
         "## Lifecycle funnel (S5)",
-        "## Efficiency (S4)",
+        "## Efficiency\n",
         "## Failure taxonomy",
         "## Caveats",
     ):
         assert heading in md, heading
+    # A title names a suite only when the run played it: this run has S5 tasks, no S4.
+    assert "(S4)" not in md
     # Rates with their CI, deltas with signed points and CI.
     assert re.search(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", md)
     assert re.search(r"[+-]\d+\.\d pts \[[+-]\d+\.\d, [+-]\d+\.\d\]", md)
@@ -117,7 +120,7 @@ def test_single_arm_and_empty_runs_still_report(tmp_path: Path) -> None:
 
 def _ttft_column(md: str) -> dict[str, str]:
     """The TTFT cell of each arm's row in report.md's efficiency table."""
-    section = md[md.index("## Efficiency (S4)") : md.index("Per suite:")]
+    section = md[md.index("## Efficiency") : md.index("Per suite:")]
     rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ")]
     col = rows[0].index("TTFT p50 / p95 (ms)")
     return {row[0].strip("| `"): row[col] for row in rows[2:]}
@@ -137,8 +140,13 @@ def test_ttft_beside_latency_for_a_streaming_arm(ttft_reported: ReportFiles) -> 
     efficiency = html[
         html.index('<section id="efficiency"') : html.index('<section id="lifecycle"')
     ]
-    assert '<th class="r">TTFT p50 / p95 (ms)</th>' in efficiency
-    assert '<td class="r">300 / 480 (n 5, measured by dabench)</td>' in efficiency
+    # One row per figure, an arm per column (kb first, llm second).
+    row = efficiency[efficiency.index(">TTFT p50 / p95 (ms)</th>") :]
+    row = row[: row.index("</tr>")]
+    assert re.findall(r'<td class="r">([^<]*)</td>', row) == [
+        "300 / 480 (n 5, measured by dabench)",
+        "n/a",
+    ]
     assert html.count('class="sub ttft-caption"') == 2
 
 
@@ -185,3 +193,52 @@ def test_uncertain_grades_are_counted_with_how_the_judge_settled_them(tmp_path: 
     assert "Uncertain grades: none." in write_reports(plain, resamples=0).markdown_path.read_text(
         encoding="utf-8"
     )
+def test_titles_empty_states_ids_and_manifest(
+    reported_run: tuple[Path, ReportFiles], tmp_path: Path
+) -> None:
+    """Suite tags only for suites played, one empty-state line per missing section, no
+    internal ids, and a manifest card with k and the arms."""
+    from tests.stats.builders import outcome_run
+
+    _, files = reported_run  # suites s1, s2, s3, s5
+    html = files.html_path.read_text(encoding="utf-8")
+    md = files.markdown_path.read_text(encoding="utf-8")
+    assert "<h2>Lifecycle (S5)</h2>" in html and "(S4)" not in html and "(S4)" not in md
+    for text in (html, md):
+        assert "seed-003" not in text and "seed 003" not in text
+    manifest = html[html.index('<section id="manifest"') :]
+    assert '<dd id="manifest-k">3 attempts per task and arm</dd>' in manifest
+    arms = manifest[manifest.index('id="manifest-arms"') : manifest.index("</table>")]
+    assert arms.count("<tr>") == 1 + 3  # header and one row per arm
+    for arm in ("a0", "a1", "a2"):
+        assert f'</span>{arm}</td><td data-label="target">reference:{arm}</td>' in arms
+
+    run = outcome_run(tmp_path / "s2", {"a": {"t1": [True]}, "b": {"t1": [False]}}, k=1)
+    files = write_reports(run, resamples=0)  # suite s2 only: no lifecycle, no S4 or S5
+    html = files.html_path.read_text(encoding="utf-8")
+    md = files.markdown_path.read_text(encoding="utf-8")
+    for text in (html, md):
+        assert text.count("No lifecycle protocol episodes in this run.") == 1
+        assert "(S5)" not in text and "(S4)" not in text
+    assert "chart-funnel" not in html.split('<script type="application/json"')[0]
+
+
+def test_caveats_say_what_each_agent_kind_measures(tmp_path: Path) -> None:
+    from tests.stats.builders import outcome_run
+
+    agents = {"p": {"kind": "probe"}, "o": {"kind": "oracle"}, "m": {"kind": "llm"}}
+    run = outcome_run(
+        tmp_path / "r",
+        {arm: {"t1": [True], "t2": [False]} for arm in agents},
+        k=1,
+        agents=agents,
+    )
+    caveats = write_reports(run, resamples=0).stats.caveats
+    probe = next(c for c in caveats if "probe agent" in c)
+    oracle = next(c for c in caveats if "oracle agent" in c)
+    assert (
+        probe.startswith("Arm p uses the probe agent") and "measure the target's retrieval" in probe
+    )
+    assert "validate" not in probe
+    assert oracle.startswith("Arm o uses the oracle agent") and "validate the tasks" in oracle
+    assert not any("Arm m " in c for c in caveats)

@@ -11,7 +11,7 @@ import numpy as np
 
 from dabench.grading.tool_equivalents import manifest_roles
 from dabench.journal.sequential import SequentialRecord, read_sequential
-from dabench.report.fmt import pct
+from dabench.report.fmt import num, pct, ttft
 from dabench.roles import ToolRoles
 from dabench.stats.frame import EpisodeFrame
 from dabench.stats.model import ArmSummary, Delta, Dimension, GroupStats, RunStats
@@ -148,6 +148,33 @@ class UncertainCount:
     def unsettled(self) -> int:
         """Uncertain grades no judge settled: counted as not passed."""
         return self.uncertain - self.judge_passed - self.judge_failed
+EFFICIENCY_ROWS: tuple[tuple[str, str], ...] = (
+    ("tool calls median / p90", "tool calls per episode"),
+    ("errors before success", "tool errors per passed episode"),
+    ("wall clock median / p90", "episode wall clock"),
+    ("latency OK / all", "mean wall clock of completed episodes / of all (timeouts at the limit)"),
+    ("TTFT p50 / p95 (ms)", "time to first token (caption below)"),
+    ("tokens / episode", "mean tokens per episode"),
+    ("enrichment tokens / episode", "knowledge-layer tokens delivered per episode"),
+    ("VES-style", "mean over tasks of passed × sqrt((min calls + 1) / (calls + 1))"),
+    ("fast path", "share of fast-path tasks' episodes that used the pre-aggregated dataset"),
+    ("tool exec rate", "share of tool calls that executed without error"),
+    ("tokens / tool call", "tokens / tool calls"),
+    ("retries", "transient retries in total"),
+    ("quality / $", "mean overall score / mean cost per episode"),
+    ("quality / s", "mean overall score / mean wall seconds"),
+)
+"""The rows of the HTML efficiency table: label and what it measures."""
+
+
+@dataclass
+class EfficiencyRow:
+    """One figure of the efficiency table with its formatted value per arm."""
+
+    label: str
+    help: str
+    cells: list[tuple[str, str]]
+    """(arm, formatted value) in manifest order."""
 
 
 @dataclass
@@ -192,6 +219,48 @@ class ReportContext:
         reliability, then every per-episode score any arm has (not the overall mix)."""
         names = {n for s in self.stats.summaries for n in s.score_means if n != "overall"}
         return ["accuracy", "reliability", *sorted(names)]
+
+    @property
+    def suites(self) -> list[str]:
+        """The suites this run has graded groups in (``s1``, ``s3`` ...)."""
+        return self.values.get("suite", [])
+
+    def suite_tag(self, suite: str) -> str:
+        """`` (S5)`` after a section title when the run has tasks of that suite, else ``""``
+        (a title never names a suite the run did not play)."""
+        return f" ({suite.upper()})" if suite in self.suites else ""
+
+    def efficiency_rows(self) -> list[EfficiencyRow]:
+        """The HTML efficiency table, one row per figure and a cell per arm (arms as columns
+        keep the table narrow: it scrolls only with many arms)."""
+        cells: dict[str, list[str]] = {}
+        for arm in self.arms:
+            g = self.cell(arm, "overall")
+            if g is None:
+                continue
+            e = g.efficiency
+            figures = [
+                f"{num(e.tool_calls_median)} / {num(e.tool_calls_p90)}",
+                num(e.errors_before_success_mean, 2),
+                f"{num(e.wall_s_median)}s / {num(e.wall_s_p90)}s",
+                f"{num(e.latency_ok_s)}s / {num(e.latency_all_s)}s",
+                *([ttft(e)] if self.has_ttft else []),
+                num(e.tokens_mean, 0),
+                num(e.enrichment_tokens_mean, 0),
+                pct(e.ves),
+                pct(e.fast_path_rate),
+                pct(e.tool_exec_rate),
+                num(e.tokens_per_tool_call, 0),
+                str(e.retries_total),
+                num(e.quality_per_dollar, 2),
+                num(e.quality_per_second, 3),
+            ]
+            cells[arm] = figures
+        labels = [x for x in EFFICIENCY_ROWS if self.has_ttft or not x[0].startswith("TTFT")]
+        return [
+            EfficiencyRow(label, help_, [(arm, cells[arm][i]) for arm in cells])
+            for i, (label, help_) in enumerate(labels)
+        ]
 
     @property
     def agent_kinds(self) -> list[str]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, Grade
-from dabench.report.context import ReportContext, score_label
+from dabench.report.context import ReportContext, score_help, score_label
 from dabench.report.render import environment, static_text
 from dabench.roles import Role, reference_role
 from dabench.stats.model import Interval
@@ -109,6 +109,18 @@ def _transcript(ep: Episode) -> list[dict[str, Any]]:
     return out
 
 
+def _scores(grade: Grade | None) -> list[dict[str, Any]]:
+    """The episode's scores under the names the arm cards use (``error_rate`` is
+    ``error-free tool calls``), each with what it measures; the overall mix last."""
+    if grade is None:
+        return []
+    names = sorted(grade.scores, key=lambda n: (n == "overall", n))
+    return [
+        {"name": n, "label": score_label(n), "value": grade.scores[n], "help": score_help(n)}
+        for n in names
+    ]
+
+
 def _with_roles(name: str, roles: list[Role]) -> str:
     return f"{name} ({', '.join(roles)})" if roles else name
 
@@ -138,7 +150,7 @@ def episode_detail(ctx: ReportContext, i: int, with_transcript: bool) -> dict[st
         "excluded": not bool(frame.graded[i]),
         "harness_error": ep.harness_error,
         "score": None if grade is None else float(frame.score[i]),
-        "scores": dict(sorted(grade.scores.items())) if grade else {},
+        "scores": _scores(grade),
         "reason": grade.reason if grade else "not graded",
         "checks": [
             {
@@ -228,7 +240,11 @@ def _radar(ctx: ReportContext) -> dict[str, Any]:
             v = s.score_means.get(key[6:]) if key.startswith("score:") else table.get(key)
             row.append(round(float(v), 4) if v is not None else None)
         values[s.arm] = row
-    return {"labels": [label for _, label in dims], "values": values}
+    same: dict[tuple[float | None, ...], list[str]] = {}
+    for arm, row in values.items():
+        same.setdefault(tuple(row), []).append(arm)
+    identical = [arms for arms in same.values() if len(arms) > 1]
+    return {"labels": [label for _, label in dims], "values": values, "identical": identical}
 
 
 def _breakdown(ctx: ReportContext, dimension: str) -> dict[str, Any]:

@@ -44,6 +44,39 @@ def _judge_caveat(run: RunData) -> str | None:
     )
 
 
+AGENT_CAVEATS: dict[str, str] = {
+    "oracle": (
+        "the oracle agent (no model: it answers from each task's gold SQL through the "
+        "platform's tools): the numbers validate the tasks, graders and audit trail, not a "
+        "model or the target's retrieval."
+    ),
+    "probe": (
+        "the probe agent (no model: it answers a knowledge-trap task right only when the "
+        "platform surfaced the task's deciding fact, any other task as the oracle does): the "
+        "numbers measure the target's retrieval, not a model."
+    ),
+    "replay": (
+        "the replay agent (no model is called: recorded episodes are played again): the "
+        "numbers say whether the recorded runs reproduce, not how a model does now."
+    ),
+}
+"""What the numbers of an arm mean for each agent kind that calls no model."""
+
+
+def _agent_caveats(run: RunData) -> list[str]:
+    """One caveat per model-less agent kind in the run, naming its arms."""
+    by_kind: dict[str, list[str]] = {}
+    for arm in run.manifest.arms:
+        kind = str((arm.get("agent") or {}).get("kind", ""))
+        if kind in AGENT_CAVEATS:
+            by_kind.setdefault(kind, []).append(str(arm.get("name")))
+    out = []
+    for kind, arms in by_kind.items():
+        who = f"Arm {arms[0]} uses" if len(arms) == 1 else f"Arms {', '.join(arms)} use"
+        out.append(f"{who} {AGENT_CAVEATS[kind]}")
+    return out
+
+
 def _replay_caveats(run: RunData) -> list[str]:
     """Replay arms that re-grade recorded answers only, and replays that diverged."""
     out = []
@@ -71,11 +104,13 @@ def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]
         out.append("The journal holds no episodes: there is nothing to compare yet.")
     if run.manifest.finished_at is None:
         out.append("The run has no finish time in its manifest: it may be incomplete.")
-    if run.manifest.no_model:
-        out.append(
-            "No model was used (oracle, probe or replay agents): the numbers validate tasks, "
-            "graders and audit, not an LLM."
+    agents = _agent_caveats(run)
+    if run.manifest.no_model and not agents:
+        agents.append(
+            "No model was used (oracle, probe or replay agents): the numbers do not measure "
+            "a model."
         )
+    out.extend(agents)
     out.extend(_replay_caveats(run))
     if stats.k < 3:
         out.append(

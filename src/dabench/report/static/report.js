@@ -107,16 +107,32 @@
     options: { indexAxis: "y", scales: { x: pctAxis }, plugins: { legend: { display: true } } }
   });
 
-  /* A metric an arm lacks is a gap in its outline (null), never a point at 0. */
+  /* A metric an arm lacks is a gap in its outline (null), never a point at 0. Each arm has its
+     own marker shape, line pattern and marker size, so arms with identical
+     values stay distinguishable where they lie on top of each other. */
+  var POINT_STYLES = ["circle", "rect", "triangle", "rectRot", "star", "crossRot", "cross", "rectRounded"];
+  var DASHES = [[], [8, 4], [2, 3], [12, 3, 2, 3], [4, 4], [1, 5]];
+  var radarArms = Object.keys(charts.radar.values);
+  /* Within a group of identical arms, the i-th arm's markers and line are larger / wider. */
+  var twinIndex = {};
+  (charts.radar.identical || []).forEach(function (g) { g.forEach(function (a, i) { twinIndex[a] = i; }); });
   make("chart-radar", {
     type: "radar",
     data: {
       labels: charts.radar.labels,
-      datasets: Object.keys(charts.radar.values).map(function (a) {
+      datasets: radarArms.map(function (a, i) {
         return {
           label: a,
           data: charts.radar.values[a].map(function (v) { return v === null ? null : 100 * v; }),
-          borderColor: colors[a], backgroundColor: alpha(colors[a], 0.15), pointRadius: 3,
+          borderColor: colors[a], backgroundColor: alpha(colors[a], 0.12),
+          pointBackgroundColor: alpha(colors[a], 0.35), pointBorderColor: colors[a],
+          pointStyle: POINT_STYLES[i % POINT_STYLES.length],
+          borderDash: DASHES[i % DASHES.length],
+          /* Chart.js draws the first dataset on top: a later arm identical to an earlier
+             one gets larger markers and a wider line, so it still shows around it. */
+          pointRadius: 3.5 + 3 * (twinIndex[a] || 0),
+          pointHoverRadius: 5.5 + 3 * (twinIndex[a] || 0),
+          borderWidth: 2 + 2 * (twinIndex[a] || 0),
           spanGaps: false,
           /* a filled outline with a gap would be closed through the centre (read as 0) */
           fill: charts.radar.values[a].indexOf(null) < 0
@@ -125,9 +141,12 @@
     },
     options: {
       scales: { r: { min: 0, max: 100, ticks: { stepSize: 25, backdropColor: "transparent" } } },
-      plugins: { tooltip: { callbacks: { label: function (c) {
-        return c.dataset.label + ": " + (c.raw === null ? "n/a" : c.raw.toFixed(1) + "%");
-      } } } }
+      plugins: {
+        legend: { labels: { usePointStyle: true, boxWidth: 10 } },
+        tooltip: { callbacks: { label: function (c) {
+          return c.dataset.label + ": " + (c.raw === null ? "n/a" : c.raw.toFixed(1) + "%");
+        } } }
+      }
     }
   });
   var radarGaps = Object.keys(charts.radar.values).map(function (a) {
@@ -141,6 +160,14 @@
     gapNote.id = "chart-radar-na";
     gapNote.textContent = "n/a (not drawn): " + radarGaps.join("; ");
     radarBox.parentNode.parentNode.appendChild(gapNote);
+  }
+  if (radarBox && charts.radar.identical && charts.radar.identical.length) {
+    var same = document.createElement("p");
+    same.className = "muted small chart-note identical-note";
+    same.id = "chart-radar-identical";
+    same.textContent = "Identical on every axis (drawn on top of each other; told apart by marker and line): " +
+      charts.radar.identical.map(function (g) { return g.join(" = "); }).join("; ");
+    radarBox.parentNode.parentNode.appendChild(same);
   }
 
   ["suite", "difficulty", "category"].forEach(function (dim) {
@@ -234,7 +261,27 @@
       },
       options: { scales: { y: pctAxis } }
     });
-  } else { emptyNote("chart-funnel", "No lifecycle protocol episodes in this run."); }
+  }
+
+  /* ---------- scroll cues ---------- */
+  /* A table wider than its card scrolls inside it; while it does, a line above it says so. */
+  function markOverflow() {
+    document.querySelectorAll(".scroll").forEach(function (box) {
+      var over = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("overflowing", over);
+      var cue = box.previousElementSibling;
+      if (!cue || !cue.classList.contains("scroll-cue")) {
+        if (!over) { return; }
+        cue = document.createElement("p");
+        cue.className = "scroll-cue small";
+        cue.textContent = "\u21c6 scroll sideways for more columns";
+        box.parentNode.insertBefore(cue, box);
+      }
+      cue.hidden = !over;
+    });
+  }
+  markOverflow();
+  window.addEventListener("resize", markOverflow);
 
   /* ---------- tasks ---------- */
   function toggleTask(row, open) {
@@ -243,6 +290,7 @@
     var show = open === undefined ? detail.hidden : open;
     detail.hidden = !show;
     row.classList.toggle("open", show);
+    markOverflow();
   }
   document.querySelectorAll(".task-row").forEach(function (row) {
     row.addEventListener("click", function (ev) {
@@ -296,7 +344,7 @@
     var status = el("div", { class: "status" },
       el("span", { class: "badge " + (ep.passed ? "green" : ep.excluded ? "gray" : "red"), text: ep.failure.replace(/_/g, " ") }),
       el("span", { class: "badge gray", text: "status: " + ep.status }),
-      el("span", { class: "badge gray", text: "score " + pct(ep.score) }),
+      el("span", { class: "badge gray", title: "the episode's overall score (a weighted mix of the scores below)", text: "overall score " + pct(ep.score) }),
       el("span", { class: "badge gray", text: ep.wall_s + " s · " + ep.tokens + " tokens" + (ep.cost === null ? "" : " · $" + ep.cost.toFixed(4)) }),
       ep.mismatch ? el("span", { class: "badge purple", text: "≠ tool mismatch" }) : null,
       link);
@@ -311,13 +359,17 @@
     panel.appendChild(section("Grade"));
     panel.appendChild(el("p", {}, verdict(ep.passed), " " + ep.reason));
     if (ep.checks.length) {
-      panel.appendChild(table(["check", "", "expected", "found", "reason"], ep.checks.map(function (c) {
+      var checks = table(["check", "", "expected", "found", "reason"], ep.checks.map(function (c) {
         return [c.name, verdict(c.passed), c.expected, c.found, c.reason];
-      })));
+      }));
+      checks.className = "episode-checks";
+      panel.appendChild(checks);
     }
-    var scoreNames = Object.keys(ep.scores);
-    if (scoreNames.length) {
-      panel.appendChild(table(["score", "value"], scoreNames.map(function (n) { return [n.replace(/_/g, " "), pct(ep.scores[n])]; })));
+    if (ep.scores.length) {
+      panel.appendChild(section("Scores (higher is better)"));
+      var scores = table(["score", "value", "what it measures"], ep.scores.map(function (x) { return [x.label, pct(x.value), x.help]; }));
+      scores.className = "episode-scores";
+      panel.appendChild(scores);
     }
     if (ep.judge) {
       panel.appendChild(section("Judge"));
