@@ -46,7 +46,7 @@ from dabench.providers.claude_cli import (
 )
 from dabench.sandbox import agent_workdir, protected_paths, sealed_env
 from dabench.targets.base import TargetSession, error_code_of
-from dabench.targets.reference import ReferenceTarget
+from dabench.targets.reference_episode import ReferenceEpisode
 from dabench.tasks.model import Task
 
 SESSION_HEADER = "X-DPS-Session"
@@ -177,7 +177,7 @@ class ClaudeCliAgent(Agent):
 
     async def _turn(
         self,
-        target: ReferenceTarget,
+        target: ReferenceEpisode,
         identity: str,
         session: TargetSession | None,
         prompt: str,
@@ -218,7 +218,7 @@ class ClaudeCliAgent(Agent):
     async def _cli(
         self,
         prompt: str,
-        target: ReferenceTarget,
+        target: ReferenceEpisode,
         identity: str,
         current: TargetSession,
         tools: list[ToolSpec],
@@ -232,7 +232,7 @@ class ClaudeCliAgent(Agent):
             prompt,
             mcp_config=mcp_config_for(
                 target.base_url + "/mcp",
-                target.keys[identity],
+                await target.key(identity),
                 current.handle,
                 self.config.server_name,
             ),

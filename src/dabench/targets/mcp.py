@@ -371,8 +371,11 @@ class McpTarget(Target):
             if session is not None:
                 await session.close()
 
-    async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
-        """Read the audit API when configured; otherwise the harness trace is the source."""
+    async def read_audit(
+        self, sessions: list[str], expected_calls: int, episode: str | None = None
+    ) -> AuditCheck:
+        """Read the audit API when configured; otherwise the harness trace is the source.
+        (A third-party server mints no episode keys: rows are read by session.)"""
         cfg = self.config.audit
         if cfg is None:
             return await super().read_audit(sessions, expected_calls)

@@ -38,6 +38,7 @@ from dabench.targets.loopback_http import LoopbackHttp, PoolStats
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
+from dabench.targets.reference_episode import EPISODES, ReferenceEpisode
 from dabench.targets.registry import register_target
 
 SESSION_ARG = "session_id"
@@ -269,9 +270,46 @@ class ReferenceTarget(Target):
                 self._conns[identity] = conn
             return conn
 
+    async def keyed_connection(self, identity: str, key: str) -> ToolConnection:
+        """A connection authenticated with another key of ``identity`` (an episode's): over
+        the lean client it shares the identity's pool and tool list."""
+        base = await self.connection(identity)
+        headers = {"Authorization": f"Bearer {key}"}
+        if isinstance(base, LeanMcpConnection):
+            return base.with_headers(headers)
+        url = self.base_url + "/mcp"
+        conn = McpConnection(
+            McpEndpoint(url, headers), call_timeout_s=self.config.call_timeout_s, idle_s=self.idle_s
+        )
+        await conn.open()
+        return conn
+
+    async def begin_episode(self, label: str) -> ReferenceEpisode:
+        """Open an episode on the platform: the default identity's key is minted now, the
+        others when the episode first acts as them."""
+        first = "default" if "default" in self.keys else next(iter(self.keys))
+        body = {"label": label[:1000], "users": [first]}
+        opened = await self.admin("POST", EPISODES, body)
+        return ReferenceEpisode(self, str(opened["episode_id"]), dict(opened["keys"]))
+
+    async def mint_key(self, episode_id: str, identity: str) -> str:
+        """A key of ``identity`` bound to an open episode."""
+        if identity not in self.keys:
+            raise HarnessError(f"{self.label}: unknown identity {identity!r}")
+        minted = await self.admin("POST", f"{EPISODES}/{episode_id}/keys", {"user": identity})
+        return str(minted["key"])
+
+    async def close_episode(self, episode_id: str) -> None:
+        """Revoke every key of an episode."""
+        await self.admin("DELETE", f"{EPISODES}/{episode_id}")
+
     async def open_session(self, identity: str = "default") -> ReferenceSession:
-        """Call ``platform_info`` to open a fresh ``dps_...`` session."""
-        conn = await self.connection(identity)
+        """Call ``platform_info`` to open a fresh ``dps_...`` session (with the identity's
+        static key: an episode opens its sessions through :meth:`begin_episode`'s view)."""
+        return await self.open_session_on(await self.connection(identity), identity)
+
+    async def open_session_on(self, conn: ToolConnection, identity: str) -> ReferenceSession:
+        """Open a session through ``conn`` (authenticated as ``identity``)."""
         outcome = await conn.call(INFO_TOOL, {})
         if outcome.is_error:
             raise HarnessError(f"{self.label}: platform_info failed: {outcome.text[:300]}")
@@ -300,13 +338,18 @@ class ReferenceTarget(Target):
             self._http = http_client(self.idle_s)
         return self._http
 
-    async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
-        """The platform's audit rows of the episode's sessions vs. our count."""
+    async def read_audit(
+        self, sessions: list[str], expected_calls: int, episode: str | None = None
+    ) -> AuditCheck:
+        """The platform's audit rows of the episode (every row of its keys; else of its
+        sessions) vs. our count."""
         if self._loopback is None:
             self._loopback = LoopbackHttp(self.base_url, timeout_s=30.0, idle_s=self.idle_s)
         cfg = AuditReaderConfig(base_url=self.base_url)
         get = loopback_get(self._loopback)
-        return await read_audit_http(get, cfg, self.admin_key, sessions, expected_calls)
+        return await read_audit_http(
+            get, cfg, self.admin_key, sessions, expected_calls, episode=episode
+        )
 
     async def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Call the admin API (``/api/v1/admin/...``) with the admin key (for protocols)."""
