@@ -34,6 +34,7 @@ from dabench.agents.llm import DEFAULT_SYSTEM_PROMPT, FINAL_ANSWER_PROTOCOL
 from dabench.agents.platform_access import reference_of
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError, UserInputError
+from dabench.fields import Seconds
 from dabench.journal.records import EpisodeStatus, Message, TargetRound, ToolCall
 from dabench.providers import ProviderError, RetryPolicy, with_retries
 from dabench.providers.base import ToolSpec
@@ -84,7 +85,7 @@ class ClaudeCliAgentConfig(BaseModel):
     """Appended to the CLI's own system prompt (default: the LLM agent's analyst prompt); the
     session note and the final-answer protocol are always appended."""
     executable: str = "claude"
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: Seconds = 600.0
     """Wall-clock limit of one CLI run (a timeout is retryable)."""
     server_name: str = Field(default="dabench", pattern=r"^[A-Za-z0-9_-]+$")
     """The MCP server's name in the CLI config (tools appear as ``mcp__<name>__<tool>``)."""

@@ -22,6 +22,7 @@ from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTran
 from dabench.agents.platform_access import reference_of
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
+from dabench.fields import Seconds
 from dabench.journal.records import EpisodeStatus, Message, ToolCall
 from dabench.sandbox import agent_workdir, protected_paths, run_sealed, sealed_env, tail
 from dabench.targets.audit import episode_calls
@@ -70,7 +71,7 @@ class CommandAgentConfig(BaseModel):
     """Harness environment variables passed through by name (API keys; ``HOME``)."""
     stdin: Literal["none", "prompt"] = "none"
     """``prompt``: the turn's prompt is also written to the program's stdin."""
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: Seconds = 600.0
     """Wall-clock limit of one run (exceeded: the episode ends as ``timeout``)."""
     budget: int | None = Field(default=None, ge=1)
     """Tool-call budget; default: the task's. More calls than this in the audit log end the

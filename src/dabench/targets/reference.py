@@ -1,7 +1,8 @@
 """The reference platform as a target: one ``dabench platform serve`` process per arm.
 
-The target writes an auth file with random keys (one identity per name in ``identities``
-plus an admin key), starts the platform on a free loopback port, waits for ``/healthz``, and
+The target makes random keys (one identity per name in ``identities`` plus an admin key) and
+hands them to the platform through an inherited pipe (``--auth-fd``: no key file, no key in
+argv or the environment), starts the platform on a free loopback port, waits for ``/healthz``, and
 stops it at the end (SIGTERM then SIGKILL; the child also dies with the harness). Each
 episode session calls ``platform_info`` to obtain a ``dps_...`` handle; ``session_id`` is
 hidden from the tool schemas the model sees and injected into every call.
@@ -22,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import HarnessError, UserInputError
+from dabench.fields import Name, Seconds
 from dabench.journal.records import AuditCheck
 from dabench.keepalive import SERVER_KEEP_ALIVE_S, client_idle_limit
 from dabench.providers.base import ToolSpec
@@ -37,7 +39,7 @@ from dabench.targets.base import (
 from dabench.targets.loopback_http import LoopbackHttp, PoolStats
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
-from dabench.targets.process import ServerProcess, free_port
+from dabench.targets.process import SECRET_FD_ARG, ServerProcess, free_port
 from dabench.targets.reference_episode import EPISODES, ReferenceEpisode
 from dabench.targets.registry import register_target
 
@@ -53,22 +55,24 @@ class ReferenceTargetConfig(BaseModel):
     kind: Literal["reference"] = "reference"
     profile: str = "a0"
     """A profile name shipped with the platform (a0..a3) or a path to a profile file."""
-    identities: list[str] = Field(default_factory=lambda: ["default", "teacher", "learner"])
-    reviewers: list[str] = Field(default_factory=lambda: ["reviewer"])
+    identities: list[Name] = Field(
+        default_factory=lambda: ["default", "teacher", "learner"], min_length=1
+    )
+    reviewers: list[Name] = Field(default_factory=lambda: ["reviewer"])
     """Identities with the reviewer persona (they may apply knowledge)."""
-    startup_timeout_s: float = 60.0
-    call_timeout_s: float = 120.0
+    startup_timeout_s: Seconds = 60.0
+    call_timeout_s: Seconds = 120.0
     extra_args: list[str] = Field(default_factory=list)
     """More ``dabench platform serve`` arguments."""
     warehouse: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
     """Serve SQL from this PostgreSQL warehouse (a read-only role's DSN; ``platform serve
     --warehouse``) instead of the world's DuckDB file. Keep a password out of it (PGPASSWORD
     or ~/.pgpass): the run manifest records the target."""
-    keep_alive_s: float = Field(default=SERVER_KEEP_ALIVE_S, gt=0)
+    keep_alive_s: Seconds = SERVER_KEEP_ALIVE_S
     """The platform closes keep-alive connections idle this long; the harness's clients close
     theirs at 80 % of it (:func:`~dabench.keepalive.client_idle_limit`), so neither side
     reuses a connection the other is closing."""
-    client_idle_s: float | None = Field(default=None, gt=0)
+    client_idle_s: Seconds | None = None
     """Override the clients' idle limit (seconds; default 80 % of ``keep_alive_s``). Above
     the keep-alive only to test that connections the platform closed are still never used."""
     client: Literal["lean", "sdk"] = "lean"
@@ -147,7 +151,9 @@ class ReferenceTarget(Target):
         """``http://127.0.0.1:<port>``."""
         return f"http://127.0.0.1:{self.port}"
 
-    def _write_auth(self) -> Path:
+    def auth_yaml(self) -> bytes:
+        """The platform's ``--auth`` YAML: the identities' and the admin key (handed to the
+        platform through an inherited pipe, never written to disk)."""
         identities = [
             {
                 "key": key,
@@ -156,20 +162,13 @@ class ReferenceTarget(Target):
             }
             for name, key in self.keys.items()
         ]
-        path = self.context.work_dir / "auth.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            yaml.safe_dump({"identities": identities, "admin_keys": [self.admin_key]}),
-            encoding="utf-8",
-        )
-        path.chmod(0o600)
-        return path
+        text = yaml.safe_dump({"identities": identities, "admin_keys": [self.admin_key]})
+        return text.encode("utf-8")
 
     async def start(self) -> None:
         """Start the platform and wait until ``/healthz`` answers."""
         if self.process is not None and self.process.running():
             return
-        auth = self._write_auth()
         self.port = free_port()
         world = self.context.world_dir
         assert world is not None
@@ -177,13 +176,16 @@ class ReferenceTarget(Target):
             sys.executable, "-m", "dabench.cli", "platform", "serve",
             "--world", str(world), "--profile", self.config.profile,
             "--host", "127.0.0.1", "--port", str(self.port), "--transport", "http",
-            "--auth", str(auth), "--state-dir", str(self.context.work_dir / "state"),
+            "--auth-fd", SECRET_FD_ARG, "--state-dir", str(self.context.work_dir / "state"),
             "--keep-alive-s", str(self.config.keep_alive_s),
             *(["--warehouse", self.config.warehouse] if self.config.warehouse else []),
             *self.config.extra_args,
         ]  # fmt: skip
         self.process = ServerProcess(
-            argv, self.context.work_dir / "platform.log", detached=self.detached
+            argv,
+            self.context.work_dir / "platform.log",
+            detached=self.detached,
+            secret_input=self.auth_yaml(),
         )
         self.process.start()
         try:

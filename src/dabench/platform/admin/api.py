@@ -426,7 +426,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
             examples["column_id"] = f"{first.id}.{first.columns[0].name}"
     if service.world.pages:
         examples["page_id"] = service.world.pages[0].id
-    document = openapi_schema(examples)
+    document = openapi_schema(examples, [i.user for i in service.auth.identities])
 
     async def openapi(request: Request, query: NoQuery) -> Response:
         return JSONResponse(document)
@@ -522,11 +522,14 @@ def _ref(path: str, method: str = "get") -> str:
     return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
 
 
-def openapi_schema(examples: dict[str, str] | None = None) -> dict[str, Any]:
+def openapi_schema(
+    examples: dict[str, str] | None = None, users: list[str] | None = None
+) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the admin API.
 
     ``examples`` (``dataset_id``, ``column_id``, ``page_id``) name real objects of the
-    served world, so clients and fuzzers can reach the 200 answers of the path routes.
+    served world, so clients and fuzzers can reach the 200 answers of the path routes;
+    ``users`` (the configured identities) are the values the episode routes accept.
     """
     ex = examples or {}
     models: list[type[BaseModel]] = [
@@ -551,6 +554,11 @@ def openapi_schema(examples: dict[str, str] | None = None) -> dict[str, Any]:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(schema.pop("$defs", {}))
         components[model.__name__] = schema
+    components["EpisodeOpen"]["properties"]["users"]["uniqueItems"] = True
+    if users:
+        components["EpisodeOpen"]["properties"]["users"]["items"] = {"enum": users}
+        components["EpisodeOpen"]["properties"]["users"]["maxItems"] = len(users)
+        components["EpisodeKeyRequest"]["properties"]["user"] = {"enum": users}
     not_found = {"404": "NOT_FOUND"}
     events, insights = f"{PREFIX}/audit/events", f"{PREFIX}/knowledge/insights"
     changesets, pages = f"{PREFIX}/knowledge/changesets", f"{PREFIX}/knowledge/pages"
