@@ -185,13 +185,27 @@ def test_a_sibling_episodes_session_and_key_are_refused(
 
 
 def _mcp_post(base_url: str, key: str, session: str) -> httpx.Response:
+    """One raw stateless MCP ``tools/call`` of ``sql_query`` with ``key``."""
+    protocol = "2026-07-28"
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": protocol,
+        "io.modelcontextprotocol/clientInfo": {"name": "dabench-tests", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    arguments = {"session_id": session, "sql": "SELECT 1"}
     body = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "sql_query", "arguments": {"session_id": session, "sql": "SELECT 1"}},
+        "params": {"name": "sql_query", "arguments": arguments, "_meta": meta},
     }
-    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"}
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": protocol,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "sql_query",
+    }
     return httpx.post(base_url + "/mcp", json=body, headers=headers, timeout=30)
 
 
