@@ -11,8 +11,11 @@ from pydantic import BaseModel, ValidationError
 
 from dabench.agents.claude_cli import ClaudeCliAgentConfig
 from dabench.agents.command import CommandAgentConfig
+from dabench.agents.llm import LlmAgentConfig
 from dabench.errors import UserInputError
+from dabench.grading.scores import ScoreConfig
 from dabench.platform.profile import parse_profile
+from dabench.providers.fake import FakeSettings
 from dabench.providers.pricing import ModelPrice
 from dabench.providers.registry import ProviderSettings
 from dabench.retry import RetryPolicy
@@ -43,6 +46,9 @@ def test_time_limits_must_be_finite_and_positive(value: float) -> None:
     _refused(CommandAgentConfig, {"argv": ["agent"], "timeout_s": value})
     _refused(ClaudeCliAgentConfig, {"timeout_s": value})
     _refused(ProviderSettings, {"timeout": value})
+    for field in ("latency_good_s", "latency_bad_s"):
+        _refused(ScoreConfig, {field: value})
+    _refused(FakeSettings, {"median": value, "p99": 1.0})
     kibana = {"url": "http://127.0.0.1:1"}
     for field in ("request_timeout_s", "connect_timeout_s"):
         _refused(KibanaTargetConfig, {**kibana, field: value})
@@ -55,6 +61,12 @@ def test_amounts_must_be_finite(value: float) -> None:
     _refused(ModelPrice, {"input": value})
     for field in ("max_accuracy_drop", "max_tool_call_ratio", "min_enrichment_ratio"):
         _refused(SuiteThresholds, {field: value})
+    for field in ("cost_good_usd", "penalty_factor", "judge_pass_threshold"):
+        _refused(ScoreConfig, {field: value})
+    _refused(ScoreConfig, {"weights": {"accuracy": value}})
+    for field in ("latency", "retry_after"):
+        _refused(FakeSettings, {field: value})
+    _refused(LlmAgentConfig, {"model": "fake:x", "temperature": value})
 
 
 def test_the_defaults_and_ordinary_values_still_load() -> None:
