@@ -6,8 +6,10 @@ user turn, sealed (:mod:`dabench.agents.sandbox`: an empty temporary directory, 
 built from nothing that names no dabench path). The program learns the prompt, the platform's
 MCP URL, the headers that authenticate it and carry the session, and the budget from templated
 arguments and ``DABENCH_*`` environment variables; it connects to the platform with any MCP
-client and prints its answer on stdout. The episode's tool calls are read from the platform's
-audit log for the session (the harness never sees them go by), so they cannot be misreported.
+client and prints its answer on stdout. The key it gets was minted for the episode alone; the
+episode's tool calls are read from the platform's audit log for every call of that key, in any
+session (the harness never sees them go by), so they can be neither misreported nor hidden in
+a second session.
 """
 
 from __future__ import annotations
