@@ -19,6 +19,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dabench.fields import FiniteNonNegative
+
 T = TypeVar("T")
 
 SleepFn = Callable[[float], Awaitable[None]]
@@ -45,9 +47,9 @@ class RetryPolicy(BaseModel):
 
     max_attempts: int = Field(default=5, ge=1)
     """Total attempts including the first; 1 disables retries."""
-    base_delay: float = Field(default=1.0, ge=0.0)
+    base_delay: FiniteNonNegative = 1.0
     """Backoff cap of the first retry, in seconds; doubles on each retry."""
-    max_delay: float = Field(default=60.0, ge=0.0)
+    max_delay: FiniteNonNegative = 60.0
     """Upper bound of the backoff cap, in seconds (a ``retry_after`` may exceed it)."""
     jitter: bool = True
     """Full jitter: draw the delay uniformly between 0 and the cap."""

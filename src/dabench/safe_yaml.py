@@ -51,9 +51,15 @@ def read_text(path: Path) -> str:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise UserInputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return decode_bytes(data, str(path))
+
+
+def decode_bytes(data: bytes, source: str) -> str:
+    """YAML input bytes as text: at most :data:`MAX_FILE_BYTES`, strict UTF-8 (the checks of
+    :func:`read_text`, for input that is not a file)."""
     if len(data) > MAX_FILE_BYTES:
         raise _error(
-            str(path), 1, f"file is larger than the {MAX_FILE_BYTES:,}-byte limit for YAML input"
+            source, 1, f"file is larger than the {MAX_FILE_BYTES:,}-byte limit for YAML input"
         )
     try:
         return data.decode("utf-8")
@@ -61,7 +67,7 @@ def read_text(path: Path) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise _error(
-            str(path),
+            source,
             line,
             f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); "
             "save the file as UTF-8",

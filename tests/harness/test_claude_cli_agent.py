@@ -169,7 +169,7 @@ def test_cli_calls_the_platform_with_session_header(
     (server,) = record["mcp_config"]["mcpServers"].values()  # type: ignore[attr-defined]
     assert server["url"].endswith("/mcp")
     assert server["headers"]["X-DPS-Session"] == ep.sessions[0]
-    assert server["headers"]["Authorization"].startswith("Bearer key-default-")
+    assert server["headers"]["Authorization"].startswith("Bearer epk_")  # the episode's key
     assert "dps_" not in str(record["prompt"])
     argv = list(record["argv"])  # type: ignore[call-overload]
     assert argv[argv.index("--max-turns") + 1] == "31"  # the task's budget (30) + 1

@@ -105,7 +105,7 @@ def tasks(draw: st.DrawFn) -> dict[str, Any]:
         grading["truth_sql"] = draw(TEXT)
     if kind == "entity":
         grading["entities"] = draw(st.lists(TEXT, min_size=1, max_size=3))
-    grading["tolerance_rel"] = draw(st.floats(0, 1e6, allow_nan=False, allow_infinity=False))
+    grading["tolerance_rel"] = draw(st.floats(0, 1, allow_nan=False, allow_infinity=False))
     task: dict[str, Any] = {
         "id": draw(IDS),
         "suite": draw(st.sampled_from(["s1", "s2", "s3", "s4"])),

@@ -37,6 +37,9 @@ class EpisodeTranscript:
     cost_usd: float | None = None
     cost_source: str = "none"
     sessions: list[str] = field(default_factory=list)
+    episode: str | None = None
+    """The target's id of the episode when it bound keys to it (the reference platform):
+    then every call of the episode's keys, in any session, is the episode's."""
     ttft_ms: float | None = None
     """Time to first token of the episode, where the target streams."""
     ttft_source: TtftSource | None = None
@@ -61,7 +64,10 @@ class EpisodeTranscript:
             self.cost_source = cost_source
 
     def sent_calls(self, sessions: list[str] | None = None) -> int:
-        """Tool calls that reached the target (in ``sessions`` when given)."""
+        """Tool calls that reached the target (in ``sessions`` when given; in any session of
+        a key-bound episode otherwise)."""
+        if sessions is None and self.episode is not None:
+            return sum(1 for c in self.tool_calls if c.session)
         wanted = set(sessions if sessions is not None else self.sessions)
         return sum(1 for c in self.tool_calls if c.session and c.session in wanted)
 

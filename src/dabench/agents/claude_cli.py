@@ -34,6 +34,7 @@ from dabench.agents.llm import DEFAULT_SYSTEM_PROMPT, FINAL_ANSWER_PROTOCOL
 from dabench.agents.platform_access import reference_of
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError, UserInputError
+from dabench.fields import Seconds
 from dabench.journal.records import EpisodeStatus, Message, TargetRound, ToolCall
 from dabench.providers import ProviderError, RetryPolicy, with_retries
 from dabench.providers.base import ToolSpec
@@ -46,7 +47,7 @@ from dabench.providers.claude_cli import (
 )
 from dabench.sandbox import agent_workdir, protected_paths, sealed_env
 from dabench.targets.base import TargetSession, error_code_of
-from dabench.targets.reference import ReferenceTarget
+from dabench.targets.reference_episode import ReferenceEpisode
 from dabench.tasks.model import Task
 
 SESSION_HEADER = "X-DPS-Session"
@@ -84,7 +85,7 @@ class ClaudeCliAgentConfig(BaseModel):
     """Appended to the CLI's own system prompt (default: the LLM agent's analyst prompt); the
     session note and the final-answer protocol are always appended."""
     executable: str = "claude"
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: Seconds = 600.0
     """Wall-clock limit of one CLI run (a timeout is retryable)."""
     server_name: str = Field(default="dabench", pattern=r"^[A-Za-z0-9_-]+$")
     """The MCP server's name in the CLI config (tools appear as ``mcp__<name>__<tool>``)."""
@@ -177,7 +178,7 @@ class ClaudeCliAgent(Agent):
 
     async def _turn(
         self,
-        target: ReferenceTarget,
+        target: ReferenceEpisode,
         identity: str,
         session: TargetSession | None,
         prompt: str,
@@ -218,7 +219,7 @@ class ClaudeCliAgent(Agent):
     async def _cli(
         self,
         prompt: str,
-        target: ReferenceTarget,
+        target: ReferenceEpisode,
         identity: str,
         current: TargetSession,
         tools: list[ToolSpec],
@@ -232,7 +233,7 @@ class ClaudeCliAgent(Agent):
             prompt,
             mcp_config=mcp_config_for(
                 target.base_url + "/mcp",
-                target.keys[identity],
+                await target.key(identity),
                 current.handle,
                 self.config.server_name,
             ),

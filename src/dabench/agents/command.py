@@ -6,8 +6,10 @@ user turn, sealed (:mod:`dabench.agents.sandbox`: an empty temporary directory, 
 built from nothing that names no dabench path). The program learns the prompt, the platform's
 MCP URL, the headers that authenticate it and carry the session, and the budget from templated
 arguments and ``DABENCH_*`` environment variables; it connects to the platform with any MCP
-client and prints its answer on stdout. The episode's tool calls are read from the platform's
-audit log for the session (the harness never sees them go by), so they cannot be misreported.
+client and prints its answer on stdout. The key it gets was minted for the episode alone; the
+episode's tool calls are read from the platform's audit log for every call of that key, in any
+session (the harness never sees them go by), so they can be neither misreported nor hidden in
+a second session.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTran
 from dabench.agents.platform_access import reference_of
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
+from dabench.fields import Seconds
 from dabench.journal.records import EpisodeStatus, Message, ToolCall
 from dabench.sandbox import agent_workdir, protected_paths, run_sealed, sealed_env, tail
-from dabench.targets.reference import SESSION_ARG, ReferenceTarget
+from dabench.targets.audit import episode_calls
+from dabench.targets.reference import SESSION_ARG
+from dabench.targets.reference_episode import ReferenceEpisode
 from dabench.tasks.model import Task
 
 SESSION_HEADER = "X-DPS-Session"
@@ -42,6 +47,10 @@ PLACEHOLDERS = {
     "history_json": "DABENCH_HISTORY",
 }
 """Argument placeholder -> the environment variable with the same value."""
+
+SECRET_PLACEHOLDERS = ("headers_json", "mcp_config_json")
+"""Placeholders whose value holds the episode's bearer key: allowed in ``env`` only, never in
+``argv`` (any process on the machine can read another's arguments)."""
 
 
 def _fields(text: str) -> set[str]:
@@ -64,7 +73,7 @@ class CommandAgentConfig(BaseModel):
     """Harness environment variables passed through by name (API keys; ``HOME``)."""
     stdin: Literal["none", "prompt"] = "none"
     """``prompt``: the turn's prompt is also written to the program's stdin."""
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: Seconds = 600.0
     """Wall-clock limit of one run (exceeded: the episode ends as ``timeout``)."""
     budget: int | None = Field(default=None, ge=1)
     """Tool-call budget; default: the task's. More calls than this in the audit log end the
@@ -86,6 +95,14 @@ class CommandAgentConfig(BaseModel):
                     f"{text!r}: unknown placeholder(s) {sorted(unknown)}; known: "
                     f"{sorted(PLACEHOLDERS)}"
                 )
+        for text in self.argv:
+            secret = sorted(_fields(text) & set(SECRET_PLACEHOLDERS))
+            if secret:
+                names = ", ".join(PLACEHOLDERS[p] for p in secret)
+                raise ValueError(
+                    f"{text!r}: {{{secret[0]}}} holds the bearer key and may not go into argv "
+                    f"(visible to every process): read {names} from the environment"
+                )
         return self
 
 
@@ -97,25 +114,30 @@ def mcp_config_for(
     return {"mcpServers": {server_name: {"type": "http", "url": url, "headers": headers}}}
 
 
+NO_SESSION = "(no session)"
+"""The session of a journaled call the platform ran in no session (refused before one)."""
+
+
 def audit_tool_calls(
-    rows: list[dict[str, Any]], session: str, turn: int, start: int, seen: set[int]
+    rows: list[dict[str, Any]], sessions: list[str], turn: int, start: int, seen: set[int]
 ) -> list[ToolCall]:
-    """The session's audited tool calls not in ``seen`` (row ids), as journal records of
-    ``turn`` (results are not in the audit log: only their size)."""
+    """The episode's audited calls not in ``seen`` (row ids), as journal records of ``turn``
+    (results are not in the audit log: only their size): every tool call of the episode's
+    keys, in any session, and every session the program opened itself (``sessions``: the
+    ones the harness opened)."""
     out: list[ToolCall] = []
-    for row in rows:
+    for row in episode_calls(rows, sessions):
         row_id = int(row.get("id", -1))
-        if row.get("event_kind", "tool_call") != "tool_call" or row_id in seen:
-            continue
-        if row.get("session_id") not in (None, session):
+        if row_id in seen:
             continue
         seen.add(row_id)
+        session = row.get("session_id") or row.get("presented_session_id") or NO_SESSION
         params = {k: v for k, v in (row.get("parameters") or {}).items() if k != SESSION_ARG}
         out.append(
             ToolCall(
                 index=start + len(out),
                 turn=turn,
-                session=session,
+                session=str(session),
                 name=str(row.get("tool_name")),
                 arguments=params,
                 result=f"(not recorded: {row.get('response_chars', 0)} characters, from the "
@@ -152,17 +174,23 @@ class CommandAgent(Agent):
         return self.config.budget or task.budget
 
     async def run(self, request: EpisodeRequest, transcript: EpisodeTranscript) -> EpisodeStatus:
-        """One sealed program run per user turn, all on one platform session."""
+        """One sealed program run per user turn, all on one platform session opened with the
+        episode's own key. Every call made with that key, in any session the program opens,
+        is read back from the audit log and counts against the budget."""
         target, identity = reference_of(request.target, self.kind)
         session = await target.open_session(identity)
         transcript.sessions.append(session.handle)
         history: list[dict[str, str]] = []
-        seen: set[int] = set()
+        # Rows of earlier steps of the episode (a protocol) are not this run's calls.
+        before = await target.read_audit(transcript.sessions, 0)
+        seen = {int(r.get("id", -1)) for r in before.rows}
+        first = len(transcript.tool_calls)
         turns = request.task.messages
         answer = ""
         for turn, prompt in enumerate(turns):
             transcript.messages.append(Message(role="user", content=prompt))
-            values = self._values(target, identity, session.handle, prompt, request, turn, history)
+            key = await target.key(identity)
+            values = self._values(target, key, session.handle, prompt, request, turn, history)
             with agent_workdir() as workdir:
                 env = sealed_env(
                     workdir,
@@ -181,9 +209,9 @@ class CommandAgent(Agent):
                     stdin=prompt if self.config.stdin == "prompt" else None,
                     timeout_s=self.config.timeout_s,
                 )
-            check = await target.read_audit([session.handle], 0)
+            check = await target.read_audit(transcript.sessions, 0)
             transcript.tool_calls += audit_tool_calls(
-                check.rows, session.handle, turn, len(transcript.tool_calls), seen
+                check.rows, transcript.sessions, turn, len(transcript.tool_calls), seen
             )
             if result.timed_out:
                 return "timeout"
@@ -199,14 +227,14 @@ class CommandAgent(Agent):
                 {"role": "user", "content": prompt},
                 {"role": "assistant", "content": answer},
             ]
-            if len(transcript.tool_calls) > request.budget:
+            if len(transcript.tool_calls) - first > request.budget:
                 return "budget_exhausted"
         return "completed" if answer else "no_answer"
 
     @staticmethod
     def _values(
-        target: ReferenceTarget,
-        identity: str,
+        target: ReferenceEpisode,
+        key: str,
         handle: str,
         prompt: str,
         request: EpisodeRequest,
@@ -214,7 +242,7 @@ class CommandAgent(Agent):
         history: list[dict[str, str]],
     ) -> dict[str, str]:
         url = target.base_url + "/mcp"
-        headers = {"Authorization": f"Bearer {target.keys[identity]}", SESSION_HEADER: handle}
+        headers = {"Authorization": f"Bearer {key}", SESSION_HEADER: handle}
         return {
             "prompt": prompt,
             "mcp_url": url,

@@ -57,7 +57,7 @@ class LlmAgentConfig(BaseModel):
     model: str
     """``PROVIDER:MODEL``, e.g. ``anthropic:claude-sonnet-4-5``, ``openai:gpt-4.1``,
     ``fake:latency=200ms``."""
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, allow_inf_nan=False)
     max_tokens: int = Field(default=4096, ge=1)
     budget: int | None = Field(default=None, ge=1)
     """Tool-call budget; default: the task's."""

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dabench.fields import FiniteNonNegative, Seconds
 from dabench.judge.model import Claim
 from dabench.tasks.model import DIFFICULTY_WEIGHT
 
@@ -91,14 +92,14 @@ class ScoreConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
-    latency_good_s: float = 5.0
-    latency_bad_s: float = 120.0
-    cost_good_usd: float = 0.001
-    cost_bad_usd: float = 0.10
-    judge_pass_threshold: float = 0.75
+    weights: dict[str, FiniteNonNegative] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    latency_good_s: Seconds = 5.0
+    latency_bad_s: Seconds = 120.0
+    cost_good_usd: FiniteNonNegative = 0.001
+    cost_bad_usd: FiniteNonNegative = 0.10
+    judge_pass_threshold: float = Field(default=0.75, ge=0.0, le=1.0)
     """A ``judge``-kind task passes when its correctness is at least this."""
-    penalty_factor: float = DEFAULT_PENALTY_FACTOR
+    penalty_factor: FiniteNonNegative = DEFAULT_PENALTY_FACTOR
 
 
 def claim_correctness(claim: Claim) -> float:

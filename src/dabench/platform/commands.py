@@ -10,7 +10,7 @@ from rich.console import Console
 
 from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
-from dabench.platform.admin.auth import DEV_AUTH, load_auth
+from dabench.platform.admin.auth import DEV_AUTH, load_auth, read_auth_fd
 from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
 from dabench.platform.profile import SHIPPED_PROFILES, load_profile
 from dabench.platform.service import PlatformService
@@ -28,6 +28,13 @@ def serve(
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="HTTP port (0: any free)."),
     transport: str = typer.Option("http", "--transport", help="http or stdio."),
     auth: Path | None = typer.Option(None, "--auth", help="Identities and admin keys (YAML)."),
+    auth_fd: int | None = typer.Option(
+        None,
+        "--auth-fd",
+        min=3,
+        help="Read the --auth YAML from this inherited file descriptor (no key file path "
+        "in argv; the harness passes its keys so).",
+    ),
     state_dir: Path | None = typer.Option(
         None,
         "--state-dir",
@@ -63,8 +70,15 @@ def serve(
         raise UserInputError("--audit-dsn must be a postgresql:// URL")
     if warehouse is not None and not warehouse.startswith(POSTGRES_PREFIXES):
         raise UserInputError("--warehouse must be a postgresql:// URL")
+    if auth is not None and auth_fd is not None:
+        raise UserInputError("give --auth or --auth-fd, not both")
     prof = load_profile(profile)
-    auth_config = load_auth(auth) if auth is not None else DEV_AUTH
+    auth_config = DEV_AUTH
+    if auth is not None:
+        auth_config = load_auth(auth)
+    elif auth_fd is not None:
+        auth_config = read_auth_fd(auth_fd)
+    dev_keys = auth is None and auth_fd is None
     content = load_world_content(world)
     service = PlatformService(
         content,
@@ -76,13 +90,13 @@ def serve(
         warehouse_dsn=warehouse,
     )
     err = Console(stderr=True)
-    if auth is None:
+    if dev_keys:
         err.print(
             "[yellow]no --auth: dev keys[/] teacher=dev-teacher-key learner=dev-learner-key "
             "reviewer=dev-reviewer-key admin=dev-admin-key"
         )
     if transport == "stdio":
-        serve_stdio(service, stdio_identity(auth_config, dev_default=auth is None))
+        serve_stdio(service, stdio_identity(auth_config, dev_default=dev_keys))
         return
     err.print(
         f"dabench platform [bold]{prof.name}[/] on http://{host}:{port}/mcp "

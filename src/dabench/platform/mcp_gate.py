@@ -139,7 +139,7 @@ class McpAuditGate:
         auth = [v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"authorization"]
         identity = None
         if len(auth) <= 1:
-            identity = self.service.auth.identity_for(bearer_key(auth[0] if auth else None))
+            identity = self.service.identify(bearer_key(auth[0] if auth else None))
         body, too_large = await _read_body(receive, MAX_BODY_BYTES)
         request = _describe(scope, body, not too_large)
         refusal: tuple[int, str, str, str] | None = None

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dabench import safe_yaml
 from dabench.errors import UserInputError
+from dabench.fields import Name
 
 ToolName = Literal[
     "platform_info",
@@ -170,7 +171,7 @@ HASH_NEUTRAL_DEFAULTS: dict[tuple[str, str], object] = {
 class Profile(_Strict):
     """One platform configuration (a0..a3 or a user's own file)."""
 
-    name: str = Field(min_length=1)
+    name: Name
     description: str = ""
     tools: list[ToolName]
     enrichment: EnrichmentSettings = EnrichmentSettings()
@@ -178,7 +179,7 @@ class Profile(_Strict):
     search: SearchSettings = SearchSettings()
     memory: MemorySettings = MemorySettings()
     sql: SqlSettings = SqlSettings()
-    personas: dict[str, Persona] = Field(default_factory=lambda: dict(DEFAULT_PERSONAS))
+    personas: dict[Name, Persona] = Field(default_factory=lambda: dict(DEFAULT_PERSONAS))
     default_persona: str = "analyst"
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ from dabench import __version__
 from dabench.errors import UserInputError
 from dabench.platform.admin.audit import UNAUTHENTICATED, AuditStore, EventKind
 from dabench.platform.admin.auth import AuthConfig, Identity
+from dabench.platform.admin.episodes import EpisodeKeys, episode_of
 from dabench.platform.errors import ToolError
 from dabench.platform.knowledge.enrichment import (
     NO_ENRICHMENT,
@@ -164,8 +165,34 @@ class PlatformService:
             # (MiniLM takes seconds): its audited duration would otherwise carry the cost.
             self.search_engine.warm("", [])
         self.memory = MemoryService(self.state, self.view, profile.memory.supersede_threshold)
+        self.episodes = EpisodeKeys()
         self._specs: dict[str, list[ToolSpec]] = {}
         self._allowed: dict[str, frozenset[str]] = {}
+
+    # ------------------------------------------------------------------ callers
+
+    def identify(self, key: str | None) -> Identity | None:
+        """The caller holding ``key``: a static identity of the auth config or an open
+        episode's key (:class:`~dabench.platform.admin.episodes.EpisodeIdentity`)."""
+        if not key:
+            return None
+        return self.auth.identity_for(key) or self.episodes.identify(key)
+
+    def _session_for(
+        self, presented: str | None, identity: Identity
+    ) -> tuple[PlatformSession | None, bool]:
+        """The caller's own session for a presented handle, and whether the handle is a
+        session of another episode (or of no episode, presented with an episode key, or the
+        reverse): such a call is refused with ``SESSION_OF_ANOTHER_EPISODE``."""
+        found = self.sessions.lookup(presented) if presented else None
+        if found is None:
+            return None, False
+        episode = episode_of(identity)
+        if found.episode_id != episode and (found.user == identity.user or episode):
+            return None, True
+        if found.user != identity.user:
+            return None, False
+        return found, False
 
     # ------------------------------------------------------------------ listing
 
@@ -244,8 +271,9 @@ class PlatformService:
         # Attribution first: the row names a session only when it is the caller's own, so a
         # refused call never counts as a call of the handle's owner.
         unresolved: Exception | None = None
+        foreign_episode = False
         try:
-            session = self.sessions.resolve(presented, identity.user) if presented else None
+            session, foreign_episode = self._session_for(presented, identity)
         except Exception as exc:  # the state store failed: still one row, INTERNAL_ERROR
             session, unresolved = None, exc
         audited_session = session.id if session is not None else None
@@ -278,6 +306,12 @@ class PlatformService:
                     f"{tool}: session_id: expected a string, got {type(arg_session).__name__}",
                     "pass the session_id string from platform_info",
                 )
+            if tool != "platform_info" and foreign_episode:
+                raise ToolError(
+                    "SESSION_OF_ANOTHER_EPISODE",
+                    "this session belongs to another episode; your key may not use it",
+                    "use the session_id your own platform_info returned",
+                )
             if tool != "platform_info" and session is None:
                 raise ToolError(
                     "SESSION_REQUIRED",
@@ -294,7 +328,7 @@ class PlatformService:
                     "check the tool's input schema",
                 ) from exc
             if tool == "platform_info":
-                session = self.sessions.open(identity.user, identity.persona)
+                session = self.sessions.open(identity.user, identity.persona, episode_of(identity))
                 audited_session = session.id
                 payload: dict[str, Any] = {
                     **self.info(),
@@ -338,6 +372,7 @@ class PlatformService:
             presented_session_id=presented if audited_session is None else None,
             user_id=identity.user,
             persona=identity.persona,
+            episode_id=episode_of(identity),
             tool_name=tool,
             parameters=raw,
             success=not is_error,
@@ -538,7 +573,7 @@ class PlatformService:
         """
         session = None
         if identity is not None and presented_session:
-            session = self.sessions.resolve(presented_session, identity.user)
+            session, _ = self._session_for(presented_session, identity)
         self.audit.record(
             timestamp=timestamp,
             duration_ms=duration_ms,
@@ -546,6 +581,7 @@ class PlatformService:
             presented_session_id=presented_session if session is None else None,
             user_id=identity.user if identity is not None else UNAUTHENTICATED,
             persona=identity.persona if identity is not None else "",
+            episode_id=episode_of(identity),
             tool_name=tool_name,
             parameters=parameters,
             success=error_code is None,
@@ -568,6 +604,58 @@ class PlatformService:
             persona="admin",
             tool_name="state_reset",
             parameters={},
+            success=True,
+            error_code=None,
+            request_chars=0,
+            response_chars=0,
+            event_kind="admin",
+        )
+
+    def open_episode(self, label: str, users: list[str]) -> tuple[str, dict[str, str]]:
+        """Open an episode and mint one key per user (each acts as that configured identity);
+        unknown users raise :class:`KeyError` before anything is opened."""
+        identities = [self._configured(user) for user in users]
+        episode_id = self.episodes.open(label)
+        keys = {}
+        for identity in identities:
+            key = self.episodes.mint(episode_id, identity)
+            assert key is not None
+            keys[identity.user] = key
+        self._admin_row("episode_open", {"label": label, "users": users}, episode_id)
+        return episode_id, keys
+
+    def mint_episode_key(self, episode_id: str, user: str) -> tuple[Identity, str | None]:
+        """Another identity's key for an open episode (``None``: no such open episode);
+        an unknown user raises :class:`KeyError`."""
+        identity = self._configured(user)
+        key = self.episodes.mint(episode_id, identity)
+        if key is not None:
+            self._admin_row("episode_key", {"user": user}, episode_id)
+        return identity, key
+
+    def close_episode(self, episode_id: str) -> int | None:
+        """Revoke every key of an episode (``None``: no such open episode)."""
+        revoked = self.episodes.close(episode_id)
+        if revoked is not None:
+            self._admin_row("episode_close", {"revoked_keys": revoked}, episode_id)
+        return revoked
+
+    def _configured(self, user: str) -> Identity:
+        for identity in self.auth.identities:
+            if identity.user == user:
+                return identity
+        raise KeyError(user)
+
+    def _admin_row(self, tool: str, parameters: dict[str, Any], episode_id: str) -> None:
+        self.audit.record(
+            timestamp=datetime.now(UTC),
+            duration_ms=0.0,
+            session_id=None,
+            user_id="admin",
+            persona="admin",
+            episode_id=episode_id,
+            tool_name=tool,
+            parameters=parameters,
             success=True,
             error_code=None,
             request_chars=0,

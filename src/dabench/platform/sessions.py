@@ -1,9 +1,13 @@
 """Platform sessions: the ``dps_...`` handles that ``platform_info`` hands out.
 
 A session belongs to the identity that opened it; another identity presenting the handle
-is treated as having none. Sessions are stored in the platform's state database (SQLite or
-PostgreSQL) beside insights and changesets, so a handle, its search-gate state and the
-enrichment it has already received survive a server restart. The most recently used
+is treated as having none. A session opened with an episode key (:mod:`.admin.episodes`)
+also belongs to that episode: only keys of the same episode may use it, and a session opened
+with a static key is refused to every episode key.
+
+Sessions are stored in the platform's state database (SQLite or PostgreSQL) beside insights
+and changesets, so a handle, its search-gate state and the enrichment it has already received
+survive a server restart. The most recently used
 sessions are also kept in memory (:data:`CACHED_SESSIONS`); an evicted one is read back from
 the database when its handle is next presented.
 """
@@ -35,6 +39,8 @@ class PlatformSession:
     user: str
     persona: str
     created_at: datetime
+    episode_id: str | None = None
+    """The episode whose key opened the session (``None``: a static identity key)."""
     searched: bool = False
     delivered: dict[str, str] = field(default_factory=dict)
     """Dataset id -> digest of the enrichment block already delivered in this session."""
@@ -74,25 +80,37 @@ class SessionRegistry:
                     delivered TEXT NOT NULL)"""
             ]
         )
+        self._add_episode_column()
 
-    def open(self, user: str, persona: str) -> PlatformSession:
-        """Open (and store) a new session for ``user``."""
+    def _add_episode_column(self) -> None:
+        if self.db.dialect == "sqlite":
+            have = {str(r["name"]) for r in self.db.query("PRAGMA table_info(platform_sessions)")}
+            if "episode_id" not in have:
+                self.db.executescript(["ALTER TABLE platform_sessions ADD COLUMN episode_id TEXT"])
+        else:
+            self.db.executescript(
+                ["ALTER TABLE platform_sessions ADD COLUMN IF NOT EXISTS episode_id TEXT"]
+            )
+
+    def open(self, user: str, persona: str, episode_id: str | None = None) -> PlatformSession:
+        """Open (and store) a new session for ``user`` (within ``episode_id``'s episode)."""
         session = PlatformSession(
             id=f"dps_{secrets.token_hex(12)}",
             user=user,
             persona=persona,
             created_at=datetime.now(UTC),
+            episode_id=episode_id,
         )
         self.db.execute(
-            "INSERT INTO platform_sessions "
-            "(id, user_id, persona, created_at, searched, delivered) VALUES (?, ?, ?, ?, ?, ?)",
-            [session.id, user, persona, session.created_at.isoformat(), 0, "{}"],
+            "INSERT INTO platform_sessions (id, user_id, persona, created_at, searched, "
+            "delivered, episode_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [session.id, user, persona, session.created_at.isoformat(), 0, "{}", episode_id],
         )
         self._cache_put(session)
         return session
 
-    def resolve(self, session_id: str | None, user: str) -> PlatformSession | None:
-        """The session with this handle if it belongs to ``user``, else ``None``."""
+    def lookup(self, session_id: str | None) -> PlatformSession | None:
+        """The session with this handle, whoever owns it, else ``None``."""
         if not session_id or HANDLE.fullmatch(session_id) is None:
             return None  # never looked up: it cannot be a handle (and may not be storable text)
         with self._lock:
@@ -103,7 +121,15 @@ class SessionRegistry:
                 session = self._load(session_id)
                 if session is not None:
                     self._cache_put_locked(session)
-        if session is None or session.user != user:
+        return session
+
+    def resolve(
+        self, session_id: str | None, user: str, episode_id: str | None = None
+    ) -> PlatformSession | None:
+        """The session with this handle if it belongs to ``user`` within ``episode_id``'s
+        episode (``None``: opened with a static key), else ``None``."""
+        session = self.lookup(session_id)
+        if session is None or session.user != user or session.episode_id != episode_id:
             return None
         return session
 
@@ -133,6 +159,7 @@ class SessionRegistry:
             user=str(row["user_id"]),
             persona=str(row["persona"]),
             created_at=datetime.fromisoformat(str(row["created_at"])),
+            episode_id=None if row.get("episode_id") is None else str(row["episode_id"]),
             searched=bool(row["searched"]),
             delivered=dict(json.loads(str(row["delivered"]))),
         )

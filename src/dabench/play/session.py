@@ -1,8 +1,9 @@
 """The operations behind ``dabench play``: start, next, call, answer, finish.
 
 ``start`` validates the selection, starts the arm's reference platform as a detached process
-(it outlives the command; its pid, port and keys go into ``play.json``) and writes the
-manifest. ``next`` opens a fresh platform session for the next episode and returns only its
+(it outlives the command; its pid and port go into ``play.json``, its keys into the harness's
+``platform/keys.json``) and writes the manifest. ``next`` opens the next episode on the
+platform (a key minted for it alone) and a fresh session with that key, and returns only its
 prompt; ``call`` sends one tool call through that session and records it; ``answer`` records the
 answer of the current turn and, after the last turn, reads the audit rows back and journals the
 episode exactly as ``dabench run`` does (:meth:`ExperimentRun.finish_episode`). ``finish``
@@ -13,6 +14,7 @@ and writes the reports.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -32,10 +34,14 @@ from dabench.play.state import (
     OpenEpisode,
     PlannedPlay,
     PlatformServer,
+    PlayKeys,
     PlayState,
+    keys_path,
     locked,
+    read_keys,
     read_state,
     state_path,
+    write_keys,
     write_state,
 )
 from dabench.runner.experiment import ArmConfig, Experiment, WorldSpec, validate_arms
@@ -52,6 +58,7 @@ from dabench.runner.run import (
 from dabench.targets.base import TargetContext
 from dabench.targets.process import pid_alive, stop_pid
 from dabench.targets.reference import ReferenceSession, ReferenceTarget
+from dabench.targets.reference_episode import ReferenceEpisode
 from dabench.targets.registry import make_target
 from dabench.tasks.loader import TaskSet, dump_tasks
 from dabench.tasks.lock import LOCK_FILE, compute_lock, read_world_manifest, write_lock
@@ -210,6 +217,16 @@ class _Play:
     tasks: TaskSet
     target: ReferenceTarget
     agent: Agent
+    keys: PlayKeys | None = None
+
+    @property
+    def work_dir(self) -> Path:
+        return self.run_dir / PLATFORM_DIR
+
+    def scope(self, ep: OpenEpisode) -> ReferenceEpisode:
+        """The open episode's view of the platform (its key bound to the episode)."""
+        episode_keys = self.keys.episode_keys if self.keys is not None else {}
+        return ReferenceEpisode(self.target, ep.platform_episode, episode_keys)
 
     @property
     def arm(self) -> ArmConfig:
@@ -278,13 +295,15 @@ def _load(run_dir: Path) -> _Play:
     assert exp.world.dir is not None  # start records it absolute
     target = _make_target(exp, run_dir, Path(exp.world.dir))
     server = state.server
-    if server is not None:
+    keys = None
+    if server is not None and not state.finished:
+        keys = read_keys(Path(server.work_dir))
         target.port = server.port
-        target.keys = dict(server.keys)
-        target.admin_key = server.admin_key
+        target.keys = dict(keys.keys)
+        target.admin_key = keys.admin_key
         target.health = dict(server.health)
     agent = make_agent(exp.arms[0].agent, AgentContext(run_dir=run_dir), "arms[0].agent")
-    return _Play(run_dir, state, exp, tasks, target, agent)
+    return _Play(run_dir, state, exp, tasks, target, agent, keys)
 
 
 def _run(play: _Play, work: Callable[[], Awaitable[T]]) -> T:
@@ -379,20 +398,17 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
 def _spawn_platform(
     exp: Experiment, run_dir: Path, world_dir: Path
 ) -> tuple[ReferenceTarget, PlatformServer]:
-    """Start the arm's platform as a detached process (fresh keys; the state directory in the
-    run is reused)."""
+    """Start the arm's platform as a detached process (fresh keys, kept in the harness's keys
+    file, not in ``play.json``; the state directory in the run is reused)."""
     target = _make_target(exp, run_dir, world_dir)
     target.detached = True
     asyncio.run(target.start())
     proc = target.process
     assert proc is not None and proc.pid is not None
+    work_dir = (run_dir / PLATFORM_DIR).resolve()
+    write_keys(work_dir, PlayKeys(admin_key=target.admin_key, keys=target.keys))
     server = PlatformServer(
-        pid=proc.pid,
-        port=target.port,
-        admin_key=target.admin_key,
-        keys=target.keys,
-        work_dir=str((run_dir / PLATFORM_DIR).resolve()),
-        health=target.health,
+        pid=proc.pid, port=target.port, work_dir=str(work_dir), health=target.health
     )
     return target, server
 
@@ -495,15 +511,21 @@ def next_episode(run_dir: Path, *, abandon: bool = False) -> NextPrompt | None:
             index = state.next_index
             entry = state.plan[index]
             task = play.task(entry.task_id)
+            key = episode_key(state.arm, entry.task_id, entry.attempt)
             try:
-                session = await play.target.open_session(IDENTITY)
+                scope = await play.target.begin_episode(key)
+                session = await scope.open_session(IDENTITY)
                 tools = await session.tools()
             except HarnessError as exc:
                 raise PlatformDown(f"could not open a platform session: {exc}") from exc
+            assert play.keys is not None
+            play.keys.episode_keys = dict(scope.keys)
+            write_keys(play.work_dir, play.keys)
             state.open = OpenEpisode(
                 index=index,
-                key=episode_key(state.arm, entry.task_id, entry.attempt),
+                key=key,
                 session=session.handle,
+                platform_episode=scope.episode_id or "",
                 identity=IDENTITY,
                 turns=len(task.messages),
                 budget=play.agent.budget_for(task),
@@ -526,7 +548,11 @@ def next_episode(run_dir: Path, *, abandon: bool = False) -> NextPrompt | None:
 
 def _transcript(ep: OpenEpisode) -> EpisodeTranscript:
     return EpisodeTranscript(
-        messages=ep.messages, tool_calls=ep.tool_calls, answers=ep.answers, sessions=[ep.session]
+        messages=ep.messages,
+        tool_calls=ep.tool_calls,
+        answers=ep.answers,
+        sessions=[ep.session],
+        episode=ep.platform_episode,
     )
 
 
@@ -579,7 +605,7 @@ def call_tool(run_dir: Path, tool: str, arguments: dict[str, Any]) -> CallResult
                 )
                 recorder.refuse(tool, arguments, ep.turn, "UNKNOWN_TOOL", text)
                 return
-            conn = await play.target.connection(ep.identity)
+            conn = await play.scope(ep).connection(ep.identity)
             session = ReferenceSession(conn, ep.session, ep.identity)
             try:
                 await recorder.call(session, tool, arguments, ep.turn)
@@ -616,9 +642,15 @@ def call_tool(run_dir: Path, tool: str, arguments: dict[str, Any]) -> CallResult
 async def _record(
     play: _Play, ep: OpenEpisode, status: EpisodeStatus, cause: str | None = None
 ) -> AnswerResult:
-    """Read the audit rows back and journal the episode (as :class:`ExperimentRun` does)."""
+    """Revoke the episode's key, read the audit rows back and journal the episode (as
+    :class:`ExperimentRun` does)."""
     entry = play.state.plan[ep.index]
     finished = datetime.now(UTC)
+    with contextlib.suppress(HarnessError):  # the platform is down: its keys died with it
+        await play.scope(ep).end_episode([ep.session])
+    if play.keys is not None and play.keys.episode_keys:
+        play.keys.episode_keys = {}
+        write_keys(play.work_dir, play.keys)
     played = PlayedEpisode(
         transcript=_transcript(ep),
         started=ep.started_at,
@@ -736,6 +768,7 @@ def finish_play(
         write_lock(compute_lock(play.tasks, Path(play.exp.world.dir)), run_dir / LOCK_FILE)
         if state.server is not None:
             stop_pid(state.server.pid)
+            keys_path(Path(state.server.work_dir)).unlink(missing_ok=True)  # dead with it
         manifest = read_manifest(run_dir)
         if manifest is not None:
             write_manifest(run_dir, manifest.model_copy(update={"finished_at": datetime.now(UTC)}))

@@ -3,7 +3,10 @@
 Every ``dabench play`` command is a separate process; they share this file. A command holds an
 exclusive lock (``play.lock``) while it reads and rewrites the state, and the state is replaced
 atomically, so two commands never interleave and a killed command leaves the last good state.
-The state names task ids but holds no truth: no gold SQL, answers, tags or trap classes.
+The state names task ids but holds no truth: no gold SQL, answers, tags or trap classes. It
+holds no key either: the platform's admin key, its identity keys and the open episode's key
+are in ``platform/keys.json`` (:class:`PlayKeys`, mode 0600, replaced atomically), which only
+the play commands read.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ from dabench.errors import UserInputError
 from dabench.journal.records import Message, ToolCall
 from dabench.providers.base import ToolSpec
 from dabench.recordfile import first_error
+from dabench.secretfile import write_private
 
 STATE_FILE = "play.json"
 LOCK_FILE = "play.lock"
-STATE_VERSION = 1
+KEYS_FILE = "keys.json"
+STATE_VERSION = 2
 
 
 class _State(BaseModel):
@@ -45,9 +50,6 @@ class PlatformServer(_State):
 
     pid: int
     port: int
-    admin_key: str
-    keys: dict[str, str]
-    """Identity -> API key."""
     work_dir: str
     health: dict[str, object] = Field(default_factory=dict)
 
@@ -61,6 +63,8 @@ class OpenEpisode(_State):
     """The journal key (``arm/task/attempt``)."""
     session: str
     """The platform session handle (``dps_...``)."""
+    platform_episode: str
+    """The platform's id of the episode (its key is bound to it; see :class:`PlayKeys`)."""
     identity: str = "default"
     turn: int = 0
     turns: int = 1
@@ -94,6 +98,37 @@ class PlayState(_State):
         return len(self.plan) - self.next_index
 
 
+class PlayKeys(_State):
+    """The keys of a play run's platform, kept out of ``play.json``."""
+
+    admin_key: str
+    keys: dict[str, str]
+    """Identity -> static API key (the harness's own connections)."""
+    episode_keys: dict[str, str] = Field(default_factory=dict)
+    """Identity -> the open episode's key (revoked when the episode is recorded)."""
+
+
+def keys_path(work_dir: Path) -> Path:
+    """``<platform work dir>/keys.json``."""
+    return work_dir / KEYS_FILE
+
+
+def read_keys(work_dir: Path) -> PlayKeys:
+    """The platform's keys; a clear error when the file is missing or invalid."""
+    path = keys_path(work_dir)
+    try:
+        return PlayKeys.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise UserInputError(f"{path}: cannot read the platform's keys: {exc}") from exc
+    except ValidationError as exc:
+        raise UserInputError(f"{path}: invalid keys file: {first_error(exc)}") from exc
+
+
+def write_keys(work_dir: Path, keys: PlayKeys) -> None:
+    """Replace the keys file atomically, mode 0600 from its first byte."""
+    write_private(keys_path(work_dir), keys.model_dump_json(indent=2).encode("utf-8"))
+
+
 def state_path(run_dir: Path) -> Path:
     """``<run_dir>/play.json``."""
     return run_dir / STATE_FILE
@@ -115,15 +150,7 @@ def read_state(run_dir: Path) -> PlayState:
 
 def write_state(run_dir: Path, state: PlayState) -> None:
     """Replace the state atomically (write, fsync, rename); readable by the owner only."""
-    path = state_path(run_dir)
-    tmp = path.with_suffix(".json.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, state.model_dump_json(indent=2).encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private(state_path(run_dir), state.model_dump_json(indent=2).encode("utf-8"))
 
 
 @contextlib.contextmanager

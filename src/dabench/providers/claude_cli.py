@@ -29,6 +29,7 @@ from dabench.providers.base import ProviderError
 from dabench.providers.pricing import CostSource, PriceOverrides, PriceTable, resolve_cost
 from dabench.providers.usage import anthropic_usage
 from dabench.sandbox import run_sealed
+from dabench.secretfile import write_private
 
 MAX_TURNS_SUBTYPE = "error_max_turns"
 """The ``result`` subtype when the CLI ran out of turns: an agent outcome, not a harness error."""
@@ -293,7 +294,7 @@ async def run_claude_cli(
         )
     with tempfile.TemporaryDirectory(prefix="dabench-claude-") as tmp:
         config_path = Path(tmp) / "mcp.json"
-        config_path.write_text(json.dumps(dict(mcp_config)), encoding="utf-8")
+        write_private(config_path, json.dumps(dict(mcp_config)).encode("utf-8"))
         argv = build_command(
             path,
             mcp_config_path=config_path,

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dabench.errors import UserInputError
+from dabench.fields import FiniteNonNegative, Seconds
 from dabench.journal.records import TokenUsage
 from dabench.providers.base import (
     ChatMessage,
@@ -50,7 +51,7 @@ class FakeSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    latency: float = Field(default=0.0, ge=0.0)
+    latency: FiniteNonNegative = 0.0
     """Seconds each call takes (slept with ``asyncio.sleep``)."""
     calls: int = Field(default=1, ge=0)
     """Tool calls per user turn before answering (the search call counts)."""
@@ -63,16 +64,16 @@ class FakeSettings(BaseModel):
     search_tool: str = "search"
     fail_first: int = Field(default=0, ge=0)
     """The first N calls of this provider raise a retryable :class:`ProviderError`."""
-    median: float | None = Field(default=None, gt=0.0)
+    median: Seconds | None = None
     """Median seconds of a lognormal latency (replaces ``latency``; needs ``p99``)."""
-    p99: float | None = Field(default=None, gt=0.0)
+    p99: Seconds | None = None
     """99th percentile seconds of the lognormal latency (at least ``median``)."""
     rate_429: float = Field(default=0.0, ge=0.0, le=1.0)
     """Probability that a call is refused at once like an HTTP 429 (retryable, waiting
     ``retry_after``)."""
     rate_5xx: float = Field(default=0.0, ge=0.0, le=1.0)
     """Probability that a call fails like an HTTP 503 after its latency (retryable)."""
-    retry_after: float = Field(default=1.0, ge=0.0)
+    retry_after: FiniteNonNegative = 1.0
     """Seconds a 429 asks the client to wait."""
     seed: int = 0
     """Seed of the latency and failure draws (drawn in call order)."""

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dabench.errors import UserInputError
+from dabench.fields import FiniteNonNegative
 from dabench.journal.records import TokenUsage
 
 CostSource = Literal["provider", "price_table", "none"]
@@ -36,10 +37,10 @@ class ModelPrice(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input: float | None = Field(default=None, ge=0)
-    output: float | None = Field(default=None, ge=0)
-    cache_read: float | None = Field(default=None, ge=0)
-    cache_write: float | None = Field(default=None, ge=0)
+    input: FiniteNonNegative | None = None
+    output: FiniteNonNegative | None = None
+    cache_read: FiniteNonNegative | None = None
+    cache_write: FiniteNonNegative | None = None
 
     def cost(self, usage: TokenUsage) -> float | None:
         """USD for ``usage``, or ``None`` when a component with tokens has no price."""

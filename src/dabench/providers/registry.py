@@ -12,9 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dabench.errors import UserInputError
+from dabench.fields import Seconds
 from dabench.providers.base import Provider
 
 ProviderFactory = Callable[[str, str, "ProviderSettings"], Provider]
@@ -30,7 +31,7 @@ class ProviderSettings(BaseModel):
     base_url: str | None = None
     api_key: str | None = None
     """Defaults to the kind's environment variable (``ANTHROPIC_API_KEY``...)."""
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: Seconds = 120.0
     """Seconds per request before a retryable timeout error."""
     prices: dict[str, dict[str, Any]] | str | Path | None = None
     """Price overrides: a mapping provider -> model -> prices, or a YAML file."""

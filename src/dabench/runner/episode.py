@@ -101,20 +101,20 @@ class PlayedEpisode:
 
 
 async def _play(
-    run_id: str, arm: ArmRuntime, job: EpisodeJob, transcript: EpisodeTranscript
+    run_id: str, arm: ArmRuntime, job: EpisodeJob, transcript: EpisodeTranscript, target: Target
 ) -> tuple[EpisodeStatus, list[StepRecord]]:
     if isinstance(job.item, Protocol):
         runner = protocol_runner()
         if runner is None:  # pragma: no cover - filtered out when planning
             raise HarnessError("no protocol runner registered")
-        req = ProtocolRequest(run_id, arm.name, job.item, job.attempt, arm.target, arm.agent)
+        req = ProtocolRequest(run_id, arm.name, job.item, job.attempt, target, arm.agent)
         return await runner(req, transcript)
     request = EpisodeRequest(
         run_id=run_id,
         arm=arm.name,
         task=job.item,
         attempt=job.attempt,
-        target=arm.target,
+        target=target,
         budget=arm.agent.budget_for(job.item),
     )
     return await arm.agent.run(request, transcript), []
@@ -123,12 +123,17 @@ async def _play(
 async def play_episode(
     run_id: str, arm: ArmRuntime, job: EpisodeJob, timeout_s: float
 ) -> PlayedEpisode:
-    """The agent's part of an episode, under its time limit; harness faults are caught."""
+    """The agent's part of an episode, under its time limit; harness faults are caught.
+    The episode plays on the target's view of it (:meth:`Target.begin_episode`: keys of its
+    own on the reference platform), which is ended (keys revoked) whatever happened."""
     played = PlayedEpisode(EpisodeTranscript(), started=datetime.now(UTC))
     t0 = time.perf_counter()
+    scope = arm.target
     try:
         async with asyncio.timeout(timeout_s):
-            played.status, played.steps = await _play(run_id, arm, job, played.transcript)
+            scope = await arm.target.begin_episode(job.key)
+            played.transcript.episode = scope.episode_id
+            played.status, played.steps = await _play(run_id, arm, job, played.transcript, scope)
     except TimeoutError:
         played.status = "timeout"
     except HarnessError as exc:
@@ -136,7 +141,7 @@ async def play_episode(
     except Exception as exc:  # a bug of ours is still not the model's failure
         played.status = "harness_error"
         played.cause = f"internal error: {type(exc).__name__}: {exc}"
-    await end_episode(arm.target, played.transcript.sessions)
+    await end_episode(scope, played.transcript.sessions)
     played.wall_ms = (time.perf_counter() - t0) * 1000
     played.finished = datetime.now(UTC)
     return played
@@ -156,7 +161,7 @@ async def read_audit(target: Target, transcript: EpisodeTranscript) -> AuditChec
     """The target's audit check for the episode's sessions (a failed read-back is a gap)."""
     expected = transcript.sent_calls()
     try:
-        return await target.read_audit(transcript.sessions, expected)
+        return await target.read_audit(transcript.sessions, expected, transcript.episode)
     except Exception as exc:  # any failure to read back is a gap, never a crash
         return AuditCheck(
             source=target.efficiency_source,

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dabench.agents.registry import validate_agent_config
 from dabench.errors import UserInputError
+from dabench.fields import Seconds
 from dabench.targets.registry import validate_target_config
 from dabench.tasks.hashing import canonical_hash
 from dabench.tasks.model import Suite
@@ -91,7 +92,7 @@ class Experiment(_Spec):
     ``ray.node_concurrency`` says otherwise."""
     provider_concurrency: dict[str, int] = Field(default_factory=dict)
     """Per provider kind (``anthropic``, ``openai``...; ``none`` for oracle/replay)."""
-    episode_timeout_s: float = Field(default=600.0, gt=0)
+    episode_timeout_s: Seconds = 600.0
     """The agent's time limit per episode (an exceeded limit is the episode's ``timeout``)."""
     judge: dict[str, Any] | None = None
     """Judge settings (model, rubric version) handed to grading."""

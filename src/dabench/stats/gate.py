@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dabench.errors import UserInputError
+from dabench.fields import FiniteNonNegative, PositiveFinite
 from dabench.stats.aggregates import task_table
 from dabench.stats.bootstrap import (
     DEFAULT_RESAMPLES,
@@ -38,13 +39,13 @@ class _Strict(BaseModel):
 class SuiteThresholds(_Strict):
     """Limits for one suite (``None`` in an override: inherit the default)."""
 
-    max_accuracy_drop: float | None = Field(default=None, ge=0)
+    max_accuracy_drop: FiniteNonNegative | None = None
     """Largest allowed accuracy drop, in percentage points."""
-    max_pass_hat_k_drop: float | None = Field(default=None, ge=0)
+    max_pass_hat_k_drop: FiniteNonNegative | None = None
     """Largest allowed pass^k drop, in percentage points."""
-    max_tool_call_ratio: float | None = Field(default=None, gt=0)
+    max_tool_call_ratio: PositiveFinite | None = None
     """Largest allowed candidate / baseline ratio of mean tool calls per episode."""
-    min_enrichment_ratio: float | None = Field(default=None, ge=0)
+    min_enrichment_ratio: FiniteNonNegative | None = None
     """Smallest allowed candidate / baseline ratio of enrichment tokens delivered per episode
     (checked only where the baseline delivered enrichment): catches a knowledge layer that
     silently stopped enriching."""

@@ -1,5 +1,9 @@
 """Audit read-back over HTTP: ``GET <base>/api/v1/admin/audit/events?session_id=...``.
 
+For an episode bound to keys of its own (the reference platform), the rows are read by
+``episode_id`` instead: every call of the episode's keys, in any session (see
+:func:`episode_calls`).
+
 The reference platform (and ``txn2/mcp-data-platform``) answer ``{"events": [...], "total": N}``.
 Rows with ``event_kind == "tool_call"`` (or with no ``event_kind``) are the tool calls; their
 number must equal the harness's own count of tool calls in those sessions.
@@ -73,15 +77,20 @@ def loopback_get(http: LoopbackHttp) -> JsonGet:
 
 
 async def fetch_audit_rows(
-    get: JsonGet, config: AuditReaderConfig, admin_key: str | None, session: str
+    get: JsonGet,
+    config: AuditReaderConfig,
+    admin_key: str | None,
+    session: str,
+    param: str | None = None,
 ) -> list[dict[str, Any]]:
-    """All audit rows of one session (paginated)."""
+    """All audit rows of one session (paginated); ``param``: filter on another field (the
+    reference platform's ``episode_id``) instead of the session."""
     rows: list[dict[str, Any]] = []
     headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
     url = config.base_url.rstrip("/") + config.path
     while True:
         params: dict[str, str | int] = {
-            config.session_param: session,
+            param or config.session_param: session,
             "limit": PAGE,
             "offset": len(rows),
         }
@@ -105,21 +114,37 @@ def own_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     return own, len(rows) - len(own)
 
 
+def episode_calls(rows: list[dict[str, Any]], sessions: list[str]) -> list[dict[str, Any]]:
+    """The rows of an episode's keys that are its calls: every tool call, in any session or
+    none, and every ``platform_info`` that opened a session the harness did not open (the
+    agent's own)."""
+    return [
+        r
+        for r in rows
+        if r.get("event_kind") == "tool_call"
+        or (r.get("event_kind") == "session_start" and r.get("session_id") not in sessions)
+    ]
+
+
 def check_audit(
     rows: list[dict[str, Any]],
     expected_calls: int,
     kinds: list[str],
     sessions: list[str],
     foreign: int = 0,
+    episode: str | None = None,
 ) -> AuditCheck:
     """Compare the audit rows' tool calls with the harness's count (``foreign``: rows of
-    other identities already left out, reported in the detail)."""
-    calls = [r for r in rows if r.get("event_kind", "tool_call") in kinds]
+    other identities already left out, reported in the detail; ``episode``: ``rows`` are
+    every row of that episode's keys, counted by :func:`episode_calls`)."""
+    if episode is not None:
+        calls = episode_calls(rows, sessions)
+        where = f"episode {episode} ({len(sessions)} session(s) opened by the harness)"
+    else:
+        calls = [r for r in rows if r.get("event_kind", "tool_call") in kinds]
+        where = f"{len(sessions)} session(s)"
     ok = len(calls) == expected_calls
-    detail = (
-        f"{len(calls)} audit tool-call rows for {len(sessions)} session(s), harness counted "
-        f"{expected_calls}"
-    )
+    detail = f"{len(calls)} audit tool-call rows for {where}, harness counted {expected_calls}"
     if foreign:
         detail += f" ({foreign} row(s) of other identities presenting these handles ignored)"
     if not ok:
@@ -151,8 +176,12 @@ async def read_audit_http(
     admin_key: str | None,
     sessions: list[str],
     expected_calls: int,
+    episode: str | None = None,
 ) -> AuditCheck:
-    """Fetch the rows of every session and check them."""
+    """Fetch the rows of every session (or of the episode's keys) and check them."""
+    if episode is not None:
+        every = await fetch_audit_rows(get, config, admin_key, episode, param="episode_id")
+        return check_audit(every, expected_calls, config.tool_call_kinds, sessions, 0, episode)
     rows: list[dict[str, Any]] = []
     foreign = 0
     for s in sessions:

@@ -163,6 +163,8 @@ class Target(ABC):
     kind: str
     efficiency_source: EfficiencySource = "harness"
     sql_dialect: SqlDialect = "duckdb"
+    episode_id: str | None = None
+    """Set on an episode's view (:meth:`begin_episode`): the target's id of the episode."""
 
     @property
     def tool_roles(self) -> ToolRoles:
@@ -191,6 +193,12 @@ class Target(ABC):
     async def open_session(self, identity: str = "default") -> TargetSession:
         """Open a fresh session for one episode as ``identity``."""
 
+    async def begin_episode(self, label: str) -> Target:
+        """The target as one episode sees it (the runner plays the episode on it and ends it
+        with :meth:`end_episode`); default: the target itself, nothing bound to the episode.
+        The reference platform mints identity keys for the episode alone."""
+        return self
+
     async def end_episode(self, sessions: list[str]) -> None:
         """Release what the episode's sessions hold (called by the runner when the agent's
         part of an episode ends, whatever happened); default: nothing to release."""
@@ -201,9 +209,12 @@ class Target(ABC):
         one (lets an agent call the model while its session opens); default: unknown."""
         return None
 
-    async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
-        """Check the target's audit rows for ``sessions`` against our own count. Targets
-        without an audit store return a ``harness``-sourced check that is always ok."""
+    async def read_audit(
+        self, sessions: list[str], expected_calls: int, episode: str | None = None
+    ) -> AuditCheck:
+        """Check the target's audit rows for ``sessions`` (for every row of ``episode``'s
+        keys, when the target bound keys to it) against our own count. Targets without an
+        audit store return a ``harness``-sourced check that is always ok."""
         return AuditCheck(
             source="harness",
             expected_calls=expected_calls,

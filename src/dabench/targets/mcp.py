@@ -28,6 +28,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dabench.errors import HarnessError, UserInputError
+from dabench.fields import Seconds
 from dabench.journal.records import AuditCheck
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
@@ -124,8 +125,8 @@ class McpTargetConfig(BaseModel):
     """Which tools play ``sql``, ``search``, ``describe``, ``list``, ``fetch`` and how their
     arguments map (:mod:`dabench.roles`); a role not given keeps the reference tool name,
     a role given as ``null`` is not played."""
-    call_timeout_s: float = 120.0
-    idle_s: float = Field(default=DEFAULT_CLIENT_IDLE_S, gt=0)
+    call_timeout_s: Seconds = 120.0
+    idle_s: Seconds = DEFAULT_CLIENT_IDLE_S
     """Close HTTP connections idle this many seconds instead of reusing them; keep it below
     the server's keep-alive (4 s suits uvicorn's and Node's 5 s)."""
 
@@ -371,8 +372,11 @@ class McpTarget(Target):
             if session is not None:
                 await session.close()
 
-    async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
-        """Read the audit API when configured; otherwise the harness trace is the source."""
+    async def read_audit(
+        self, sessions: list[str], expected_calls: int, episode: str | None = None
+    ) -> AuditCheck:
+        """Read the audit API when configured; otherwise the harness trace is the source.
+        (A third-party server mints no episode keys: rows are read by session.)"""
         cfg = self.config.audit
         if cfg is None:
             return await super().read_audit(sessions, expected_calls)

@@ -52,6 +52,7 @@ class LeanMcpConnection:
         self.idle_s = idle_s
         self._ids = itertools.count(1)
         self._http: LoopbackHttp | None = None
+        self._owns_pool = True
         self._path = urlsplit(url).path or "/"
         self._tools: list[ToolSpec] | None = None
         self._meta = {
@@ -83,10 +84,23 @@ class LeanMcpConnection:
         """The HTTP connection pool (``None`` until opened or after closing)."""
         return self._http
 
+    def with_headers(self, headers: dict[str, str]) -> LeanMcpConnection:
+        """An opened connection with other headers (another key of the same identity) on
+        this one's pool and tool list; closing it leaves the pool open."""
+        if self._http is None:
+            raise HarnessError(f"MCP connection to {self.url} is closed")
+        other = LeanMcpConnection(
+            self.url, {}, call_timeout_s=self.call_timeout_s, idle_s=self.idle_s
+        )
+        other.headers = {**self.headers, **headers}
+        other._http, other._owns_pool, other._tools = self._http, False, self._tools
+        return other
+
     async def close(self) -> None:
-        """Close the HTTP pool; safe to call twice."""
+        """Close the HTTP pool (unless it is borrowed); safe to call twice."""
         if self._http is not None:
-            await self._http.aclose()
+            if self._owns_pool:
+                await self._http.aclose()
             self._http = None
 
     async def _request(

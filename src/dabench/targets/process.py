@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -36,6 +37,35 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+SECRET_FD_ARG = "{secret_fd}"
+"""An argv item replaced by the number of the descriptor the child reads
+:attr:`ServerProcess.secret_input` from."""
+_PIPE_MAX = 65536
+_SECRET_NAMES = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+_KEEP = {"PGPASSFILE", "PGPASSWORD"}
+"""Secret-looking variables a server may need (``--warehouse`` on PostgreSQL)."""
+
+
+def scrubbed_environ() -> dict[str, str]:
+    """The harness's environment without variables whose names look like secrets (API keys,
+    tokens, passwords, credentials), which no server child needs; PostgreSQL's password
+    variables stay (a ``--warehouse`` may log in with them)."""
+    return {k: v for k, v in os.environ.items() if k in _KEEP or not _SECRET_NAMES.search(k)}
+
+
+def _secret_pipe(data: bytes) -> int:
+    """The read end of a pipe holding ``data`` (its write end closed; not inheritable but
+    by a child it is passed to)."""
+    if len(data) >= _PIPE_MAX:
+        raise ValueError(f"secret input of {len(data)} bytes does not fit a pipe")
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    return read
+
+
 class ServerProcess:
     """A server subprocess with its output in a log file."""
 
@@ -46,28 +76,39 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         *,
         detached: bool = False,
+        secret_input: bytes | None = None,
     ):
         self.argv = argv
         self.log_path = log_path
         self.env = env
+        self.secret_input = secret_input
+        """Bytes the child reads from an inherited pipe (its number replaces
+        :data:`SECRET_FD_ARG` in ``argv``): keys it needs, never in its argv or environment."""
         self.detached = detached
         """A detached child outlives the harness process (``dabench play`` keeps the platform
         running between commands and stops it with :func:`stop_pid`)."""
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        """Spawn the process."""
+        """Spawn the process (its environment: the harness's without secrets, plus ``env``)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **(self.env or {})},
-                preexec_fn=None if self.detached else _die_with_parent,
-                start_new_session=True,
-            )
+        secret = _secret_pipe(self.secret_input) if self.secret_input is not None else None
+        argv = [str(secret) if a == SECRET_FD_ARG and secret is not None else a for a in self.argv]
+        try:
+            with self.log_path.open("ab") as log:
+                self.proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**scrubbed_environ(), **(self.env or {})},
+                    preexec_fn=None if self.detached else _die_with_parent,
+                    start_new_session=True,
+                    pass_fds=(secret,) if secret is not None else (),
+                )
+        finally:
+            if secret is not None:
+                os.close(secret)
         if not self.detached:
             _LIVE.add(self)
 

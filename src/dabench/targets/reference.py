@@ -1,7 +1,8 @@
 """The reference platform as a target: one ``dabench platform serve`` process per arm.
 
-The target writes an auth file with random keys (one identity per name in ``identities``
-plus an admin key), starts the platform on a free loopback port, waits for ``/healthz``, and
+The target makes random keys (one identity per name in ``identities`` plus an admin key) and
+hands them to the platform through an inherited pipe (``--auth-fd``: no key file, no key in
+argv or the environment), starts the platform on a free loopback port, waits for ``/healthz``, and
 stops it at the end (SIGTERM then SIGKILL; the child also dies with the harness). Each
 episode session calls ``platform_info`` to obtain a ``dps_...`` handle; ``session_id`` is
 hidden from the tool schemas the model sees and injected into every call.
@@ -22,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import HarnessError, UserInputError
+from dabench.fields import Name, Seconds
 from dabench.journal.records import AuditCheck
 from dabench.keepalive import SERVER_KEEP_ALIVE_S, client_idle_limit
 from dabench.providers.base import ToolSpec
@@ -37,7 +39,8 @@ from dabench.targets.base import (
 from dabench.targets.loopback_http import LoopbackHttp, PoolStats
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
-from dabench.targets.process import ServerProcess, free_port
+from dabench.targets.process import SECRET_FD_ARG, ServerProcess, free_port
+from dabench.targets.reference_episode import EPISODES, ReferenceEpisode
 from dabench.targets.registry import register_target
 
 SESSION_ARG = "session_id"
@@ -52,22 +55,24 @@ class ReferenceTargetConfig(BaseModel):
     kind: Literal["reference"] = "reference"
     profile: str = "a0"
     """A profile name shipped with the platform (a0..a3) or a path to a profile file."""
-    identities: list[str] = Field(default_factory=lambda: ["default", "teacher", "learner"])
-    reviewers: list[str] = Field(default_factory=lambda: ["reviewer"])
+    identities: list[Name] = Field(
+        default_factory=lambda: ["default", "teacher", "learner"], min_length=1
+    )
+    reviewers: list[Name] = Field(default_factory=lambda: ["reviewer"])
     """Identities with the reviewer persona (they may apply knowledge)."""
-    startup_timeout_s: float = 60.0
-    call_timeout_s: float = 120.0
+    startup_timeout_s: Seconds = 60.0
+    call_timeout_s: Seconds = 120.0
     extra_args: list[str] = Field(default_factory=list)
     """More ``dabench platform serve`` arguments."""
     warehouse: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
     """Serve SQL from this PostgreSQL warehouse (a read-only role's DSN; ``platform serve
     --warehouse``) instead of the world's DuckDB file. Keep a password out of it (PGPASSWORD
     or ~/.pgpass): the run manifest records the target."""
-    keep_alive_s: float = Field(default=SERVER_KEEP_ALIVE_S, gt=0)
+    keep_alive_s: Seconds = SERVER_KEEP_ALIVE_S
     """The platform closes keep-alive connections idle this long; the harness's clients close
     theirs at 80 % of it (:func:`~dabench.keepalive.client_idle_limit`), so neither side
     reuses a connection the other is closing."""
-    client_idle_s: float | None = Field(default=None, gt=0)
+    client_idle_s: Seconds | None = None
     """Override the clients' idle limit (seconds; default 80 % of ``keep_alive_s``). Above
     the keep-alive only to test that connections the platform closed are still never used."""
     client: Literal["lean", "sdk"] = "lean"
@@ -146,7 +151,9 @@ class ReferenceTarget(Target):
         """``http://127.0.0.1:<port>``."""
         return f"http://127.0.0.1:{self.port}"
 
-    def _write_auth(self) -> Path:
+    def auth_yaml(self) -> bytes:
+        """The platform's ``--auth`` YAML: the identities' and the admin key (handed to the
+        platform through an inherited pipe, never written to disk)."""
         identities = [
             {
                 "key": key,
@@ -155,20 +162,13 @@ class ReferenceTarget(Target):
             }
             for name, key in self.keys.items()
         ]
-        path = self.context.work_dir / "auth.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            yaml.safe_dump({"identities": identities, "admin_keys": [self.admin_key]}),
-            encoding="utf-8",
-        )
-        path.chmod(0o600)
-        return path
+        text = yaml.safe_dump({"identities": identities, "admin_keys": [self.admin_key]})
+        return text.encode("utf-8")
 
     async def start(self) -> None:
         """Start the platform and wait until ``/healthz`` answers."""
         if self.process is not None and self.process.running():
             return
-        auth = self._write_auth()
         self.port = free_port()
         world = self.context.world_dir
         assert world is not None
@@ -176,13 +176,16 @@ class ReferenceTarget(Target):
             sys.executable, "-m", "dabench.cli", "platform", "serve",
             "--world", str(world), "--profile", self.config.profile,
             "--host", "127.0.0.1", "--port", str(self.port), "--transport", "http",
-            "--auth", str(auth), "--state-dir", str(self.context.work_dir / "state"),
+            "--auth-fd", SECRET_FD_ARG, "--state-dir", str(self.context.work_dir / "state"),
             "--keep-alive-s", str(self.config.keep_alive_s),
             *(["--warehouse", self.config.warehouse] if self.config.warehouse else []),
             *self.config.extra_args,
         ]  # fmt: skip
         self.process = ServerProcess(
-            argv, self.context.work_dir / "platform.log", detached=self.detached
+            argv,
+            self.context.work_dir / "platform.log",
+            detached=self.detached,
+            secret_input=self.auth_yaml(),
         )
         self.process.start()
         try:
@@ -269,9 +272,46 @@ class ReferenceTarget(Target):
                 self._conns[identity] = conn
             return conn
 
+    async def keyed_connection(self, identity: str, key: str) -> ToolConnection:
+        """A connection authenticated with another key of ``identity`` (an episode's): over
+        the lean client it shares the identity's pool and tool list."""
+        base = await self.connection(identity)
+        headers = {"Authorization": f"Bearer {key}"}
+        if isinstance(base, LeanMcpConnection):
+            return base.with_headers(headers)
+        url = self.base_url + "/mcp"
+        conn = McpConnection(
+            McpEndpoint(url, headers), call_timeout_s=self.config.call_timeout_s, idle_s=self.idle_s
+        )
+        await conn.open()
+        return conn
+
+    async def begin_episode(self, label: str) -> ReferenceEpisode:
+        """Open an episode on the platform: the default identity's key is minted now, the
+        others when the episode first acts as them."""
+        first = "default" if "default" in self.keys else next(iter(self.keys))
+        body = {"label": label[:1000], "users": [first]}
+        opened = await self.admin("POST", EPISODES, body)
+        return ReferenceEpisode(self, str(opened["episode_id"]), dict(opened["keys"]))
+
+    async def mint_key(self, episode_id: str, identity: str) -> str:
+        """A key of ``identity`` bound to an open episode."""
+        if identity not in self.keys:
+            raise HarnessError(f"{self.label}: unknown identity {identity!r}")
+        minted = await self.admin("POST", f"{EPISODES}/{episode_id}/keys", {"user": identity})
+        return str(minted["key"])
+
+    async def close_episode(self, episode_id: str) -> None:
+        """Revoke every key of an episode."""
+        await self.admin("DELETE", f"{EPISODES}/{episode_id}")
+
     async def open_session(self, identity: str = "default") -> ReferenceSession:
-        """Call ``platform_info`` to open a fresh ``dps_...`` session."""
-        conn = await self.connection(identity)
+        """Call ``platform_info`` to open a fresh ``dps_...`` session (with the identity's
+        static key: an episode opens its sessions through :meth:`begin_episode`'s view)."""
+        return await self.open_session_on(await self.connection(identity), identity)
+
+    async def open_session_on(self, conn: ToolConnection, identity: str) -> ReferenceSession:
+        """Open a session through ``conn`` (authenticated as ``identity``)."""
         outcome = await conn.call(INFO_TOOL, {})
         if outcome.is_error:
             raise HarnessError(f"{self.label}: platform_info failed: {outcome.text[:300]}")
@@ -300,13 +340,18 @@ class ReferenceTarget(Target):
             self._http = http_client(self.idle_s)
         return self._http
 
-    async def read_audit(self, sessions: list[str], expected_calls: int) -> AuditCheck:
-        """The platform's audit rows of the episode's sessions vs. our count."""
+    async def read_audit(
+        self, sessions: list[str], expected_calls: int, episode: str | None = None
+    ) -> AuditCheck:
+        """The platform's audit rows of the episode (every row of its keys; else of its
+        sessions) vs. our count."""
         if self._loopback is None:
             self._loopback = LoopbackHttp(self.base_url, timeout_s=30.0, idle_s=self.idle_s)
         cfg = AuditReaderConfig(base_url=self.base_url)
         get = loopback_get(self._loopback)
-        return await read_audit_http(get, cfg, self.admin_key, sessions, expected_calls)
+        return await read_audit_http(
+            get, cfg, self.admin_key, sessions, expected_calls, episode=episode
+        )
 
     async def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Call the admin API (``/api/v1/admin/...``) with the admin key (for protocols)."""

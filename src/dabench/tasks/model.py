@@ -143,6 +143,11 @@ class Grading(_AuthoredSpec):
             raise ValueError("grading.kind 'entity' needs grading.entities (catalog ids)")
         if self.kind == "format" and self.format is None:
             raise ValueError("grading.kind 'format' needs grading.format")
+        if self.tolerance_rel > 1 and not self.tolerance_abs:
+            raise ValueError(
+                f"grading.tolerance_rel {self.tolerance_rel} is above 1 (more than 100 % off "
+                "would pass); use at most 1, or tolerance_abs for an absolute margin"
+            )
         return self
 
 

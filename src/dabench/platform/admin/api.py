@@ -9,11 +9,12 @@ too, and :class:`SingleAuthorization` refuses a request with more than one
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -127,6 +128,61 @@ class ResetResult(BaseModel):
     state_version: int
 
 
+UserName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.@-]+$")]
+MAX_BODY_BYTES = 64 * 1024
+"""Admin request bodies above this are refused (400 ``INVALID_BODY``)."""
+
+
+class EpisodeOpen(BaseModel):
+    """The body of ``POST /episodes``: which identities the episode acts as."""
+
+    model_config = ConfigDict(extra="forbid")
+    label: FilterText = Field(default="", description="what the episode is (for the audit log)")
+    users: list[UserName] = Field(min_length=1, max_length=32)
+    """Configured identities (by user) to mint one key each for."""
+
+    @field_validator("users")
+    @classmethod
+    def _distinct(cls, users: list[str]) -> list[str]:
+        if len(set(users)) != len(users):
+            raise ValueError("each user at most once")
+        return users
+
+
+class EpisodeOpened(BaseModel):
+    """``POST /episodes``: the episode's id and one key per user (shown only here)."""
+
+    model_config = ConfigDict(extra="forbid")
+    episode_id: str
+    label: str
+    keys: dict[str, str]
+
+
+class EpisodeKeyRequest(BaseModel):
+    """The body of ``POST /episodes/{episode_id}/keys``."""
+
+    model_config = ConfigDict(extra="forbid")
+    user: UserName
+
+
+class EpisodeKey(BaseModel):
+    """``POST /episodes/{episode_id}/keys``: one more identity's key for the episode."""
+
+    model_config = ConfigDict(extra="forbid")
+    episode_id: str
+    user: str
+    persona: str
+    key: str
+
+
+class EpisodeClosed(BaseModel):
+    """``DELETE /episodes/{episode_id}``: the episode's keys are revoked."""
+
+    model_config = ConfigDict(extra="forbid")
+    episode_id: str
+    revoked_keys: int
+
+
 class Health(BaseModel):
     """``GET /healthz``."""
 
@@ -167,6 +223,26 @@ def _query(request: Request, model: type[Q]) -> Q | JSONResponse:
             for e in exc.errors()
         )
         return _error(400, "INVALID_QUERY", msg)
+
+
+async def _body(request: Request, model: type[Q]) -> Q | JSONResponse:
+    """The request's JSON body validated by ``model``, or a 400 ``INVALID_BODY``."""
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            return _error(400, "INVALID_BODY", f"the body exceeds {MAX_BODY_BYTES} bytes")
+    try:
+        data = json.loads(raw) if raw else {}
+    except (ValueError, RecursionError):
+        return _error(400, "INVALID_BODY", "the body is not JSON")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        msg = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()
+        )
+        return _error(400, "INVALID_BODY", msg)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -231,7 +307,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
             if admin:
                 key = bearer_key(request.headers.get("authorization"))
                 if not service.auth.is_admin(key):
-                    if service.auth.identity_for(key) is not None:
+                    if service.identify(key) is not None:
                         return _error(403, "FORBIDDEN", "this key is not an admin key")
                     return _error(401, "UNAUTHENTICATED", "an admin key is required (Bearer)")
             query = _query(request, model)
@@ -305,6 +381,43 @@ def admin_routes(service: PlatformService) -> list[Route]:
         body = ResetResult(status="reset", state_version=service.state.version)
         return JSONResponse(body.model_dump(mode="json"))
 
+    async def open_episode(request: Request, query: NoQuery) -> Response:
+        body = await _body(request, EpisodeOpen)
+        if isinstance(body, JSONResponse):
+            return body
+        try:
+            episode_id, keys = service.open_episode(body.label, body.users)
+        except KeyError as exc:
+            return _error(400, "UNKNOWN_USER", f"no identity with user {exc.args[0]!r}")
+        except OverflowError as exc:
+            return _error(409, "TOO_MANY_EPISODES", str(exc))
+        opened = EpisodeOpened(episode_id=episode_id, label=body.label, keys=keys)
+        return JSONResponse(opened.model_dump(mode="json"))
+
+    async def episode_key(request: Request, query: NoQuery) -> Response:
+        body = await _body(request, EpisodeKeyRequest)
+        if isinstance(body, JSONResponse):
+            return body
+        episode_id = request.path_params["episode_id"]
+        try:
+            identity, key = service.mint_episode_key(episode_id, body.user)
+        except KeyError as exc:
+            return _error(400, "UNKNOWN_USER", f"no identity with user {exc.args[0]!r}")
+        if key is None:
+            return _error(404, "NOT_FOUND", f"no open episode {episode_id!r}")
+        minted = EpisodeKey(
+            episode_id=episode_id, user=identity.user, persona=identity.persona, key=key
+        )
+        return JSONResponse(minted.model_dump(mode="json"))
+
+    async def close_episode(request: Request, query: NoQuery) -> Response:
+        episode_id = request.path_params["episode_id"]
+        revoked = service.close_episode(episode_id)
+        if revoked is None:
+            return _error(404, "NOT_FOUND", f"no open episode {episode_id!r}")
+        body = EpisodeClosed(episode_id=episode_id, revoked_keys=revoked)
+        return JSONResponse(body.model_dump(mode="json"))
+
     first = service.world.catalog.datasets[0] if service.world.catalog.datasets else None
     examples = {}
     if first is not None:
@@ -313,7 +426,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
             examples["column_id"] = f"{first.id}.{first.columns[0].name}"
     if service.world.pages:
         examples["page_id"] = service.world.pages[0].id
-    document = openapi_schema(examples)
+    document = openapi_schema(examples, [i.user for i in service.auth.identities])
 
     async def openapi(request: Request, query: NoQuery) -> Response:
         return JSONResponse(document)
@@ -330,6 +443,9 @@ def admin_routes(service: PlatformService) -> list[Route]:
         route(f"{PREFIX}/catalog/datasets/{{dataset_id}}", dataset),
         route(f"{PREFIX}/catalog/columns/{{column_id}}", column),
         route(f"{PREFIX}/state/reset", reset, method="POST"),
+        route(f"{PREFIX}/episodes", open_episode, method="POST"),
+        route(f"{PREFIX}/episodes/{{episode_id}}/keys", episode_key, method="POST"),
+        route(f"{PREFIX}/episodes/{{episode_id}}", close_episode, method="DELETE"),
     ]
 
 
@@ -374,6 +490,7 @@ def _op(
     errors: dict[str, str] | None = None,
     links: dict[str, Any] | None = None,
     secured: bool = True,
+    body: type[BaseModel] | None = None,
 ) -> dict[str, Any]:
     ref = {"$ref": f"#/components/schemas/{model.__name__}"}
     ok: dict[str, Any] = {"description": "OK", "content": {"application/json": {"schema": ref}}}
@@ -389,6 +506,9 @@ def _op(
             "content": {"application/json": {"schema": _ERROR_REF}},
         }
     op: dict[str, Any] = {"summary": summary, "parameters": params or [], "responses": responses}
+    if body is not None:
+        schema = {"$ref": f"#/components/schemas/{body.__name__}"}
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
     if secured:
         op["security"] = [{"bearer": []}]
     return op
@@ -402,11 +522,14 @@ def _ref(path: str, method: str = "get") -> str:
     return "#/paths/" + path.replace("~", "~0").replace("/", "~1") + "/" + method
 
 
-def openapi_schema(examples: dict[str, str] | None = None) -> dict[str, Any]:
+def openapi_schema(
+    examples: dict[str, str] | None = None, users: list[str] | None = None
+) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the admin API.
 
     ``examples`` (``dataset_id``, ``column_id``, ``page_id``) name real objects of the
-    served world, so clients and fuzzers can reach the 200 answers of the path routes.
+    served world, so clients and fuzzers can reach the 200 answers of the path routes;
+    ``users`` (the configured identities) are the values the episode routes accept.
     """
     ex = examples or {}
     models: list[type[BaseModel]] = [
@@ -420,18 +543,31 @@ def openapi_schema(examples: dict[str, str] | None = None) -> dict[str, Any]:
         ResetResult,
         Health,
         ErrorBody,
+        EpisodeOpen,
+        EpisodeOpened,
+        EpisodeKeyRequest,
+        EpisodeKey,
+        EpisodeClosed,
     ]
     components: dict[str, Any] = {}
     for model in models:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         components.update(schema.pop("$defs", {}))
         components[model.__name__] = schema
+    components["EpisodeOpen"]["properties"]["users"]["uniqueItems"] = True
+    if users:
+        components["EpisodeOpen"]["properties"]["users"]["items"] = {"enum": users}
+        components["EpisodeOpen"]["properties"]["users"]["maxItems"] = len(users)
+        components["EpisodeKeyRequest"]["properties"]["user"] = {"enum": users}
     not_found = {"404": "NOT_FOUND"}
     events, insights = f"{PREFIX}/audit/events", f"{PREFIX}/knowledge/insights"
     changesets, pages = f"{PREFIX}/knowledge/changesets", f"{PREFIX}/knowledge/pages"
     page, reset = f"{PREFIX}/knowledge/pages/{{page_id}}", f"{PREFIX}/state/reset"
     dataset = f"{PREFIX}/catalog/datasets/{{dataset_id}}"
     column = f"{PREFIX}/catalog/columns/{{column_id}}"
+    episodes = f"{PREFIX}/episodes"
+    episode, episode_keys = f"{episodes}/{{episode_id}}", f"{episodes}/{{episode_id}}/keys"
+    bad_body = {"400": "INVALID_BODY or UNKNOWN_USER"}
     return {
         "openapi": "3.1.0",
         "info": {"title": "dabench platform admin API", "version": __version__},
@@ -519,6 +655,43 @@ def openapi_schema(examples: dict[str, str] | None = None) -> dict[str, Any]:
                             "the column's dataset",
                         )
                     },
+                )
+            },
+            episodes: {
+                "post": _op(
+                    "Open an episode: one key per user, bound to the episode",
+                    EpisodeOpened,
+                    errors={**bad_body, "409": "TOO_MANY_EPISODES"},
+                    body=EpisodeOpen,
+                    links={
+                        "Close": _link(
+                            _ref(episode, "delete"),
+                            {"episode_id": "$response.body#/episode_id"},
+                            "revoke the episode's keys",
+                        ),
+                        "Key": _link(
+                            _ref(episode_keys, "post"),
+                            {"episode_id": "$response.body#/episode_id"},
+                            "another identity's key for the episode",
+                        ),
+                    },
+                )
+            },
+            episode_keys: {
+                "post": _op(
+                    "Mint another identity's key for an open episode",
+                    EpisodeKey,
+                    [_p("episode_id")],
+                    {**bad_body, **not_found},
+                    body=EpisodeKeyRequest,
+                )
+            },
+            episode: {
+                "delete": _op(
+                    "Close an episode: revoke its keys",
+                    EpisodeClosed,
+                    [_p("episode_id")],
+                    not_found,
                 )
             },
             reset: {

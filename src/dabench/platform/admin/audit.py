@@ -84,6 +84,9 @@ class AuditEvent(BaseModel):
     user_id: str
     """The caller's user (from the API key), ``(unauthenticated)`` without a valid key."""
     persona: str
+    episode_id: str | None = None
+    """The episode the caller's key was minted for (``POST /api/v1/admin/episodes``), else
+    ``None`` (a static key). Every call of an episode's keys, in any session, carries it."""
     tool_name: str
     """The tool called; for a ``protocol`` row the JSON-RPC method (or ``(unparseable)``)."""
     parameters: dict[str, Any]
@@ -124,6 +127,7 @@ class AuditQuery(BaseModel):
 
     session_id: FilterText | None = None
     presented_session_id: FilterText | None = None
+    episode_id: FilterText | None = None
     user_id: FilterText | None = None
     tool_name: FilterText | None = None
     success: bool | None = None
@@ -170,6 +174,7 @@ _COLUMNS = (
     "presented_session_id",
     "user_id",
     "persona",
+    "episode_id",
     "tool_name",
     "parameters",
     "success",
@@ -182,12 +187,16 @@ _COLUMNS = (
     "event_kind",
     "escaped",
 )
-_TEXT_COLUMNS = ("session_id", "presented_session_id", "user_id", "persona", "tool_name",
-                 "error_code")  # fmt: skip
+_TEXT_COLUMNS = ("session_id", "presented_session_id", "user_id", "persona", "episode_id",
+                 "tool_name", "error_code")  # fmt: skip
 
 _MAX_PARAM_CHARS = 4000
 _MAX_STORED_JSON = 64000
-_ADDED_COLUMNS = {"presented_session_id": "TEXT", "escaped": "INTEGER NOT NULL DEFAULT 0"}
+_ADDED_COLUMNS = {
+    "presented_session_id": "TEXT",
+    "escaped": "INTEGER NOT NULL DEFAULT 0",
+    "episode_id": "TEXT",
+}
 """Columns newer than the first schema: added to an older table on start-up."""
 
 
@@ -256,6 +265,9 @@ class AuditStore:
             ]
         )
         self._add_columns()
+        self.db.executescript(
+            ["CREATE INDEX IF NOT EXISTS audit_events_episode ON audit_events (episode_id)"]
+        )
 
     def _add_columns(self) -> None:
         if self.db.dialect == "sqlite":
@@ -291,6 +303,7 @@ class AuditStore:
         enrichment_tokens_delivered: int = 0,
         event_kind: EventKind = "tool_call",
         presented_session_id: str | None = None,
+        episode_id: str | None = None,
     ) -> None:
         """Append one row and commit it (escaped when its text is not storable as is)."""
         texts: dict[str, str | None] = {
@@ -298,6 +311,7 @@ class AuditStore:
             "presented_session_id": presented_session_id,
             "user_id": user_id,
             "persona": persona,
+            "episode_id": episode_id,
             "tool_name": tool_name,
             "error_code": error_code,
         }
@@ -317,6 +331,7 @@ class AuditStore:
             texts["presented_session_id"],
             texts["user_id"],
             texts["persona"],
+            texts["episode_id"],
             texts["tool_name"],
             params_text,
             int(success),
@@ -338,7 +353,9 @@ class AuditStore:
         """The events matching ``q``, oldest first, with the total count."""
         where: list[str] = []
         params: list[Any] = []
-        for field in ("session_id", "presented_session_id", "user_id", "tool_name", "event_kind"):
+        fields = ("session_id", "presented_session_id", "episode_id", "user_id", "tool_name",
+                  "event_kind")  # fmt: skip
+        for field in fields:
             value = getattr(q, field)
             if value is not None:
                 where.append(f"{field} = ?")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import httpx
 from pydantic import Field
 
+from dabench.fields import FiniteNonNegative
 from dabench.retry import RetryPolicy
 
 SAFE_STATUSES = frozenset({429, 503})
@@ -46,7 +47,7 @@ class KibanaRetryPolicy(RetryPolicy):
     """The retry policy of the ``kibana`` target: 4 attempts, backoff from 1 s up to 30 s."""
 
     max_attempts: int = Field(default=4, ge=1)
-    max_delay: float = Field(default=30.0, ge=0.0)
+    max_delay: FiniteNonNegative = 30.0
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import HarnessError
+from dabench.fields import Seconds
 from dabench.providers.base import ToolSpec
 from dabench.roles import KIBANA_ROLES, ToolRoles
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome
@@ -75,8 +76,8 @@ class KibanaTargetConfig(BaseModel):
     ``elastic-ai-agent``)."""
     tools: list[KibanaToolDefinition] = Field(default_factory=list)
     agent: KibanaAgentDefinition | None = None
-    request_timeout_s: float = Field(default=600.0, gt=0)
-    connect_timeout_s: float = Field(default=10.0, gt=0)
+    request_timeout_s: Seconds = 600.0
+    connect_timeout_s: Seconds = 10.0
     verify_tls: bool = True
     check_status: bool = True
     """Read ``GET /api/status`` at start (a failure means the target did not start)."""
