@@ -2,12 +2,13 @@
 itself.
 
 Per episode the agent opens a platform session (``platform_info``) and runs ``argv`` for each
-user turn, sealed (:mod:`dabench.agents.sandbox`: an empty temporary directory, an environment
-built from nothing that names no dabench path). The program learns the prompt, the platform's
-MCP URL, the headers that authenticate it and carry the session, and the budget from templated
-arguments and ``DABENCH_*`` environment variables; it connects to the platform with any MCP
-client and prints its answer on stdout. The episode's tool calls are read from the platform's
-audit log for the session (the harness never sees them go by), so they cannot be misreported.
+user turn, sealed (:mod:`dabench.sandbox`: a bubblewrap sandbox that reaches only the platform,
+an empty working directory, an environment built from nothing that names no dabench path).
+The program learns the prompt, the platform's MCP URL, the headers that authenticate it and
+carry the session, and the budget from templated arguments and ``DABENCH_*`` environment
+variables; it connects to the platform with any MCP client and prints its answer on stdout. The
+episode's tool calls are read from the platform's audit log for the session (the harness never
+sees them go by), so they cannot be misreported.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTran
 from dabench.agents.platform_access import reference_of
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
+from dabench.isolation import SandboxSettings
 from dabench.journal.records import EpisodeStatus, Message, ToolCall
-from dabench.sandbox import agent_workdir, protected_paths, run_sealed, sealed_env, tail
+from dabench.sandbox import Seal, protected_paths, run_sealed, sealed_env, tail
 from dabench.targets.reference import SESSION_ARG, ReferenceTarget
 from dabench.tasks.model import Task
 
@@ -73,6 +75,8 @@ class CommandAgentConfig(BaseModel):
     """What the program is (e.g. ``langgraph:gpt-4o``); recorded as the episodes' model."""
     provider: str | None = None
     """Provider-concurrency key (default ``command``)."""
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """The program's runtime (``ro_binds``) and model hosts (``allow_hosts``) in the sandbox."""
 
     @model_validator(mode="after")
     def _known_placeholders(self) -> CommandAgentConfig:
@@ -140,12 +144,19 @@ class CommandAgent(Agent):
         self.model = config.label
         self.provider = config.provider or "command"
         self.roots = protected_paths(context.run_dir, context.world_dir)
+        self.seal = Seal(
+            config.sandbox,
+            protected_paths(context.run_dir, context.world_dir, context.experiment_dir),
+            "agent kind 'command'",
+            unsealed=context.unsealed,
+        )
+        self.seal.check()
 
     def describe(self) -> dict[str, Any]:
         """Kind, argv template and settings (environment variable names, never values)."""
         data = self.config.model_dump()
         data["env"] = sorted(self.config.env)
-        return data
+        return {**data, **self.seal.describe()}
 
     def budget_for(self, task: Task) -> int:
         """The configured budget, else the task's."""
@@ -163,20 +174,21 @@ class CommandAgent(Agent):
         for turn, prompt in enumerate(turns):
             transcript.messages.append(Message(role="user", content=prompt))
             values = self._values(target, identity, session.handle, prompt, request, turn, history)
-            with agent_workdir() as workdir:
+            async with self.seal.open([target.base_url]) as sealed:
                 env = sealed_env(
-                    workdir,
+                    sealed.inside,
                     self.roots,
                     inherit=self.config.inherit_env,
                     extra={
+                        **sealed.env(),
                         **{var: values[key] for key, var in PLACEHOLDERS.items()},
                         **{k: v.format_map(values) for k, v in self.config.env.items()},
                     },
                     where="agent kind 'command'",
                 )
                 result = await run_sealed(
-                    [a.format_map(values) for a in self.config.argv],
-                    cwd=workdir,
+                    sealed.argv([a.format_map(values) for a in self.config.argv]),
+                    cwd=sealed.workdir,
                     env=env,
                     stdin=prompt if self.config.stdin == "prompt" else None,
                     timeout_s=self.config.timeout_s,

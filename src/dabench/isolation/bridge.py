@@ -1,0 +1,165 @@
+"""The harness's side of a sandbox: Unix sockets that the launcher inside forwards local ports
+to, each served here by a forwarder to one endpoint the harness hands in (the platform), or
+by an HTTPS ``CONNECT`` proxy limited to ``allow_hosts`` (a model API)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from dabench.isolation.bwrap import (
+    SandboxSettings,
+    bwrap_argv,
+    check_ro_binds,
+    require_bwrap,
+)
+
+PROXY_PORT = 3128
+"""The sandbox's HTTPS proxy port (``HTTPS_PROXY=http://127.0.0.1:3128``)."""
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, RuntimeError):
+            writer.write_eof()
+
+
+async def _splice(
+    a: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    b: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+) -> None:
+    try:
+        await asyncio.gather(_pump(a[0], b[1]), _pump(b[0], a[1]))
+    finally:
+        for w in (a[1], b[1]):
+            w.close()
+
+
+def _forwarder(host: str, port: int):  # type: ignore[no-untyped-def]
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            upstream = await asyncio.open_connection(host, port)
+        except OSError:
+            writer.close()
+            return
+        await _splice((reader, writer), upstream)
+
+    return handle
+
+
+def _connect_proxy(allow: set[str]):  # type: ignore[no-untyped-def]
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+            writer.close()
+            return
+        parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+        target = parts[1] if len(parts) == 3 and parts[0] == "CONNECT" else ""
+        if target not in allow:
+            writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+            with contextlib.suppress(OSError):
+                await writer.drain()
+            writer.close()
+            return
+        host, _, port = target.rpartition(":")
+        try:
+            upstream = await asyncio.open_connection(host, int(port))
+        except OSError:
+            writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            writer.close()
+            return
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await _splice((reader, writer), upstream)
+
+    return handle
+
+
+@dataclass
+class Sandbox:
+    """One sealed program run's endpoints (served while the ``sandbox`` context is open)."""
+
+    bwrap: str
+    run_dir: Path
+    ro_binds: list[Path]
+    hidden: list[Path]
+    endpoints: list[tuple[int, str]] = field(default_factory=list)
+    proxy: bool = False
+
+    def wrap(self, program: Sequence[str], workdir: Path) -> list[str]:
+        """The command that runs ``program`` inside the sandbox with ``workdir`` as ``/agent``."""
+        return bwrap_argv(
+            program,
+            bwrap=self.bwrap,
+            workdir=workdir,
+            run_dir=self.run_dir,
+            endpoints=self.endpoints,
+            ro_binds=self.ro_binds,
+            hidden=self.hidden,
+        )
+
+    def proxy_env(self) -> dict[str, str]:
+        """``HTTPS_PROXY`` and friends when the arm allows model hosts, else nothing."""
+        if not self.proxy:
+            return {}
+        url = f"http://127.0.0.1:{PROXY_PORT}"
+        return {"HTTPS_PROXY": url, "https_proxy": url, "NO_PROXY": "127.0.0.1,localhost"}
+
+
+@contextlib.asynccontextmanager
+async def sandbox(
+    urls: Sequence[str],
+    settings: SandboxSettings,
+    protected: Sequence[Path],
+    where: str,
+) -> AsyncIterator[Sandbox]:
+    """A sandbox whose programs reach each of ``urls`` (``http://host:port``) at the same
+    port on their own ``127.0.0.1``, and the ``allow_hosts`` of ``settings`` through the
+    proxy; nothing else."""
+    box = Sandbox(
+        bwrap=require_bwrap(where),
+        run_dir=Path(tempfile.mkdtemp(prefix="sandbox-")),
+        ro_binds=check_ro_binds(settings.ro_binds, protected, where),
+        hidden=list(protected),
+    )
+    servers: list[asyncio.Server] = []
+    try:
+        launcher = resources.files("dabench.isolation").joinpath("launcher.py").read_text()
+        (box.run_dir / "launcher.py").write_text(launcher, encoding="utf-8")
+        for i, url in enumerate(urls):
+            parts = urlsplit(url)
+            host, port = parts.hostname or "127.0.0.1", parts.port or 80
+            name = f"endpoint{i}.sock"
+            servers.append(
+                await asyncio.start_unix_server(
+                    _forwarder(host, port), path=str(box.run_dir / name)
+                )
+            )
+            box.endpoints.append((port, name))
+        if settings.allow_hosts:
+            servers.append(
+                await asyncio.start_unix_server(
+                    _connect_proxy(set(settings.allow_hosts)), path=str(box.run_dir / "proxy.sock")
+                )
+            )
+            box.endpoints.append((PROXY_PORT, "proxy.sock"))
+            box.proxy = True
+        box.run_dir.chmod(0o755)
+        yield box
+    finally:
+        for server in servers:
+            server.close()
+        shutil.rmtree(box.run_dir, ignore_errors=True)

@@ -1,0 +1,321 @@
+"""Sealed by isolation (issue 24): a hostile ``command`` agent, played through ``dabench run`` on
+a0, tries every route to the answer key, to the harness, to other sessions and out of its
+network (``data/hostile_agent.py``); inside the bubblewrap sandbox each fails. The same agent
+run ``--unsealed`` reaches them (the negative control: the routes are real and the checks can
+fail). docs/harness.md ("Isolation") lists the routes and their outcomes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from dabench.cli import app
+from dabench.errors import UserInputError
+from dabench.isolation import SandboxSettings, bwrap_path, check_ro_binds
+from dabench.journal.records import Episode
+from dabench.journal.store import Journal, read_manifest
+from dabench.sandbox import UNSEALED_CAVEAT, cache_root, package_root, protected_paths
+from dabench.targets.base import TargetContext
+from dabench.targets.reference import ReferenceTarget
+from dabench.targets.registry import make_target
+
+DATA = Path(__file__).parent / "data"
+HOSTILE = (DATA / "hostile_agent.py").read_text(encoding="utf-8")
+CANARY = "canary-4f1c2a9e-harness-secret"
+SECOND_SESSION_CALLS = 3
+
+ROUTES = (
+    "files_by_path", "dirs_by_path", "find_slash", "import_dabench", "proc_of_harness",
+    "proc_parent", "proc_parent_environ_has_canary", "harness_env_canary", "sibling_session_ids",
+    "network_other_endpoints", "abstract_unix_socket", "write_outside_workdir", "admin_api",
+    "sql_file_reads",
+)  # fmt: skip
+"""What ``data/hostile_agent.py`` tries (docs/harness.md lists each with its outcome)."""
+
+needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+
+
+@pytest.fixture
+def listeners() -> Iterator[dict[str, object]]:
+    """A TCP listener on every interface and an abstract Unix socket: harness-side services
+    that no agent may reach."""
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    tcp.bind(("0.0.0.0", 0))
+    tcp.listen(16)
+    name = f"dabench-canary-{os.getpid()}"
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind("\0" + name)
+    unix.listen(16)
+    stop = threading.Event()
+
+    def accept(sock: socket.socket) -> None:
+        sock.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+                conn.close()
+            except OSError:
+                continue
+
+    threads = [threading.Thread(target=accept, args=(s,), daemon=True) for s in (tcp, unix)]
+    for t in threads:
+        t.start()
+    yield {"port": tcp.getsockname()[1], "abstract": name}
+    stop.set()
+    for t in threads:
+        t.join()
+    tcp.close()
+    unix.close()
+
+
+def _host_ip() -> str | None:
+    try:
+        ip = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return None
+    return None if ip.startswith("127.") else ip
+
+
+def _play_hostile(
+    tmp_path: Path,
+    factory: pytest.TempPathFactory,
+    world: Path,
+    listeners: dict[str, object],
+    monkeypatch: pytest.MonkeyPatch,
+    *flags: str,
+) -> tuple[Episode, dict[str, object], Path]:
+    monkeypatch.setenv("DABENCH_TEST_CANARY", CANARY)  # in the harness's environment only
+    exp_dir = tmp_path / "experiment"
+    exp_dir.mkdir()
+    run_dir = tmp_path / "run"
+    play_dir = tmp_path / "play-run"  # another run's play.json (admin key, identity keys)
+    play_dir.mkdir()
+    (play_dir / "play.json").write_text(json.dumps({"admin_key": CANARY}), encoding="utf-8")
+    suites = package_root() / "src" / "dabench" / "suites"
+    if not suites.exists():
+        suites = package_root() / "suites"
+    port = int(str(listeners["port"]))
+    tcp: list[tuple[str, int]] = [("127.0.0.1", port), ("127.0.0.2", port), ("1.1.1.1", 80)]
+    ip = _host_ip()
+    if ip:
+        tcp.append((ip, port))
+    dirs = [package_root(), world, cache_root(), run_dir, exp_dir, play_dir, Path(sys.prefix)]
+    dirs += [Path.home(), tmp_path]
+    dirs = [package_root(), world, cache_root(), run_dir, exp_dir, play_dir, Path(sys.prefix)]
+    dirs += [Path.home(), tmp_path]
+    told = {
+        "files": [
+            str(suites / "s3_traps.yaml"),
+            str(world / "world.json"),
+            str(run_dir / "tasks.lock.json"),
+            str(run_dir / "tasks.yaml"),
+            str(run_dir / "targets" / "a0" / "auth.yaml"),
+            str(run_dir / "manifest.json"),
+            str(exp_dir / "exp.yaml"),
+            str(exp_dir / "tasks.yaml"),
+            str(play_dir / "play.json"),
+            str(Path(sys.prefix) / "pyvenv.cfg"),
+            str(package_root() / "src" / "dabench" / "__init__.py"),
+        ],
+        "dirs": [str(d) for d in dirs],
+        "canary": CANARY[::-1],
+        "harness_cmdline": Path("/proc/self/cmdline").read_bytes().decode("utf-8", "replace"),
+        "tcp": tcp,
+        "abstract": listeners["abstract"],
+        "writable_probe": str(tmp_path / "written-by-agent"),
+        "second_session_calls": SECOND_SESSION_CALLS,
+    }
+    program = factory.mktemp("hostile-agent")  # its runtime: bound read-only
+    (program / "hostile.py").write_text(HOSTILE, encoding="utf-8")
+    (program / "told.json").write_text(json.dumps(told), encoding="utf-8")
+    agent = {
+        "kind": "command",
+        "argv": [
+            "/usr/bin/python3",
+            "-I",
+            "-S",
+            str(program / "hostile.py"),
+            str(program / "told.json"),
+        ],
+        "budget": 200,
+        "timeout_s": 300,
+        "sandbox": {"ro_binds": [str(program)]},
+    }
+    (exp_dir / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
+    (exp_dir / "exp.yaml").write_text(
+        f"""name: hostile
+world: {{dir: {json.dumps(str(world))}}}
+tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
+arms:
+  - name: a0
+    target: {{kind: reference, profile: a0}}
+    agent: {json.dumps(agent)}
+""",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(exp_dir / "exp.yaml"),
+            "--out",
+            str(run_dir),
+            "--no-progress",
+            "--no-grade",
+            *flags,
+        ],
+    )
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    (ep,) = Journal(run_dir).load()
+    assert ep.status == "completed", (ep.harness_error, result.output)
+    report: dict[str, object] = json.loads(ep.answers[0].splitlines()[0])
+    return ep, report, run_dir
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_sealed_hostile_agent_reaches_nothing(
+    real_world: Path,
+    tmp_path: Path,
+    listeners: dict[str, object],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    ep, report, run_dir = _play_hostile(
+        tmp_path, tmp_path_factory, real_world, listeners, monkeypatch
+    )
+    routes = report["routes"]
+    assert isinstance(routes, dict)
+    assert routes == {
+        name: ([] if name != "proc_parent_environ_has_canary" else False) for name in routes
+    }
+    assert sorted(routes) == sorted(ROUTES)
+    # Positive controls: the same code reaches its platform and its own directory.
+    assert report["controls"] == {
+        "proc_self_visible": True,
+        "workdir_writable": True,
+        "healthz": 200,
+        "own_session_call": True,
+    }
+    assert ep.answers[0].splitlines()[1] == "FINAL ANSWER: 12"  # stores in world 930
+    assert not (tmp_path / "written-by-agent").exists()
+    agent = read_manifest(run_dir).arms[0]["agent"]
+    assert agent["isolation"] == "bwrap" and read_manifest(run_dir).caveats == []
+
+
+@needs_bwrap
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="closed by branch keys24 (issue 24 item 3: per-episode keys; every call made with "
+    "the episode's key, in any session, counts against its budget)",
+)
+def test_a_second_session_adds_no_uncounted_call(
+    real_world: Path,
+    tmp_path: Path,
+    listeners: dict[str, object],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    ep, report, _ = _play_hostile(tmp_path, tmp_path_factory, real_world, listeners, monkeypatch)
+    second = report["second_session"]
+    assert isinstance(second, dict)
+    # Refused by the platform, or counted in the episode.
+    counted = [c for c in ep.tool_calls if c.session == second["session"]]
+    assert second["calls"] == 0 or len(counted) == second["calls"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="closed by branch keys24 (issue 24 item 3: a session opened with another "
+    "episode's key is refused)",
+)
+def test_a_sibling_episodes_session_is_refused(real_world: Path, tmp_path: Path) -> None:
+    """Two episodes of one arm; the second one's credentials on the first one's session."""
+
+    async def main() -> tuple[int, str]:
+        target = make_target(
+            {"kind": "reference", "profile": "a0"},
+            TargetContext(world_dir=real_world, work_dir=tmp_path / "target"),
+        )
+        assert isinstance(target, ReferenceTarget)
+        await target.start()
+        try:
+            first = await target.open_session()
+            await target.open_session()  # the second episode's
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "sibling", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+            body = {
+                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "sql_query", "_meta": meta,
+                           "arguments": {"session_id": first.handle, "sql": "SELECT 1"}},
+            }  # fmt: skip
+            headers = {
+                "Authorization": f"Bearer {target.keys['default']}",
+                "X-DPS-Session": first.handle,
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "sql_query",
+            }
+            async with httpx.AsyncClient() as client:
+                resp = await client.post(target.base_url + "/mcp", json=body, headers=headers)
+            return resp.status_code, resp.text
+        finally:
+            await target.stop()
+
+    code, text = asyncio.run(main())
+    assert "result" in text, text  # a well-formed call (accepted today)
+    assert code >= 400 or '"isError": true' in text or '"isError":true' in text, text
+
+
+@pytest.mark.slow
+def test_unsealed_the_same_agent_reaches_the_key_and_the_harness(
+    real_world: Path,
+    tmp_path: Path,
+    listeners: dict[str, object],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    _ep, report, run_dir = _play_hostile(
+        tmp_path, tmp_path_factory, real_world, listeners, monkeypatch, "--unsealed"
+    )
+    routes = report["routes"]
+    assert isinstance(routes, dict)
+    reached = {name for name, value in routes.items() if value}
+    assert {"files_by_path", "dirs_by_path", "find_slash", "proc_of_harness",
+            "harness_env_canary", "network_other_endpoints", "abstract_unix_socket",
+            "write_outside_workdir"} <= reached  # fmt: skip
+    manifest = read_manifest(run_dir)
+    assert manifest.arms[0]["agent"]["isolation"] == "unsealed"
+    assert manifest.caveats == [UNSEALED_CAVEAT]
+
+
+def test_ro_binds_never_show_dabench(tmp_path: Path) -> None:
+    own = tmp_path / "agent-runtime"
+    own.mkdir()
+    protected = protected_paths(tmp_path / "run")
+    assert check_ro_binds([str(own)], protected, "t") == [own.resolve()]
+    bad = [package_root(), Path(sys.prefix), Path("/"), tmp_path, Path("relative"), own / "no"]
+    for path in bad:
+        with pytest.raises(UserInputError, match="ro_binds"):
+            check_ro_binds([str(path)], protected, "t")
+    (own / "lib" / "python3.11" / "site-packages" / "dabench").mkdir(parents=True)
+    with pytest.raises(UserInputError, match="a dabench installation"):
+        check_ro_binds([str(own)], protected, "t")
+    SandboxSettings.model_validate({"ro_binds": ["/opt"], "allow_hosts": ["h:443"]})
