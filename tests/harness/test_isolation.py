@@ -319,3 +319,162 @@ def test_ro_binds_never_show_dabench(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="a dabench installation"):
         check_ro_binds([str(own)], protected, "t")
     SandboxSettings.model_validate({"ro_binds": ["/opt"], "allow_hosts": ["h:443"]})
+
+
+LOOKER = """
+import os, sys
+run, log, switch = sys.argv[1:4]
+seen = [n for n in ("tasks.lock.json", "tasks.yaml") if os.path.exists(os.path.join(run, n))]
+with open(log, "a") as f:
+    f.write(",".join(seen) + "\\n")
+if os.path.exists(switch):
+    sys.exit(1)
+print("FINAL ANSWER: 12")
+"""
+
+
+@pytest.mark.slow
+def test_the_answer_key_is_written_only_after_the_last_episode(
+    real_world: Path, tmp_path: Path
+) -> None:
+    """An unsealed agent (it can look at the run directory) finds no key during a run nor
+    during its resumption; the key is there after each, byte-identical."""
+    run_dir, log, switch = tmp_path / "run", tmp_path / "seen.log", tmp_path / "fail"
+    switch.write_text("1", encoding="utf-8")
+    agent = {
+        "kind": "command",
+        "argv": ["/usr/bin/python3", "-I", "-S", "-c", LOOKER.replace("{", "{{").replace("}", "}}"),
+                 str(run_dir), str(log), str(switch)],
+    }  # fmt: skip
+    (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        f"""name: key
+world: {{dir: {json.dumps(str(real_world))}}}
+tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
+k: 2
+arms:
+  - name: a0
+    target: {{kind: reference, profile: a0}}
+    agent: {json.dumps(agent)}
+""",
+        encoding="utf-8",
+    )
+    first = CliRunner().invoke(
+        app, ["run", str(exp), "--out", str(run_dir), "--no-progress", "--unsealed"]
+    )
+    assert first.exit_code == 3, first.output  # both episodes: harness errors
+    key = {n: (run_dir / n).read_bytes() for n in ("tasks.lock.json", "tasks.yaml")}
+    switch.unlink()
+    second = CliRunner().invoke(app, ["run", "--resume", str(run_dir), "--no-progress"])
+    assert second.exit_code == 0, second.output
+    assert log.read_text(encoding="utf-8").splitlines() == ["", "", "", ""]
+    assert {n: (run_dir / n).read_bytes() for n in key} == key
+    assert {e.status for e in Journal(run_dir).load()} == {"completed"}
+    assert UNSEALED_CAVEAT in (run_dir / "report.md").read_text(encoding="utf-8")
+
+
+SEALED_CLAUDE = r'''#!/usr/bin/python3 -IS
+"""A stand-in claude CLI (standard library only): one MCP call to the platform, one request
+through the sandbox's proxy to the allowed model host and one to a host it does not allow."""
+import json, os, socket, sys, urllib.request
+
+argv = sys.argv[1:]
+prompt = sys.stdin.read()
+config = json.load(open(argv[argv.index("--mcp-config") + 1]))
+(name, server), = config["mcpServers"].items()
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "stand-in", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}}
+args = {"session_id": "", "sql": "SELECT count(*) AS n FROM sales.stores"}
+body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "sql_query", "arguments": args, "_meta": meta}}
+headers = {**server["headers"], "Content-Type": "application/json",
+           "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+           "Mcp-Method": "tools/call", "Mcp-Name": "sql_query"}
+req = urllib.request.Request(server["url"], json.dumps(body).encode(), headers)
+raw = urllib.request.urlopen(req, timeout=60).read().decode()
+message = json.loads(raw) if raw.lstrip().startswith("{") else next(
+    json.loads(l[5:]) for l in raw.splitlines() if l.startswith("data:"))
+text = message["result"]["content"][0]["text"]
+
+
+def connect(port):
+    proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+    s = socket.create_connection((proxy[0].split("//")[1], int(proxy[1])), timeout=10)
+    s.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    status = s.recv(200).split(b"\r\n")[0].decode()
+    data = s.recv(100).decode() if " 200 " in status else ""
+    s.close()
+    return status, data
+
+
+allowed = connect(int(os.environ["MODEL_PORT"]))
+refused = connect(int(os.environ["OTHER_PORT"]))
+count = json.loads(text)["rows"][0][0]
+emit = lambda e: sys.stdout.write(json.dumps(e) + "\n")
+emit({"type": "system", "subtype": "init", "session_id": "cli-1", "model": "claude-test",
+      "mcp_servers": [{"name": name, "status": "connected"}]})
+emit({"type": "assistant", "message": {"content": [
+    {"type": "tool_use", "id": "tu1", "name": f"mcp__{name}__sql_query", "input": args}]}})
+emit({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "tu1",
+    "content": [{"type": "text", "text": text}], "is_error": False}]}})
+report = {"allowed": allowed, "refused": refused, "home": os.environ["HOME"], "cwd": os.getcwd()}
+emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": 2,
+      "result": json.dumps(report) + f"\nFINAL ANSWER: {count}", "session_id": "cli-1",
+      "total_cost_usd": 0.01, "usage": {"input_tokens": 10, "output_tokens": 5}})
+'''
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_claude_cli_runs_sealed_with_only_its_model_host(
+    real_world: Path,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    listeners: dict[str, object],
+) -> None:
+    model = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    model.bind(("127.0.0.1", 0))
+    model.listen(4)
+
+    def serve() -> None:
+        conn, _ = model.accept()
+        conn.sendall(b"model-ok")
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    program = tmp_path_factory.mktemp("claude-install")
+    cli = program / "claude"
+    cli.write_text(SEALED_CLAUDE, encoding="utf-8")
+    cli.chmod(0o755)
+    port = model.getsockname()[1]
+    agent = {
+        "kind": "claude-cli", "executable": str(cli), "inherit_env": [],
+        "env": {"MODEL_PORT": str(port), "OTHER_PORT": str(listeners["port"])},
+        "sandbox": {"ro_binds": [str(program)], "allow_hosts": [f"127.0.0.1:{port}"]},
+    }  # fmt: skip
+    (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        f"""name: sealed-claude
+world: {{dir: {json.dumps(str(real_world))}}}
+tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
+arms:
+  - name: a0
+    target: {{kind: reference, profile: a0}}
+    agent: {json.dumps(agent)}
+""",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(exp), "--out", str(run_dir), "--no-progress"])
+    model.close()
+    assert result.exit_code == 0, result.output
+    (ep,) = Journal(run_dir).load()
+    assert ep.status == "completed" and ep.audit is not None and ep.audit.ok
+    report = json.loads(ep.answers[0].splitlines()[0])
+    assert report["allowed"] == ["HTTP/1.1 200 Connection established", "model-ok"]
+    assert report["refused"] == ["HTTP/1.1 403 Forbidden", ""]
+    assert report["home"] == report["cwd"] == "/agent"
+    assert read_manifest(run_dir).arms[0]["agent"]["isolation"] == "bwrap"
