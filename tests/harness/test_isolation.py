@@ -478,3 +478,58 @@ arms:
     assert report["refused"] == ["HTTP/1.1 403 Forbidden", ""]
     assert report["home"] == report["cwd"] == "/agent"
     assert read_manifest(run_dir).arms[0]["agent"]["isolation"] == "bwrap"
+
+
+PLAYER = """
+import json, os, subprocess, sys
+
+def play(*args, stdin=None):
+    out = subprocess.run(["dabench", "play", *args], capture_output=True, text=True, input=stdin)
+    return out.returncode, out.stdout, out.stderr
+
+code, out, _ = play("next", "--json")
+prompt = json.loads(out)
+code, out, _ = play("call", "sql_query", "-", "--json", stdin='{"sql": "SELECT 42 AS n"}')
+called = json.loads(out)
+report = {
+    "first_prompt": bool(prompt.get("prompt")),
+    "call_ok": code == 0 and "42" in called["result"],
+    "finish": play("finish", "--json")[0],
+    "restart": play("restart")[0],
+    "other_run": play("status", "--run", "/tmp")[0],
+    "not_play": subprocess.run(["dabench", "run", "--smoke"], capture_output=True).returncode,
+    "play_json": [p for p in sys.argv[1:] if os.path.exists(p)],
+}
+code, out, err = play("answer", json.dumps(report) + "\\nFINAL ANSWER: 42", "--json")
+sys.exit(0 if code == 0 else 10 + code)
+"""
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_play_start_sandbox_runs_the_player_sealed(
+    real_world: Path, run_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from tests.harness.test_play import play
+
+    program = tmp_path_factory.mktemp("player")
+    (program / "player.py").write_text(PLAYER, encoding="utf-8")
+    args = ["play", "start", "--run", str(run_dir), "--world", str(real_world)]
+    args += ["--task", "s1.orders-source", "--ro-bind", str(program), "--sandbox", "--"]
+    args += ["/usr/bin/python3", "-I", "-S", str(program / "player.py")]
+    args += [str(run_dir / "play.json"), str(run_dir / "manifest.json"), str(package_root())]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    play("finish", "--run", str(run_dir), "--no-grade")
+    (ep,) = Journal(run_dir).load()
+    report = json.loads(ep.answers[0].splitlines()[0])
+    assert report == {
+        "first_prompt": True,
+        "call_ok": True,
+        "finish": 2,
+        "restart": 2,
+        "other_run": 2,
+        "not_play": 1,
+        "play_json": [],
+    }
+    assert [c.name for c in ep.tool_calls] == ["sql_query"]

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -20,6 +20,9 @@ from dabench.isolation.bwrap import (
     check_ro_binds,
     require_bwrap,
 )
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+"""A harness-side service behind a Unix socket in the sandbox."""
 
 PROXY_PORT = 3128
 """The sandbox's HTTPS proxy port (``HTTPS_PROXY=http://127.0.0.1:3128``)."""
@@ -48,7 +51,7 @@ async def _splice(
             w.close()
 
 
-def _forwarder(host: str, port: int):  # type: ignore[no-untyped-def]
+def _forwarder(host: str, port: int) -> Handler:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             upstream = await asyncio.open_connection(host, port)
@@ -60,7 +63,7 @@ def _forwarder(host: str, port: int):  # type: ignore[no-untyped-def]
     return handle
 
 
-def _connect_proxy(allow: set[str]):  # type: ignore[no-untyped-def]
+def _connect_proxy(allow: set[str]) -> Handler:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
@@ -125,10 +128,14 @@ async def sandbox(
     settings: SandboxSettings,
     protected: Sequence[Path],
     where: str,
+    *,
+    services: Mapping[str, Handler] | None = None,
+    programs: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Sandbox]:
     """A sandbox whose programs reach each of ``urls`` (``http://host:port``) at the same
     port on their own ``127.0.0.1``, and the ``allow_hosts`` of ``settings`` through the
-    proxy; nothing else."""
+    proxy; nothing else. ``services`` are served on Unix sockets ``/run/sandbox/<name>``;
+    ``programs`` (name -> source) become executables in ``/run/sandbox/bin``."""
     box = Sandbox(
         bwrap=require_bwrap(where),
         run_dir=Path(tempfile.mkdtemp(prefix="sandbox-")),
@@ -149,6 +156,14 @@ async def sandbox(
                 )
             )
             box.endpoints.append((port, name))
+        for name, handler in (services or {}).items():
+            servers.append(await asyncio.start_unix_server(handler, path=str(box.run_dir / name)))
+        if programs:
+            (box.run_dir / "bin").mkdir()
+            for name, source in programs.items():
+                path = box.run_dir / "bin" / name
+                path.write_text(source, encoding="utf-8")
+                path.chmod(0o755)
         if settings.allow_hosts:
             servers.append(
                 await asyncio.start_unix_server(
