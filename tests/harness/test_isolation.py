@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from dabench.cli import app
 from dabench.errors import UserInputError
-from dabench.isolation import SandboxSettings, bwrap_path, check_ro_binds
+from dabench.isolation import SandboxSettings, check_ro_binds
 from dabench.journal.records import Episode
 from dabench.journal.store import Journal, read_manifest
 from dabench.sandbox import UNSEALED_CAVEAT, cache_root, package_root, protected_paths
@@ -42,7 +42,7 @@ ROUTES = (
 )  # fmt: skip
 """What ``data/hostile_agent.py`` tries (docs/harness.md lists each with its outcome)."""
 
-needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+needs_bwrap = pytest.mark.usefixtures("bwrap_installed")
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ import pytest
 from typer.testing import CliRunner
 
 from dabench.cli import app
-from dabench.isolation import bwrap_path
 from dabench.journal.store import Journal
 from dabench.sandbox import package_root
 
@@ -242,7 +241,7 @@ def _secrets(run_dir: Path, world: Path) -> list[str]:
     ]
 
 
-@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+@pytest.mark.usefixtures("bwrap_installed")
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", ["a0", "a2"])
 def test_a_hostile_agent_cannot_read_the_key(
