@@ -12,6 +12,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -533,3 +534,47 @@ def test_play_start_sandbox_runs_the_player_sealed(
         "play_json": [],
     }
     assert [c.name for c in ep.tool_calls] == ["sql_query"]
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_sealed_program_that_hangs_is_killed_with_its_sandbox(
+    real_world: Path, tmp_path: Path
+) -> None:
+    marker = "3171.5"  # a sleep only this test starts
+    agent = {"kind": "command", "argv": ["/bin/sh", "-c", f"sleep {marker} & sleep {marker}"],
+             "timeout_s": 5}  # fmt: skip
+    (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        f"""name: hang
+world: {{dir: {json.dumps(str(real_world))}}}
+tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
+arms:
+  - name: a0
+    target: {{kind: reference, profile: a0}}
+    agent: {json.dumps(agent)}
+""",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    CliRunner().invoke(app, ["run", str(exp), "--out", str(run_dir), "--no-progress"])
+    (ep,) = Journal(run_dir).load()
+    assert ep.status == "timeout"
+
+    def sleepers() -> list[str]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmd and b"sleep" in cmd:
+                found.append(pid)
+        return found
+
+    for _ in range(50):  # the kernel reaps the namespace asynchronously
+        if not sleepers():
+            break
+        time.sleep(0.2)
+    assert sleepers() == []

@@ -172,7 +172,6 @@ async def sandbox(
             )
             box.endpoints.append((PROXY_PORT, "proxy.sock"))
             box.proxy = True
-        box.run_dir.chmod(0o755)
         yield box
     finally:
         for server in servers:
