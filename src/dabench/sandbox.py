@@ -41,6 +41,7 @@ from dabench.isolation import (
     require_bwrap,
     sandbox,
 )
+from dabench.journal.records import TokenUsage
 
 UNSEALED_CAVEAT = (
     "Unsealed run (--unsealed): agent programs ran without the bubblewrap sandbox and could "
@@ -213,8 +214,16 @@ class SealedRun:
         return self.box.wrap(program, self.workdir) if self.box else list(program)
 
     def env(self) -> dict[str, str]:
-        """Variables the sandbox adds (its model proxy)."""
+        """Variables the sandbox adds (its proxies)."""
         return self.box.proxy_env() if self.box else {}
+
+    def metered(self) -> tuple[TokenUsage, float | None, str] | None:
+        """Tokens, cost and cost source the model proxy metered (``None`` without one)."""
+        meter = self.box.meter if self.box else None
+        if meter is None or meter.requests == 0:
+            return None
+        cost, source = meter.cost()
+        return meter.usage, cost, source
 
 
 @dataclass

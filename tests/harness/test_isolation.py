@@ -7,6 +7,7 @@ fail). docs/harness.md ("Isolation") lists the routes and their outcomes."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import os
 import socket
@@ -578,3 +579,89 @@ arms:
             break
         time.sleep(0.2)
     assert sleepers() == []
+
+
+MODEL_CLIENT = """
+import json, os, urllib.request
+url = os.environ["DABENCH_MODEL_URL"] + "/v1/chat/completions"
+got = []
+for stream in (False, True):
+    body = {"model": "gpt-4o", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer not-mine"}
+    req = urllib.request.Request(url, json.dumps(body).encode(), headers)
+    got.append(urllib.request.urlopen(req, timeout=30).read().decode())
+print(json.dumps(got))
+print("FINAL ANSWER: 12")
+"""
+
+
+class _Provider(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible stand-in: one JSON completion, or a stream whose last chunk has
+    the usage."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert self.path == "/v1/chat/completions" and self.headers["Authorization"] == "Bearer k"
+        if body["stream"]:
+            chunks = [
+                {"model": "gpt-4o", "choices": [{"delta": {"content": "hel"}}]},
+                {"model": "gpt-4o", "choices": [], "usage": {"prompt_tokens": 5,
+                                                             "completion_tokens": 3}},
+            ]  # fmt: skip
+            data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+            kind = "text/event-stream"
+        else:
+            data = json.dumps({"model": "gpt-4o", "choices": [{"message": {"content": "hi"}}],
+                               "usage": {"prompt_tokens": 11, "completion_tokens": 7}})  # fmt: skip
+            kind = "application/json"
+        raw = data.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_the_model_proxy_forwards_and_meters_tokens_into_the_episode(
+    real_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Provider)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    upstream = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("TEST_MODEL_KEY", "k")  # the harness's; the program sends another
+    code = MODEL_CLIENT.replace("{", "{{").replace("}", "}}")
+    proxy = {"upstream": upstream, "wire": "openai", "key_env": "TEST_MODEL_KEY"}
+    agent = {
+        "kind": "command",
+        "argv": ["/usr/bin/python3", "-I", "-S", "-c", code],
+        "sandbox": {"model_proxy": proxy},
+    }
+    (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        f"""name: metered
+world: {{dir: {json.dumps(str(real_world))}}}
+tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
+arms:
+  - name: a0
+    target: {{kind: reference, profile: a0}}
+    agent: {json.dumps(agent)}
+""",
+        encoding="utf-8",
+    )
+    run_dir = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(exp), "--out", str(run_dir), "--no-progress"])
+    server.shutdown()
+    (ep,) = Journal(run_dir).load()
+    assert ep.status == "completed", (ep.harness_error, result.output)
+    plain, streamed = json.loads(ep.answers[0].splitlines()[0])
+    assert json.loads(plain)["choices"][0]["message"]["content"] == "hi"
+    assert streamed.endswith("data: [DONE]\n\n") and '"content": "hel"' in streamed
+    assert (ep.usage.input, ep.usage.output) == (16, 10)
+    assert ep.cost_source == "price_table"
+    assert ep.cost_usd == pytest.approx((16 * 2.50 + 10 * 10.0) / 1_000_000)

@@ -193,6 +193,9 @@ class CommandAgent(Agent):
                     stdin=prompt if self.config.stdin == "prompt" else None,
                     timeout_s=self.config.timeout_s,
                 )
+                metered = sealed.metered()
+                if metered is not None:
+                    transcript.add_usage(*metered)
             check = await target.read_audit([session.handle], 0)
             transcript.tool_calls += audit_tool_calls(
                 check.rows, session.handle, turn, len(transcript.tool_calls), seen

@@ -14,12 +14,15 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
+
 from dabench.isolation.bwrap import (
     SandboxSettings,
     bwrap_argv,
     check_ro_binds,
     require_bwrap,
 )
+from dabench.isolation.model_proxy import Meter, model_proxy
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 """A harness-side service behind a Unix socket in the sandbox."""
@@ -101,6 +104,9 @@ class Sandbox:
     hidden: list[Path]
     endpoints: list[tuple[int, str]] = field(default_factory=list)
     proxy: bool = False
+    meter: Meter | None = None
+    """The model endpoint's token meter (with ``sandbox.model_proxy``)."""
+    model_port: int | None = None
 
     def wrap(self, program: Sequence[str], workdir: Path) -> list[str]:
         """The command that runs ``program`` inside the sandbox with ``workdir`` as ``/agent``."""
@@ -115,11 +121,15 @@ class Sandbox:
         )
 
     def proxy_env(self) -> dict[str, str]:
-        """``HTTPS_PROXY`` and friends when the arm allows model hosts, else nothing."""
-        if not self.proxy:
-            return {}
-        url = f"http://127.0.0.1:{PROXY_PORT}"
-        return {"HTTPS_PROXY": url, "https_proxy": url, "NO_PROXY": "127.0.0.1,localhost"}
+        """``HTTPS_PROXY`` and friends when the arm allows model hosts, ``DABENCH_MODEL_URL``
+        with a model proxy."""
+        env: dict[str, str] = {}
+        if self.proxy:
+            url = f"http://127.0.0.1:{PROXY_PORT}"
+            env = {"HTTPS_PROXY": url, "https_proxy": url, "NO_PROXY": "127.0.0.1,localhost"}
+        if self.model_port is not None:
+            env["DABENCH_MODEL_URL"] = f"http://127.0.0.1:{self.model_port}"
+        return env
 
 
 @contextlib.asynccontextmanager
@@ -143,6 +153,7 @@ async def sandbox(
         hidden=list(protected),
     )
     servers: list[asyncio.Server] = []
+    client: httpx.AsyncClient | None = None
     try:
         launcher = resources.files("dabench.isolation").joinpath("launcher.py").read_text()
         (box.run_dir / "launcher.py").write_text(launcher, encoding="utf-8")
@@ -164,6 +175,15 @@ async def sandbox(
                 path = box.run_dir / "bin" / name
                 path.write_text(source, encoding="utf-8")
                 path.chmod(0o755)
+        if settings.model_proxy is not None:
+            client = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0))
+            box.meter = Meter(settings.model_proxy.wire)
+            handler = model_proxy(settings.model_proxy, box.meter, client)
+            servers.append(
+                await asyncio.start_unix_server(handler, path=str(box.run_dir / "model.sock"))
+            )
+            box.endpoints.append((settings.model_proxy.port, "model.sock"))
+            box.model_port = settings.model_proxy.port
         if settings.allow_hosts:
             servers.append(
                 await asyncio.start_unix_server(
@@ -176,4 +196,6 @@ async def sandbox(
     finally:
         for server in servers:
             server.close()
+        if client is not None:
+            await client.aclose()
         shutil.rmtree(box.run_dir, ignore_errors=True)

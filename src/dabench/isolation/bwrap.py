@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import UserInputError
+from dabench.isolation.model_proxy import ModelProxySettings
 
 INSIDE_WORKDIR = Path("/agent")
 """The agent's working directory (and home) inside the sandbox."""
@@ -53,6 +54,9 @@ class SandboxSettings(BaseModel):
     allow_hosts: list[str] = Field(default_factory=list)
     """``host:port`` pairs the program may reach through the sandbox's HTTPS proxy
     (``HTTPS_PROXY=http://127.0.0.1:3128``): a model API. Empty: no proxy."""
+    model_proxy: ModelProxySettings | None = None
+    """A metered model endpoint: ``DABENCH_MODEL_URL=http://127.0.0.1:<port>`` forwards to
+    ``upstream`` and the tokens of every response are added to the episode."""
 
 
 def bwrap_path() -> str | None:
