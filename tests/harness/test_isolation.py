@@ -405,8 +405,20 @@ def connect(port):
     proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
     s = socket.create_connection((proxy[0].split("//")[1], int(proxy[1])), timeout=10)
     s.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    status = s.recv(200).split(b"\r\n")[0].decode()
-    data = s.recv(100).decode() if " 200 " in status else ""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(200)
+        if not chunk:
+            break
+        buf += chunk
+    head, _, data = buf.partition(b"\r\n\r\n")
+    status = head.split(b"\r\n")[0].decode()
+    while " 200 " in status and len(data) < len(b"model-ok"):
+        chunk = s.recv(100)
+        if not chunk:
+            break
+        data += chunk
+    data = data.decode()
     s.close()
     return status, data
 
