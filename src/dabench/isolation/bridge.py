@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from dabench.errors import UserInputError
 from dabench.isolation.bwrap import (
     SandboxSettings,
     bwrap_argv,
@@ -192,6 +193,12 @@ async def sandbox(
             )
             box.endpoints.append((PROXY_PORT, "proxy.sock"))
             box.proxy = True
+        ports = [port for port, _ in box.endpoints]
+        if len(set(ports)) != len(ports):
+            raise UserInputError(
+                f"{where}: two sandbox endpoints on one port ({sorted(ports)}); choose another "
+                "sandbox.model_proxy.port"
+            )
         yield box
     finally:
         for server in servers:
