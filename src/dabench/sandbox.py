@@ -1,17 +1,20 @@
 """Running an agent program sealed from the answer key (``dabench.sandbox``).
 
-Any agent that runs a subprocess (``command``, ``claude-cli``) runs it through
-:func:`run_sealed`: in a fresh, empty temporary directory, with an environment built from
-nothing (not a copy of the harness's) that names no dabench path, and killed with its whole
-process group on timeout. "Dabench paths" are the source tree or installation of the
-``dabench`` package, the world cache, and the run, experiment and world directories: the
-places where the suites (gold SQL), ``world.json`` and the truth lock live. ``PATH`` keeps only
-directories that lie outside them and hold no ``dabench`` executable.
+Any agent that runs a subprocess (``command``, ``claude-cli``) runs it through a
+:class:`Seal`: inside a bubblewrap sandbox (:mod:`dabench.isolation`) that shows it only
+system directories, its runtime (``agent.sandbox.ro_binds``) and an empty working directory,
+with its own ``/proc`` and a network that reaches only the platform (and, where allowed, a
+model API through a proxy); or, with an explicit ``--unsealed``, directly (the manifest and
+every report then carry :data:`UNSEALED_CAVEAT`). Either way :func:`run_sealed` runs it in a
+fresh, empty temporary directory, with an environment built from nothing (not a copy of the
+harness's) that names no dabench path, and kills its whole process group on timeout.
+"Dabench paths" are the source tree or installation of the ``dabench`` package, the world
+cache, and the run, experiment and world directories: the places where the suites (gold SQL),
+``world.json`` and the truth lock live. ``PATH`` keeps only directories that lie outside them
+and hold no ``dabench`` executable.
 
-What this does not seal (documented in docs/harness.md): a program that runs on the harness's
-own Python environment can ``import dabench`` and read the suites, and any program can read
-files by absolute path with the user's permissions. Untrusted agents belong in their own
-environment (another virtualenv, container or user).
+Unsealed, an agent program can read files by absolute path with the user's permissions and
+``/proc`` of the harness (docs/harness.md, "Isolation").
 """
 
 from __future__ import annotations
@@ -23,12 +26,29 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dabench
 from dabench.errors import UserInputError
+from dabench.isolation import (
+    INSIDE_WORKDIR,
+    Sandbox,
+    SandboxSettings,
+    check_ro_binds,
+    require_bwrap,
+    sandbox,
+)
+from dabench.journal.records import TokenUsage
+
+UNSEALED_CAVEAT = (
+    "Unsealed run (--unsealed): agent programs ran without the bubblewrap sandbox and could "
+    "read files by absolute path (the suites, the world) and /proc of the harness; their "
+    "scores are not protected from answer-key leaks."
+)
+"""The caveat of the manifest and every report of a run whose agent programs ran unsealed."""
 
 PASSED_THROUGH = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
 """Harness variables every agent process gets (locale and time zone, never paths)."""
@@ -177,3 +197,64 @@ def tail(text: str, chars: int = 1500) -> str:
     """The end of a process's output, for error messages."""
     text = text.strip()
     return text if len(text) <= chars else "..." + text[-chars:]
+
+
+@dataclass
+class SealedRun:
+    """One program run's working directory, as the harness and as the program see it."""
+
+    workdir: Path
+    """On the host (the harness reads and removes it)."""
+    inside: Path
+    """As the program sees it (``/agent`` in the sandbox)."""
+    box: Sandbox | None
+
+    def argv(self, program: Sequence[str]) -> list[str]:
+        """``program`` wrapped in the sandbox (unchanged when unsealed)."""
+        return self.box.wrap(program, self.workdir) if self.box else list(program)
+
+    def env(self) -> dict[str, str]:
+        """Variables the sandbox adds (its proxies)."""
+        return self.box.proxy_env() if self.box else {}
+
+    def metered(self) -> tuple[TokenUsage, float | None, str] | None:
+        """Tokens, cost and cost source the model proxy metered (``None`` without one)."""
+        meter = self.box.meter if self.box else None
+        if meter is None or meter.requests == 0:
+            return None
+        cost, source = meter.cost()
+        return meter.usage, cost, source
+
+
+@dataclass
+class Seal:
+    """How an agent's programs run: in the sandbox (default) or, explicitly, unsealed."""
+
+    settings: SandboxSettings
+    protected: list[Path]
+    where: str
+    unsealed: bool = False
+
+    def check(self) -> None:
+        """Refuse now (when the arm is built) what would fail at the first episode: no
+        ``bwrap`` without ``--unsealed``, a ``ro_binds`` path that shows dabench."""
+        if not self.unsealed:
+            require_bwrap(self.where)
+            check_ro_binds(self.settings.ro_binds, self.protected, self.where)
+
+    def describe(self) -> dict[str, Any]:
+        """``isolation`` (``bwrap`` or ``unsealed``) and the sandbox settings."""
+        return {
+            "isolation": "unsealed" if self.unsealed else "bwrap",
+            "sandbox": self.settings.model_dump(),
+        }
+
+    @contextlib.asynccontextmanager
+    async def open(self, urls: Sequence[str]) -> AsyncIterator[SealedRun]:
+        """A fresh working directory and, sealed, a sandbox that reaches ``urls``."""
+        with agent_workdir() as workdir:
+            if self.unsealed:
+                yield SealedRun(workdir, workdir, None)
+                return
+            async with sandbox(urls, self.settings, self.protected, self.where) as box:
+                yield SealedRun(workdir, INSIDE_WORKDIR, box)

@@ -134,3 +134,13 @@ def run_dir(tmp_path: Path) -> Iterator[Path]:
         server = read_state(path).server
         if server is not None and pid_alive(server.pid):
             stop_pid(server.pid)
+
+
+@pytest.fixture
+def bwrap_installed() -> None:
+    """Skip without bubblewrap on a developer machine; fail in CI (``.ci/run`` installs it):
+    the sealed-agent tests need the sandbox."""
+    from dabench.isolation import bwrap_path
+
+    if bwrap_path() is None:
+        skip_unless_ci("bubblewrap (bwrap) is not installed")

@@ -140,6 +140,7 @@ def _run(
             "--out",
             str(run_dir),
             "--no-progress",
+            "--unsealed",  # the stand-ins run on the harness's environment (they import dabench)
             *extra,
         ],
     )

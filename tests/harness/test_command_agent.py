@@ -86,7 +86,9 @@ arms:
         encoding="utf-8",
     )
     run_dir = tmp_path / "run"
-    result = CliRunner().invoke(app, ["run", str(exp), "--out", str(run_dir), "--no-progress"])
+    # The SDK agent runs on the harness's environment (the official MCP client): unsealed.
+    args = ["run", str(exp), "--out", str(run_dir), "--no-progress", "--unsealed"]
+    result = CliRunner().invoke(app, args)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result.exit_code, run_dir
 

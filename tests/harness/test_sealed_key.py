@@ -8,16 +8,14 @@ each file path, plus SQL file reads, replacement scans and ``ATTACH`` through ``
 For the tools it is told the absolute paths (the strongest attacker: it guessed them); for the
 file channels it only uses what it can discover. It prints what it reached; every try must fail.
 
-Residual channels that the harness does not seal (docs/harness.md) are not asserted here:
-reading files by a known absolute path with the user's permissions, ``/proc/<pid>`` of the
-harness process, and ``import dabench`` for a program that runs on the harness's own Python
-environment (this one runs ``python -I -S``: no site-packages).
+The agent runs sealed (the bubblewrap sandbox, docs/harness.md "Isolation") on the system
+Python; ``test_isolation.py`` tries the routes outside the platform's tools (absolute paths,
+``/proc``, the network).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -168,10 +166,10 @@ def _literal(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _run_hostile(tmp_path: Path, world: Path, profile: str) -> tuple[Path, dict[str, object]]:
+def _run_hostile(
+    tmp_path: Path, control: Path, world: Path, profile: str
+) -> tuple[Path, dict[str, object]]:
     run_dir = tmp_path / f"run-{profile}"
-    control = tmp_path / "control"
-    control.mkdir(exist_ok=True)
     for name in ("world.json", "tasks.lock.json"):
         (control / name).write_text("{}", encoding="utf-8")
     suites = package_root() / "src" / "dabench" / "suites"
@@ -192,7 +190,7 @@ def _run_hostile(tmp_path: Path, world: Path, profile: str) -> tuple[Path, dict[
     agent = {
         "kind": "command",
         "argv": [
-            sys.executable,
+            "/usr/bin/python3",
             "-I",
             "-S",
             "-c",
@@ -201,6 +199,7 @@ def _run_hostile(tmp_path: Path, world: Path, profile: str) -> tuple[Path, dict[
         ],
         "budget": 200,
         "timeout_s": 120,
+        "sandbox": {"ro_binds": [str(control)]},
     }
     (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
     exp = tmp_path / f"exp-{profile}.yaml"
@@ -223,7 +222,7 @@ arms:
     assert ep.status == "completed", ep.harness_error
     assert ep.final_answer is not None
     report: dict[str, object] = json.loads(ep.final_answer)
-    assert (run_dir / "tasks.lock.json").exists()  # the key was on disk during the episode
+    assert (run_dir / "tasks.lock.json").exists()  # written after the last episode
     return run_dir, report
 
 
@@ -242,12 +241,14 @@ def _secrets(run_dir: Path, world: Path) -> list[str]:
     ]
 
 
+@pytest.mark.usefixtures("bwrap_installed")
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", ["a0", "a2"])
 def test_a_hostile_agent_cannot_read_the_key(
-    real_world: Path, tmp_path: Path, profile: str
+    real_world: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, profile: str
 ) -> None:
-    run_dir, report = _run_hostile(tmp_path, real_world, profile)
+    control = tmp_path_factory.mktemp("control")  # outside the experiment: bound read-only
+    run_dir, report = _run_hostile(tmp_path, control, real_world, profile)
     protected = [str(package_root()), str(run_dir), str(real_world)]
     # The harness gave it nothing: an empty cwd outside dabench, no dabench path in its
     # environment, no dabench executable, no importable dabench.

@@ -193,6 +193,8 @@ def test_uncertain_grades_are_counted_with_how_the_judge_settled_them(tmp_path: 
     assert "Uncertain grades: none." in write_reports(plain, resamples=0).markdown_path.read_text(
         encoding="utf-8"
     )
+
+
 def test_titles_empty_states_ids_and_manifest(
     reported_run: tuple[Path, ReportFiles], tmp_path: Path
 ) -> None:

@@ -129,4 +129,4 @@ def test_plan_subset_prints_the_most_informative_tasks(tmp_path: Path) -> None:
     )
     assert "easy" not in picked and "never" not in picked
     alone = CliRunner().invoke(app, ["plan", "--rates", "0.5", "--subset", "2"])
-    assert alone.exit_code != 0 and "--subset N needs --baseline-run" in alone.output
+    assert alone.exit_code != 0 and "--subset N needs --baseline-run" in str(alone.exception)

@@ -148,6 +148,8 @@ class AgentContext:
     run_dir: Path | None = None
     world_dir: Path | None = None
     """The built world the experiment runs on (for agents that read it, e.g. ``probe``)."""
+    unsealed: bool = False
+    """Agent programs run without the bubblewrap sandbox (``--unsealed``)."""
 
 
 class Agent(ABC):

@@ -11,11 +11,14 @@ The tool-call budget becomes ``--max-turns`` (budget + 1 by default); a run that
 that used more tool calls than the budget, ends as ``budget_exhausted``. Later user turns of a
 multi-turn task continue the CLI conversation with ``--resume <session id>``.
 
-The CLI is sealed from the answer key (:mod:`dabench.sandbox`): it runs in an empty temporary
-directory, with its built-in tools disabled (``--tools ""``, ``--disallowedTools`` naming every
-file, shell, web and sub-agent tool, ``--strict-mcp-config``) so that only the platform's MCP
-tools remain, and with an environment built from nothing but ``PATH`` (without dabench's
-directories), the locale, the variables named in ``inherit_env`` and ``env``.
+The CLI is sealed from the answer key (:mod:`dabench.sandbox`): it runs in a bubblewrap sandbox
+(one per episode: an empty working directory that is also its ``HOME``, so ``--resume`` finds
+the conversation; the platform and, through the sandbox's proxy, ``sandbox.allow_hosts``
+(default ``api.anthropic.com:443``) are all it reaches; its installation must be listed in
+``sandbox.ro_binds``), with its built-in tools disabled (``--tools ""``, ``--disallowedTools``
+naming every file, shell, web and sub-agent tool, ``--strict-mcp-config``) so that only the
+platform's MCP tools remain, and with an environment built from nothing but ``PATH`` (without
+dabench's directories), the locale, the variables named in ``inherit_env`` and ``env``.
 
 Retryable CLI failures (timeouts, 429/5xx, an MCP server that did not connect) are retried per
 ``retries`` with a fresh platform session; only the successful attempt's session belongs to the
@@ -24,7 +27,6 @@ episode (and to its audit check).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,6 +37,7 @@ from dabench.agents.platform_access import reference_of
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError, UserInputError
 from dabench.fields import Seconds
+from dabench.isolation import SandboxSettings
 from dabench.journal.records import EpisodeStatus, Message, TargetRound, ToolCall
 from dabench.providers import ProviderError, RetryPolicy, with_retries
 from dabench.providers.base import ToolSpec
@@ -45,7 +48,7 @@ from dabench.providers.claude_cli import (
     mcp_tool_name,
     run_claude_cli,
 )
-from dabench.sandbox import agent_workdir, protected_paths, sealed_env
+from dabench.sandbox import Seal, SealedRun, protected_paths, sealed_env
 from dabench.targets.base import TargetSession, error_code_of
 from dabench.targets.reference_episode import ReferenceEpisode
 from dabench.tasks.model import Task
@@ -64,8 +67,11 @@ CLAUDE_ENV = (
     "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK",
     "CLAUDE_CODE_USE_VERTEX", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "XDG_CONFIG_HOME",
 )  # fmt: skip
-"""The harness variables the CLI gets by default: its home (login and settings), credentials,
-endpoints and proxies."""
+"""The harness variables the CLI gets by default: its home (login and settings; sealed, its home
+is its working directory), credentials, endpoints and proxies."""
+
+ANTHROPIC_HOST = "api.anthropic.com:443"
+"""The model API a sealed CLI reaches by default (through the sandbox's proxy)."""
 
 
 class ClaudeCliAgentConfig(BaseModel):
@@ -99,6 +105,11 @@ class ClaudeCliAgentConfig(BaseModel):
     """Pass ``--tools ""`` (disables every built-in tool); turn off for CLI versions without
     the option (the ``--disallowedTools`` deny list still applies)."""
     retries: RetryPolicy = Field(default_factory=RetryPolicy)
+    sandbox: SandboxSettings = Field(
+        default_factory=lambda: SandboxSettings(allow_hosts=[ANTHROPIC_HOST])
+    )
+    """The CLI's installation (``ro_binds``: e.g. its Node and its package) and the model API
+    it may reach (``allow_hosts``) inside the sandbox."""
 
 
 def mcp_config_for(
@@ -128,6 +139,13 @@ class ClaudeCliAgent(Agent):
         self.config = config
         context = context or AgentContext()
         self.roots = protected_paths(context.run_dir, context.world_dir)
+        self.seal = Seal(
+            config.sandbox,
+            protected_paths(context.run_dir, context.world_dir, context.experiment_dir),
+            "agent kind 'claude-cli'",
+            unsealed=context.unsealed,
+        )
+        self.seal.check()
         model = config.model
         self.model = model.split(":", 1)[1] if model and model.startswith("anthropic:") else model
         self.system = (
@@ -151,6 +169,7 @@ class ClaudeCliAgent(Agent):
             "inherit_env": self.config.inherit_env,
             "sealed": True,
             "retries": self.config.retries.model_dump(),
+            **self.seal.describe(),
         }
 
     def budget_for(self, task: Task) -> int:
@@ -163,17 +182,19 @@ class ClaudeCliAgent(Agent):
         transcript.messages.append(Message(role="system", content=self.system))
         session: TargetSession | None = None
         cli_session = ""
-        for turn, prompt in enumerate(request.task.messages):
-            transcript.messages.append(Message(role="user", content=prompt))
-            session, result = await self._turn(
-                target, identity, session, prompt, cli_session, request.budget
-            )
-            if session.handle not in transcript.sessions:
-                transcript.sessions.append(session.handle)
-            cli_session = result.session_id
-            self._record(result, turn, session.handle, transcript)
-            if result.subtype == MAX_TURNS_SUBTYPE or len(transcript.tool_calls) > request.budget:
-                return "budget_exhausted"
+        async with self.seal.open([target.base_url]) as sealed:
+            for turn, prompt in enumerate(request.task.messages):
+                transcript.messages.append(Message(role="user", content=prompt))
+                session, result = await self._turn(
+                    target, identity, session, prompt, cli_session, request.budget, sealed
+                )
+                if session.handle not in transcript.sessions:
+                    transcript.sessions.append(session.handle)
+                cli_session = result.session_id
+                self._record(result, turn, session.handle, transcript)
+                over = len(transcript.tool_calls) > request.budget
+                if result.subtype == MAX_TURNS_SUBTYPE or over:
+                    return "budget_exhausted"
         return "completed" if transcript.answers and transcript.answers[-1].strip() else "no_answer"
 
     async def _turn(
@@ -184,6 +205,7 @@ class ClaudeCliAgent(Agent):
         prompt: str,
         cli_session: str,
         budget: int,
+        sealed: SealedRun,
     ) -> tuple[TargetSession, ClaudeCliResult]:
         """Run the CLI for one user turn (retried with a fresh session on retryable errors
         of a first turn; a resumed conversation keeps its session)."""
@@ -197,17 +219,17 @@ class ClaudeCliAgent(Agent):
             extra = list(self.config.extra_args)
             if cli_session:
                 extra += ["--resume", cli_session]
-            with agent_workdir() as workdir:
-                env = sealed_env(
-                    workdir,
-                    self.roots,
-                    inherit=self.config.inherit_env,
-                    extra=self.config.env,
-                    where="agent kind 'claude-cli'",
-                )
-                result = await self._cli(
-                    prompt, target, identity, current, tools, extra, budget, workdir, env
-                )
+            box = {"HOME": str(sealed.inside), **sealed.env()} if sealed.box else {}
+            env = sealed_env(
+                sealed.inside,
+                self.roots,
+                inherit=self.config.inherit_env,
+                extra={**box, **self.config.env},
+                where="agent kind 'claude-cli'",
+            )
+            result = await self._cli(
+                prompt, target, identity, current, tools, extra, budget, sealed, env
+            )
             return current, result
 
         try:
@@ -225,10 +247,10 @@ class ClaudeCliAgent(Agent):
         tools: list[ToolSpec],
         extra: list[str],
         budget: int,
-        workdir: Path,
+        sealed: SealedRun,
         env: dict[str, str],
     ) -> ClaudeCliResult:
-        """One sealed CLI run in ``workdir``."""
+        """One sealed CLI run in ``sealed``'s working directory."""
         return await run_claude_cli(
             prompt,
             mcp_config=mcp_config_for(
@@ -246,8 +268,9 @@ class ClaudeCliAgent(Agent):
             executable=self.config.executable,
             extra_args=extra,
             env=env,
-            cwd=workdir,
+            cwd=sealed.workdir,
             inherit_environment=False,
+            sealed=sealed if sealed.box else None,
             disable_builtin_tools=True,
             tools_flag=self.config.tools_flag,
         )

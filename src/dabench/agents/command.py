@@ -2,14 +2,14 @@
 itself.
 
 Per episode the agent opens a platform session (``platform_info``) and runs ``argv`` for each
-user turn, sealed (:mod:`dabench.agents.sandbox`: an empty temporary directory, an environment
-built from nothing that names no dabench path). The program learns the prompt, the platform's
-MCP URL, the headers that authenticate it and carry the session, and the budget from templated
-arguments and ``DABENCH_*`` environment variables; it connects to the platform with any MCP
-client and prints its answer on stdout. The key it gets was minted for the episode alone; the
-episode's tool calls are read from the platform's audit log for every call of that key, in any
-session (the harness never sees them go by), so they can be neither misreported nor hidden in
-a second session.
+user turn, sealed (:mod:`dabench.sandbox`: a bubblewrap sandbox that reaches only the platform,
+an empty working directory, an environment built from nothing that names no dabench path).
+The program learns the prompt, the platform's MCP URL, the headers that authenticate it and
+carry the session, and the budget from templated arguments and ``DABENCH_*`` environment
+variables; it connects to the platform with any MCP client and prints its answer on stdout. The
+key it gets was minted for the episode alone; the episode's tool calls are read from the
+platform's audit log for every call of that key, in any session (the harness never sees them go
+by), so they can be neither misreported nor hidden in a second session.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from dabench.agents.platform_access import reference_of
 from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.fields import Seconds
+from dabench.isolation import SandboxSettings
 from dabench.journal.records import EpisodeStatus, Message, ToolCall
-from dabench.sandbox import agent_workdir, protected_paths, run_sealed, sealed_env, tail
+from dabench.sandbox import Seal, protected_paths, run_sealed, sealed_env, tail
 from dabench.targets.audit import episode_calls
 from dabench.targets.reference import SESSION_ARG
 from dabench.targets.reference_episode import ReferenceEpisode
@@ -82,6 +83,8 @@ class CommandAgentConfig(BaseModel):
     """What the program is (e.g. ``langgraph:gpt-4o``); recorded as the episodes' model."""
     provider: str | None = None
     """Provider-concurrency key (default ``command``)."""
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """The program's runtime (``ro_binds``) and model hosts (``allow_hosts``) in the sandbox."""
 
     @model_validator(mode="after")
     def _known_placeholders(self) -> CommandAgentConfig:
@@ -162,12 +165,19 @@ class CommandAgent(Agent):
         self.model = config.label
         self.provider = config.provider or "command"
         self.roots = protected_paths(context.run_dir, context.world_dir)
+        self.seal = Seal(
+            config.sandbox,
+            protected_paths(context.run_dir, context.world_dir, context.experiment_dir),
+            "agent kind 'command'",
+            unsealed=context.unsealed,
+        )
+        self.seal.check()
 
     def describe(self) -> dict[str, Any]:
         """Kind, argv template and settings (environment variable names, never values)."""
         data = self.config.model_dump()
         data["env"] = sorted(self.config.env)
-        return data
+        return {**data, **self.seal.describe()}
 
     def budget_for(self, task: Task) -> int:
         """The configured budget, else the task's."""
@@ -191,24 +201,28 @@ class CommandAgent(Agent):
             transcript.messages.append(Message(role="user", content=prompt))
             key = await target.key(identity)
             values = self._values(target, key, session.handle, prompt, request, turn, history)
-            with agent_workdir() as workdir:
+            async with self.seal.open([target.base_url]) as sealed:
                 env = sealed_env(
-                    workdir,
+                    sealed.inside,
                     self.roots,
                     inherit=self.config.inherit_env,
                     extra={
+                        **sealed.env(),
                         **{var: values[key] for key, var in PLACEHOLDERS.items()},
                         **{k: v.format_map(values) for k, v in self.config.env.items()},
                     },
                     where="agent kind 'command'",
                 )
                 result = await run_sealed(
-                    [a.format_map(values) for a in self.config.argv],
-                    cwd=workdir,
+                    sealed.argv([a.format_map(values) for a in self.config.argv]),
+                    cwd=sealed.workdir,
                     env=env,
                     stdin=prompt if self.config.stdin == "prompt" else None,
                     timeout_s=self.config.timeout_s,
                 )
+                metered = sealed.metered()
+                if metered is not None:
+                    transcript.add_usage(*metered)
             check = await target.read_audit(transcript.sessions, 0)
             transcript.tool_calls += audit_tool_calls(
                 check.rows, transcript.sessions, turn, len(transcript.tool_calls), seen

@@ -258,5 +258,7 @@ class RunManifest(_Record):
     """Judge model and rubric version."""
     no_model: bool = False
     """True when no LLM was used (oracle, probe or replay agents only)."""
+    caveats: list[str] = Field(default_factory=list)
+    """What every report of the run must say (e.g. agent programs that ran unsealed)."""
     started_at: datetime
     finished_at: datetime | None = None

@@ -9,6 +9,7 @@
     dabench play answer --run DIR "TEXT"                      # end the turn / the episode
     dabench play restart --run DIR                            # after the platform died
     dabench play finish --run DIR                             # grade and report
+    dabench play start --run DIR --sandbox -- CMD ARGS...     # the player runs sealed
 
 Every command takes ``--json`` for scripts. Exit codes: 0 ok, 2 bad input or wrong state,
 3 the platform is unreachable, 4 the tool-call budget is exhausted.
@@ -57,9 +58,10 @@ def _errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-@app.command("start")
+@app.command("start", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @_errors
 def start_cmd(
+    ctx: typer.Context,
     run_dir: Path = RUN,
     profile: str = typer.Option("a0", "--profile", help="Platform profile (a0..a3) or a file."),
     suite: list[str] = typer.Option([], "--suite", help="Suites to play (repeatable): s1..s4."),
@@ -80,10 +82,39 @@ def start_cmd(
         help="Instructions shown with each episode (default: the LLM "
         "agent's analyst prompt; the final-answer protocol is always appended).",
     ),
+    sandbox: bool = typer.Option(
+        False,
+        "--sandbox",
+        help="Then run the player program given after `--` in the agents' sandbox, with only "
+        "`dabench play next|tools|call|answer|status` reachable; exits with its code.",
+    ),
+    ro_bind: list[str] = typer.Option(
+        [], "--ro-bind", metavar="PATH", help="With --sandbox: the player's runtime (read-only)."
+    ),
+    allow_host: list[str] = typer.Option(
+        [], "--allow-host", metavar="HOST:PORT", help="With --sandbox: a model API it may reach."
+    ),
+    inherit_env: list[str] = typer.Option(
+        [], "--inherit-env", metavar="NAME", help="With --sandbox: a variable passed through."
+    ),
     as_json: bool = JSON,
 ) -> None:
-    """Prepare a play run: plan the episodes and start the platform in the background."""
+    """Prepare a play run: plan the episodes and start the platform in the background (with
+    --sandbox, then run the player program sealed)."""
+    from dabench.errors import UserInputError
     from dabench.play.session import PlayOptions, start_play
+
+    program = list(ctx.args)
+    if program and not sandbox:
+        raise UserInputError(f"unexpected arguments {program}; a player program needs --sandbox")
+    if sandbox:
+        from dabench.isolation import check_ro_binds, require_bwrap
+        from dabench.sandbox import protected_paths
+
+        if not program:
+            raise UserInputError("--sandbox: name the player program after `--`")
+        require_bwrap("play start --sandbox")
+        check_ro_binds(ro_bind, protected_paths(run_dir.resolve()), "play start --sandbox")
 
     suites: list[Any] = [s.strip() for item in suite for s in item.split(",") if s.strip()]
     opts = PlayOptions(
@@ -109,14 +140,25 @@ def start_cmd(
     }
     if as_json:
         _emit(info)
-        return
-    typer.echo(f"play run {run_dir}: arm {state.arm}, {len(state.plan)} episode(s) planned")
-    if state.skipped:
+    else:
+        typer.echo(f"play run {run_dir}: arm {state.arm}, {len(state.plan)} episode(s) planned")
+    if state.skipped and not as_json:
         typer.echo(
             f"skipped {len(state.skipped)} S5 lifecycle protocol(s): `dabench play` plays "
             "single-session tasks only"
         )
-    typer.echo(f"next: dabench play next --run {run_dir}")
+    if sandbox:
+        from dabench.play.sandboxed import run_player
+
+        code = run_player(
+            run_dir, program, ro_binds=ro_bind, allow_hosts=allow_host, inherit_env=inherit_env
+        )
+        typer.echo(
+            f"player exited with code {code}; next: dabench play finish --run {run_dir}", err=True
+        )
+        raise typer.Exit(code)
+    if not as_json:
+        typer.echo(f"next: dabench play next --run {run_dir}")
 
 
 def _print_prompt(data: dict[str, Any], run_dir: Path) -> None:

@@ -28,7 +28,7 @@ from dabench.journal.records import TokenUsage
 from dabench.providers.base import ProviderError
 from dabench.providers.pricing import CostSource, PriceOverrides, PriceTable, resolve_cost
 from dabench.providers.usage import anthropic_usage
-from dabench.sandbox import run_sealed
+from dabench.sandbox import SealedRun, run_sealed
 from dabench.secretfile import write_private
 
 MAX_TURNS_SUBTYPE = "error_max_turns"
@@ -273,6 +273,7 @@ async def run_claude_cli(
     inherit_environment: bool = True,
     disable_builtin_tools: bool = False,
     tools_flag: bool = True,
+    sealed: SealedRun | None = None,
 ) -> ClaudeCliResult:
     """Run one headless ``claude`` episode against the MCP servers in ``mcp_config``.
 
@@ -284,7 +285,8 @@ async def run_claude_cli(
     installed and :class:`ProviderError` for a timeout (retryable), an MCP server of
     ``mcp_config`` that the ``init`` event reports as not connected (retryable), a non-zero
     exit without a result, or an error result (retryable when it looks transient: 429, 5xx,
-    overloaded).
+    overloaded). With ``sealed``, the CLI runs in its sandbox (its MCP config is written into
+    its working directory, the only place it can read it from).
     """
     path = find_claude(executable)
     if path is None:
@@ -294,10 +296,13 @@ async def run_claude_cli(
         )
     with tempfile.TemporaryDirectory(prefix="dabench-claude-") as tmp:
         config_path = Path(tmp) / "mcp.json"
+        if sealed is not None:
+            config_path = sealed.workdir / ".mcp-config.json"
         write_private(config_path, json.dumps(dict(mcp_config)).encode("utf-8"))
+        seen_path = config_path if sealed is None else sealed.inside / config_path.name
         argv = build_command(
             path,
-            mcp_config_path=config_path,
+            mcp_config_path=seen_path,
             model=model,
             allowed_tools=allowed_tools,
             max_turns=max_turns,
@@ -308,6 +313,8 @@ async def run_claude_cli(
             tools_flag=tools_flag,
         )
         full_env = {**os.environ, **(env or {})} if inherit_environment else dict(env or {})
+        if sealed is not None:
+            argv, cwd = sealed.argv(argv), sealed.workdir
         stdout, stderr, code = await _run(argv, prompt, timeout, full_env, cwd)
     result, final = parse_stream_json(stdout.splitlines(), prices=prices)
     result.exit_code = code

@@ -148,6 +148,8 @@ class UncertainCount:
     def unsettled(self) -> int:
         """Uncertain grades no judge settled: counted as not passed."""
         return self.uncertain - self.judge_passed - self.judge_failed
+
+
 EFFICIENCY_ROWS: tuple[tuple[str, str], ...] = (
     ("tool calls median / p90", "tool calls per episode"),
     ("errors before success", "tool errors per passed episode"),

@@ -270,6 +270,12 @@ def run(
     alpha: float = typer.Option(
         0.05, "--alpha", min=0.0001, max=0.5, metavar="A", help="With --until-decided: error level."
     ),
+    unsealed: bool = typer.Option(
+        False,
+        "--unsealed",
+        help="Run agent programs (command, claude-cli) without the bubblewrap sandbox; the "
+        "manifest and every report carry a caveat.",
+    ),
 ) -> None:
     """Run an experiment's arms over its tasks k times; journal, audit-check, grade, report."""
     console = Console(stderr=True)
@@ -279,6 +285,7 @@ def run(
             for flag, value in (
                 ("--k", k), ("--arms", arms), ("--model", model), ("--base-url", base_url),
                 ("--world", world), ("--out", out), ("--suite", suite), ("--agent", agent),
+                ("--unsealed", True if unsealed else None),
             )
             if value is not None
         ]  # fmt: skip
@@ -302,6 +309,8 @@ def run(
         world_dir=str(world.resolve()) if world else None,
         allow_audit_gaps=allow_audit_gaps,
     )
+    if unsealed:
+        exp = exp.model_copy(update={"unsealed": True})
     if resume is None:
         run_dir = out or _default_run_dir(exp)
     assert run_dir is not None

@@ -56,6 +56,7 @@ def build_arm(
     experiment_dir: Path,
     run_dir: Path,
     shared: dict[str, object] | None = None,
+    unsealed: bool = False,
 ) -> ArmRuntime:
     """The arm's target (not started) and agent; ``index`` names it in config errors."""
     ctx = TargetContext(
@@ -67,7 +68,12 @@ def build_arm(
     target = make_target(arm.target, ctx, f"arms[{index}].target")
     agent = make_agent(
         arm.agent,
-        AgentContext(experiment_dir=experiment_dir, run_dir=run_dir, world_dir=world_dir),
+        AgentContext(
+            experiment_dir=experiment_dir,
+            run_dir=run_dir,
+            world_dir=world_dir,
+            unsealed=unsealed,
+        ),
         f"arms[{index}].agent",
     )
     return ArmRuntime(arm, target, agent)

@@ -103,6 +103,9 @@ class Experiment(_Spec):
     executor: Literal["local", "ray"] = "local"
     """Where episodes run: ``local`` (asyncio in this process) or ``ray`` (a Ray cluster)."""
     ray: RaySpec = Field(default_factory=RaySpec)
+    unsealed: bool = False
+    """Agent programs (``command``, ``claude-cli``) run without the bubblewrap sandbox
+    (``--unsealed``; the manifest and every report then carry a caveat)."""
 
     @model_validator(mode="after")
     def _unique_arms(self) -> Experiment:
@@ -113,8 +116,10 @@ class Experiment(_Spec):
         return self
 
     def hash(self) -> str:
-        """Canonical hash of the resolved experiment (where it runs is not part of it)."""
-        return canonical_hash(self.model_dump(mode="json", exclude={"executor", "ray"}))
+        """Canonical hash of the resolved experiment (where it runs is not part of it;
+        ``unsealed`` only when set, so sealed experiments keep their hash)."""
+        exclude = {"executor", "ray"} | (set() if self.unsealed else {"unsealed"})
+        return canonical_hash(self.model_dump(mode="json", exclude=exclude))
 
     def uses_model(self) -> bool:
         """Whether any arm's agent calls a model."""

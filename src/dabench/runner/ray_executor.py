@@ -172,6 +172,7 @@ class ArmWorker:
             work_dir=self.work / "targets" / arm.name,
             experiment_dir=self.experiment_dir,
             run_dir=self.work,
+            unsealed=self.exp.unsealed,
         )
         await self.runtime.target.start()
         return {"target": self.runtime.target.describe(), "world_dir": str(world_dir)}

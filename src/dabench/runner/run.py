@@ -2,6 +2,13 @@
 
 Every finished episode is appended to the run's journal (durably) as soon as it ends, so a
 killed run loses at most its in-flight episodes; ``resume`` runs only the missing keys.
+
+The answer key (``tasks.lock.json``, ``tasks.yaml``) is written into the run directory only
+after the last episode (as ``dabench play`` does); during the run grading inputs live in the
+harness's memory only. A resumed run reads both into memory and removes them before its first
+episode (a run killed before its end has neither: its lock is computed again from the suites
+and the world, and checked against the manifest's task-set and world hashes), then writes
+them back at its end.
 Harness failures become ``harness_error`` episodes with their cause; after each episode the
 target's audit rows are read back and compared with the harness's count of tool calls.
 """
@@ -11,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine
@@ -31,7 +39,7 @@ from rich.progress import (
 )
 
 from dabench.errors import HarnessError, UserInputError
-from dabench.journal.records import Episode
+from dabench.journal.records import Episode, RunManifest
 from dabench.journal.store import Journal, read_manifest, write_manifest
 from dabench.runner.episode import (
     ArmRuntime,
@@ -45,6 +53,7 @@ from dabench.runner.episode import (
 from dabench.runner.experiment import Experiment
 from dabench.runner.manifest import new_manifest
 from dabench.runner.protocols import protocol_runner
+from dabench.sandbox import UNSEALED_CAVEAT
 from dabench.tasks.loader import (
     SuiteItem,
     TaskSet,
@@ -296,6 +305,7 @@ class ExperimentRun:
                     experiment_dir=self.experiment_dir,
                     run_dir=self.run_dir,
                     shared=shared,
+                    unsealed=self.exp.unsealed,
                 )
             )
 
@@ -351,9 +361,21 @@ class ExperimentRun:
         self._build_arms(world_dir)
         lock = self._lock(tasks, world_dir, world_hash)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        write_lock(lock, self.run_dir / LOCK_FILE)
-        if not self.resume:
-            dump_tasks(tasks, self.run_dir / TASKS_FILE)
+        key = self._take_key(lock, tasks)
+        try:
+            return await self._execute(previous, tasks, done, world_dir, world_hash)
+        finally:
+            self._put_key(key)
+
+    async def _execute(
+        self,
+        previous: RunManifest | None,
+        tasks: TaskSet,
+        done: set[str],
+        world_dir: Path,
+        world_hash: str,
+    ) -> RunSummary:
+        """Write the manifest and run the plan (the answer key is not in the run directory)."""
         manifest = previous or new_manifest(
             run_id=self.run_id,
             experiment=self._resolved(world_dir),
@@ -362,6 +384,8 @@ class ExperimentRun:
             task_ids=tasks.ids,
             arms=self._arm_manifest(),
         )
+        if previous is None and self._unsealed_agents():
+            manifest = manifest.model_copy(update={"caveats": [UNSEALED_CAVEAT]})
         write_manifest(self.run_dir, manifest)
         plan = self._plan(tasks, done)
         self.summary.planned = len(plan)
@@ -395,6 +419,32 @@ class ExperimentRun:
             )
             write_manifest(self.run_dir, manifest)
         return self.summary
+
+    def _unsealed_agents(self) -> bool:
+        return any(a.agent.describe().get("isolation") == "unsealed" for a in self.arms)
+
+    def _take_key(self, lock: TruthLock, tasks: TaskSet) -> dict[str, bytes]:
+        """The answer key's files as they will be written at the end (a resumed run's own,
+        read into memory and removed from the run directory now)."""
+        files = {LOCK_FILE: self.run_dir / LOCK_FILE, TASKS_FILE: self.run_dir / TASKS_FILE}
+        key: dict[str, bytes] = {}
+        for name, path in files.items():
+            if self.resume and path.exists():
+                key[name] = path.read_bytes()
+                path.unlink()
+        with tempfile.TemporaryDirectory(prefix="dabench-key-") as tmp:
+            if LOCK_FILE not in key:
+                key[LOCK_FILE] = write_lock(lock, Path(tmp) / LOCK_FILE).read_bytes()
+            if TASKS_FILE not in key:
+                key[TASKS_FILE] = dump_tasks(tasks, Path(tmp) / TASKS_FILE).read_bytes()
+        return key
+
+    def _put_key(self, key: dict[str, bytes]) -> None:
+        """Write the answer key into the run directory (after the last episode)."""
+        for name, data in key.items():
+            tmp = self.run_dir / f".{name}.tmp"
+            tmp.write_bytes(data)
+            os.replace(tmp, self.run_dir / name)
 
     def _resolved(self, world_dir: Path) -> Experiment:
         """The experiment with every path absolute (so a resume from anywhere finds them)."""

@@ -99,7 +99,7 @@ def _replay_caveats(run: RunData) -> list[str]:
 
 def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]:
     """Caveats for ``report.md`` / ``report.html``, most important first."""
-    out: list[str] = list(run.notes)
+    out: list[str] = [*run.manifest.caveats, *run.notes]
     if not run.episodes:
         out.append("The journal holds no episodes: there is nothing to compare yet.")
     if run.manifest.finished_at is None:
