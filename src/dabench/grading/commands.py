@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from dabench.grading.run import grade_run
-from dabench.journal.records import Grade
-from dabench.judge.factory import make_judge
-from dabench.judge.judge import Judge
-from dabench.judge.prompt import DEFAULT_TOOL_OUTPUT_CHARS
+from dabench.defaults import DEFAULT_TOOL_OUTPUT_CHARS
+from dabench.listing import stdout_console
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from dabench.journal.records import Grade
+    from dabench.judge.judge import Judge
 
 
 def _summary(grades: list[Grade]) -> Table:
+    from rich.table import Table
+
     table = Table(title="grades")
     for column in ("kind", "episodes", "passed", "excluded", "judged", "mean overall"):
         table.add_column(column, justify="left" if column == "kind" else "right")
@@ -64,6 +68,9 @@ def grade_cmd(
     ),
 ) -> None:
     """Re-grade every episode of RUN_DIR and rewrite its grades.jsonl."""
+    from dabench.grading.run import grade_run
+    from dabench.judge.factory import make_judge
+
     the_judge: Judge | None = None
     if judge and not no_judge:
         the_judge = make_judge(
@@ -82,7 +89,7 @@ def grade_cmd(
         progress=True,
         manifest_judge=not no_judge,
     )
-    console = Console()
+    console = stdout_console()
     console.print(_summary(grades))
     judged = [g.judge for g in grades if g.judge and "error" not in g.judge]
     if judged:

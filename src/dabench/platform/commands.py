@@ -8,14 +8,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from dabench.defaults import DEFAULT_SQL_THREADS, POSTGRES_PREFIXES
 from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
-from dabench.platform.admin.auth import DEV_AUTH, load_auth
-from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
-from dabench.platform.profile import SHIPPED_PROFILES, load_profile
-from dabench.platform.service import PlatformService
-from dabench.platform.warehouse import DEFAULT_SQL_THREADS, POSTGRES_PREFIXES
-from dabench.platform.world_content import load_world_content
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -57,6 +52,12 @@ def serve(
     ),
 ) -> None:
     """Serve the reference platform over MCP (streamable HTTP at /mcp, or stdio)."""
+    from dabench.platform.admin.auth import DEV_AUTH, load_auth
+    from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
+    from dabench.platform.profile import load_profile
+    from dabench.platform.service import PlatformService
+    from dabench.platform.world_content import load_world_content
+
     if transport not in ("http", "stdio"):
         raise UserInputError(f"--transport must be http or stdio, got {transport!r}")
     if audit_dsn is not None and not audit_dsn.startswith(("postgresql://", "postgres://")):
@@ -105,6 +106,7 @@ def pg_role(
 ) -> None:
     """Create (or re-grant) a SELECT-only login role for `platform serve --warehouse`."""
     from dabench.platform.warehouse.postgres_roles import create_read_only_role
+    from dabench.platform.world_content import load_world_content
 
     content = load_world_content(world)
     tables = [ds.id for ds in content.catalog.datasets]
@@ -120,6 +122,8 @@ def pg_role(
 @app.command("profiles")
 def profiles() -> None:
     """List the shipped profiles and the tools each persona sees."""
+    from dabench.platform.profile import SHIPPED_PROFILES, load_profile
+
     console = Console()
     for name in SHIPPED_PROFILES:
         prof = load_profile(name)

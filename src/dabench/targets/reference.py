@@ -38,7 +38,7 @@ from dabench.targets.loopback_http import LoopbackHttp, PoolStats
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import ServerProcess, free_port
-from dabench.targets.registry import register_target
+from dabench.targets.registry import Kind
 
 SESSION_ARG = "session_id"
 INFO_TOOL = "platform_info"
@@ -328,4 +328,5 @@ def _factory(config: ReferenceTargetConfig, context: TargetContext) -> Target:
     return ReferenceTarget(config, context)
 
 
-register_target("reference", ReferenceTargetConfig, _factory)
+KIND: Kind[Target, TargetContext] = Kind("reference", ReferenceTargetConfig, _factory)
+"""The ``reference`` target kind (named in the target registry)."""
