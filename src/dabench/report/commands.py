@@ -36,6 +36,7 @@ def report(
     from dabench.report.build import write_reports
     from dabench.report.fmt import pct
 
+    require_episodes(run_dir)
     console = stdout_console()
     with Progress(
         SpinnerColumn(),
@@ -69,6 +70,23 @@ def report(
     console.print(table)
     for path in (files.stats_path, files.markdown_path, files.html_path):
         console.print(f"wrote {path}")
+
+
+def require_episodes(run_dir: Path) -> None:
+    """A run directory with a manifest and at least one journaled episode, else an error
+    (a run stopped before its first episode has nothing to report)."""
+    from dabench.errors import UserInputError
+    from dabench.journal.store import Journal, read_manifest
+
+    if not run_dir.is_dir():
+        raise UserInputError(f"{run_dir}: not a directory (expected a run directory)")
+    read_manifest(run_dir)
+    journal = Journal(run_dir).path
+    if not journal.is_file() or journal.stat().st_size == 0:
+        raise UserInputError(
+            f"{run_dir}: no episodes in its journal (the run stopped before its first episode); "
+            f"nothing to report. Continue it with `dabench run --resume {run_dir}`"
+        )
 
 
 def _pts(value: float | None) -> str:

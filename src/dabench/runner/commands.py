@@ -136,10 +136,12 @@ def _print_closing(
     files: Any, run_dir: Path, exp: Experiment, smoke: bool, console: Console
 ) -> None:
     """The closing summary on stdout (plain text, so ``> log`` keeps it whole)."""
+    from dabench.journal.sequential import read_sequential
     from dabench.report.summary import closing_summary  # the report package, when it ran
 
     if files is not None:
-        lines = closing_summary(files.stats, [files.markdown_path, files.html_path])
+        paths = [files.markdown_path, files.html_path]
+        lines = closing_summary(files.stats, paths, read_sequential(run_dir))
     else:
         lines = [f"run {run_dir}: not graded; grade and report with `dabench report {run_dir}`"]
     lines.append(f"next:   {next_command(exp, smoke)}")
