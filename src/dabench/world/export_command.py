@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from dabench.errors import UserInputError
+from dabench.listing import stdout_console
 from dabench.world.constants import STORAGE_VERSIONS
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def export_command(
         extra = (
             f", storage {storage_version} (header version {storage_version_number(duckdb_file)})"
         )
-    Console().print(
+    stdout_console().print(
         f"exported world {summary.world_hash[:16]} to {summary.target}: "
         f"{len(summary.tables)} tables, {summary.rows:,} rows{extra} in {summary.elapsed_s:.1f}s\n"
         f"verify: dabench tasks validate --warehouse {check}",
