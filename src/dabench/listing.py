@@ -55,6 +55,14 @@ def stdout_console() -> Console:
     return Console(width=100_000, no_color=True, highlight=False)
 
 
+def stderr_console() -> Console:
+    """A stderr console: the terminal's width on a terminal; when redirected (``2> log``, CI)
+    wide enough that no message, path or table cell is wrapped or truncated."""
+    if sys.stderr.isatty():
+        return Console(stderr=True)
+    return Console(stderr=True, width=100_000, highlight=False)
+
+
 def emit_rows(
     columns: Sequence[Column],
     rows: Sequence[dict[str, Any]],

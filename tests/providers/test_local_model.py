@@ -104,6 +104,9 @@ def test_a_smoke_run_against_a_local_server(model_server: str, tmp_path: Path) -
     assert all(e["final_answer"].endswith("FINAL ANSWER: 1") for e in episodes)
     assert "report.html" in done.stdout
     assert "ended in a harness error" not in done.stderr
+    # Redirected stderr never wraps (COLUMNS=80; the run directory alone is longer than that).
+    lines = done.stderr.splitlines()
+    assert any(ln.startswith(f"run {run_dir}: 21 episode(s) run, 0 already") for ln in lines)
 
 
 def test_an_unreachable_server_stops_the_run_with_one_error(tmp_path: Path) -> None:

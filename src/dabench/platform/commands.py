@@ -6,12 +6,11 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from dabench.defaults import DEFAULT_SQL_THREADS, POSTGRES_PREFIXES
 from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
-from dabench.listing import stdout_console
+from dabench.listing import stderr_console, stdout_console
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -80,7 +79,7 @@ def serve(
         sql_threads=sql_threads,
         warehouse_dsn=warehouse,
     )
-    err = Console(stderr=True)
+    err = stderr_console()
     if auth is None:
         err.print(
             "[yellow]no --auth: dev keys[/] teacher=dev-teacher-key learner=dev-learner-key "

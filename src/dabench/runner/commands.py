@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from dabench.errors import HarnessError, UserInputError
+from dabench.listing import stderr_console
 
 if TYPE_CHECKING:
     from dabench.runner.experiment import Experiment
@@ -280,7 +281,7 @@ def run(
 
     from dabench.runner.experiment import apply_overrides
 
-    console = Console(stderr=True)
+    console = stderr_console()
     if resume is not None:
         changed = [
             flag

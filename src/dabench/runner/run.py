@@ -32,6 +32,7 @@ from dabench.agents.base import Agent
 from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import Episode
 from dabench.journal.store import Journal, read_manifest, write_manifest
+from dabench.listing import stderr_console
 from dabench.runner.episode import (
     ArmRuntime,
     EpisodeJob,
@@ -168,7 +169,7 @@ class ExperimentRun:
         self.run_id = run_dir.name
         self.experiment_dir = experiment_dir
         self.resume = resume
-        self.console = console or Console(stderr=True)
+        self.console = console or stderr_console()
         self.show_progress = progress
         self.journal = Journal(run_dir)
         self.summary = RunSummary(run_dir=run_dir, no_model=not exp.uses_model())

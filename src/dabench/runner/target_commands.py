@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from dabench.errors import DabenchError, HarnessError, UserInputError
-from dabench.listing import stdout_console
+from dabench.listing import stderr_console, stdout_console
 
 if TYPE_CHECKING:
     from dabench.providers.base import ToolSpec
@@ -160,7 +160,7 @@ def inspect_cmd(
     from dabench.targets.mcp import expand_env
     from dabench.targets.mcp_connection import McpEndpoint
 
-    err = Console(stderr=True)
+    err = stderr_console()
     try:
         if fmt not in ("table", "json"):
             raise UserInputError(f"--format must be table or json, got {fmt!r}")

@@ -6,16 +6,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from dabench.defaults import DEFAULT_STORE
 from dabench.errors import UserInputError
-from dabench.listing import stdout_console
+from dabench.listing import stderr_console, stdout_console
 
 if TYPE_CHECKING:
     from dabench.store.open import ResultsStore
 
-err = Console(stderr=True)
+err = stderr_console()
 
 STORE_HELP = f"Results store duckdb:PATH (default {DEFAULT_STORE})."
 ES_HELP = "Publish to / read from Elasticsearch at this URL instead of a DuckDB file."

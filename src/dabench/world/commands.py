@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 
 from dabench.errors import DabenchError, UserInputError
-from dabench.listing import stdout_console
+from dabench.listing import stderr_console, stdout_console
 from dabench.world.export_command import export_command
 
 app = typer.Typer(no_args_is_help=True)
-_err = Console(stderr=True)
+_err = stderr_console()
 
 P = ParamSpec("P")
 R = TypeVar("R")
