@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from typer.core import TyperOption
+from typer.core import TyperArgument, TyperOption
 
 from dabench import __version__
 from dabench.errors import DabenchError
@@ -28,6 +28,7 @@ from dabench.validation.commands import validate_cmd
 from dabench.world import commands as world_commands
 
 _display_type_rich = TyperOption.display_type_rich
+_argument_type_rich = TyperArgument.display_type_rich
 
 
 _PLACEHOLDERS = {"str": "TEXT", "path": "PATH", "int": "INT", "float": "FLOAT", "bool": "BOOL"}
@@ -50,12 +51,17 @@ def _option_placeholder(self: TyperOption, ctx: Any) -> str | None:
     if self.is_flag and self.metavar is None:
         return None
     shown = _display_type_rich(self, ctx)
-    if shown is None or self.metavar is not None:
-        return shown
-    return placeholder(shown)
+    return placeholder(shown) if shown is not None and shown.startswith("<") else shown
+
+
+def _argument_placeholder(self: TyperArgument, ctx: Any) -> str | None:
+    """An argument's placeholder in the same style as an option's."""
+    shown = _argument_type_rich(self, ctx)
+    return placeholder(shown) if shown is not None and shown.startswith("<") else shown
 
 
 TyperOption.display_type_rich = _option_placeholder  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _argument_placeholder  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="dabench",

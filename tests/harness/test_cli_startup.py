@@ -134,3 +134,22 @@ def test_registries_name_their_kinds_without_importing_them() -> None:
     # Used, a kind is imported and validated like a registered one.
     assert AGENTS.validate({"kind": "oracle"}, "agent").model_dump()["kind"] == "oracle"
     assert set(TARGETS.kinds()) == {"reference", "mcp", "kibana"}
+
+
+def test_every_placeholder_in_the_help_has_one_style() -> None:
+    root = typer.main.get_command(app)
+    shown: list[str] = []
+
+    def walk(cmd: Any) -> None:
+        for sub in (getattr(cmd, "commands", None) or {}).values():
+            walk(sub)
+        ctx = typer._click.Context(cmd)
+        for param in cmd.params:
+            text = param.display_type_rich(ctx) if hasattr(param, "display_type_rich") else None
+            if text:
+                shown.append(text)
+
+    walk(root)
+    assert len(shown) > 100
+    odd = [s for s in shown if "<" in s or (s != s.upper() and "|" not in s and ".." not in s)]
+    assert sorted(set(odd)) == ["duckdb:PATH", "vX.Y.Z"], odd  # a scheme or a version pattern
