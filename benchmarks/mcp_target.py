@@ -32,9 +32,10 @@ from rich.console import Console
 
 from dabench.journal.store import Journal
 from dabench.runner.experiment import Experiment
-from dabench.runner.run import ExperimentRun, world_cache_dir
+from dabench.runner.run import ExperimentRun
 from dabench.targets.process import free_port
 from dabench.world import ensure_world
+from dabench.world.cache import world_cache_dir
 
 KEY, ADMIN = "bench-key-000001", "bench-admin-00001"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-from typer.core import TyperOption
+from typer.core import TyperArgument, TyperOption
 
 from dabench import __version__
 from dabench.errors import DabenchError
@@ -28,17 +28,40 @@ from dabench.validation.commands import validate_cmd
 from dabench.world import commands as world_commands
 
 _display_type_rich = TyperOption.display_type_rich
+_argument_type_rich = TyperArgument.display_type_rich
 
 
-def _flag_shows_no_type(self: TyperOption, ctx: Any) -> str | None:
-    """The help's type column of an option: nothing for an on/off flag (typer prints
-    ``<bool>`` there, though a flag takes no value), else typer's ``<int>``, ``<path>``..."""
+_PLACEHOLDERS = {"str": "TEXT", "path": "PATH", "int": "INT", "float": "FLOAT", "bool": "BOOL"}
+
+
+def placeholder(typer_type: str) -> str:
+    """One metavar style: typer's ``<path>``, ``<int range>``, ``<list[str]>`` become ``PATH``,
+    ``INT``, ``TEXT`` (as the explicit ``DIR``, ``URL``...); choices stay ``a|b|c``."""
+    inner = typer_type.strip("<>").removesuffix(" range")
+    if "|" in inner:
+        return inner
+    if inner.startswith("list[") and inner.endswith("]"):
+        inner = inner[5:-1]
+    return _PLACEHOLDERS.get(inner.lower(), inner.upper())
+
+
+def _option_placeholder(self: TyperOption, ctx: Any) -> str | None:
+    """The help's placeholder column of an option: nothing for an on/off flag (typer prints
+    ``<bool>`` there, though a flag takes no value), else an upper-case :func:`placeholder`."""
     if self.is_flag and self.metavar is None:
         return None
-    return _display_type_rich(self, ctx)
+    shown = _display_type_rich(self, ctx)
+    return placeholder(shown) if shown is not None and shown.startswith("<") else shown
 
 
-TyperOption.display_type_rich = _flag_shows_no_type  # type: ignore[method-assign]
+def _argument_placeholder(self: TyperArgument, ctx: Any) -> str | None:
+    """An argument's placeholder in the same style as an option's."""
+    shown = _argument_type_rich(self, ctx)
+    return placeholder(shown) if shown is not None and shown.startswith("<") else shown
+
+
+TyperOption.display_type_rich = _option_placeholder  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _argument_placeholder  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="dabench",

@@ -14,8 +14,6 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 
 class ListFormat(StrEnum):
@@ -49,12 +47,20 @@ class Column:
     right: bool = False
 
 
-def table_console() -> Console:
-    """A stdout console: the terminal's width on a terminal; wide enough for any row when
-    piped, so no cell is truncated or wrapped."""
+def stdout_console() -> Console:
+    """A stdout console: the terminal's width on a terminal; wide enough for any line when
+    piped or redirected, so no table cell or sentence is truncated or wrapped."""
     if sys.stdout.isatty():
         return Console()
     return Console(width=100_000, no_color=True, highlight=False)
+
+
+def stderr_console() -> Console:
+    """A stderr console: the terminal's width on a terminal; when redirected (``2> log``, CI)
+    wide enough that no message, path or table cell is wrapped or truncated."""
+    if sys.stderr.isatty():
+        return Console(stderr=True)
+    return Console(stderr=True, width=100_000, highlight=False)
 
 
 def emit_rows(
@@ -70,6 +76,9 @@ def emit_rows(
     JSON and CSV carry the raw values (numbers stay numbers, ``None`` is ``null`` / empty);
     the table shows each value through its column's ``show``. ``footer`` is printed under a
     table only (JSON and CSV stay machine-readable)."""
+    from rich.table import Table
+    from rich.text import Text
+
     if fmt is ListFormat.json:
         out = [{c.key: r.get(c.key) for c in columns} for r in rows]
         sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
@@ -80,7 +89,7 @@ def emit_rows(
         for r in rows:
             writer.writerow([_plain(r.get(c.key)) for c in columns])
         return
-    console = table_console()
+    console = stdout_console()
     wide = not sys.stdout.isatty()
     table = Table(title=title)
     for c in columns:

@@ -40,6 +40,16 @@ def test_a_clear_effect_stops_after_one_round(tmp_path: Path, real_world: Path) 
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## Sequential stopping" in report and "| `a2` | 1 | better |" in report
     assert "pass^4 counts only tasks that reached 4 attempts" in report
+    # The closing summary on stdout says where it stopped, and no pass^4 of zero tasks.
+    stopped = (
+        f"--until-decided stopped after round 1 of 4: {record.episodes_run} of "
+        f"{record.episodes_fixed_design} episodes of the fixed design run, "
+        f"{record.episodes_fixed_design - record.episodes_run} saved (a2 better"
+    )
+    assert stopped in result.stdout
+    assert "results of run run (at most 4 rounds)" in result.stdout
+    assert "pass^4: no task reached 4 attempts" in result.stdout
+    assert "(0 tasks)" not in result.stdout
     again = cli.invoke(app, ["run", "--resume", str(out), "--until-decided", "--no-progress"])
     assert again.exit_code == 0, again.output  # nothing left: recomputed from the journal
     assert read_sequential(out) == record

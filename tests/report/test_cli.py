@@ -76,6 +76,9 @@ def test_compare_exit_codes(
     out = capsys.readouterr().out
     assert code == 1
     assert "REGRESSION" in out and "a2 / overall: accuracy dropped" in out
+    header = next(ln for ln in out.splitlines() if " arm " in ln and " suite " in ln)
+    cells = [c.strip() for c in header.strip("┃ ").split("┃")]
+    assert cells[-1] == "verdict" and all(cells), cells  # every column has a header
     assert '"regressed": true' in out_json.read_text(encoding="utf-8")
     other = write_synthetic_run(tmp_path / "other", SyntheticSpec(tasks=12, run_id="o"))
     assert run_cli(monkeypatch, "compare", str(other), "--baseline", str(run_dir)) == 2
@@ -99,3 +102,42 @@ def test_history_lists_runs_with_headline_numbers(
     acc = files.stats.group("a2", "overall")
     assert acc is not None and acc.accuracy.estimate is not None
     assert f"{100 * acc.accuracy.estimate:.1f}%" in out
+
+
+def test_report_on_a_run_without_episodes_is_an_error(
+    reported_run: tuple[Path, ReportFiles],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run_dir, _ = reported_run
+    half = tmp_path / "half"
+    half.mkdir()
+    shutil.copy(run_dir / "manifest.json", half / "manifest.json")  # stopped before episode 1
+    assert run_cli(monkeypatch, "report", str(half)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no episodes in its journal" in err
+    assert not (half / "report.html").exists()
+    (tmp_path / "empty").mkdir()
+    assert run_cli(monkeypatch, "report", str(tmp_path / "empty")) != 0
+    assert "no manifest" in capsys.readouterr().err
+
+
+def test_publish_skips_what_is_not_a_run(
+    reported_run: tuple[Path, ReportFiles],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run_dir, _ = reported_run
+    runs = tmp_path / "runs"
+    shutil.copytree(run_dir, runs / "r1")
+    store = f"duckdb:{runs / 'results.duckdb'}"
+    for _ in range(2):  # the second time, runs/* holds the store file too (the README's loop)
+        entries = sorted(str(p) for p in runs.iterdir())
+        assert run_cli(monkeypatch, "publish", *entries, "--store", store) == 0
+        out, err = capsys.readouterr()
+        assert "published report-fixture" in out
+    assert f"skipped {runs / 'results.duckdb'}: not a run directory (no manifest.json)" in err
+    assert run_cli(monkeypatch, "publish", str(runs / "results.duckdb"), "--store", store) == 2
+    assert "nothing to publish" in capsys.readouterr().err

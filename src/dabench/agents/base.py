@@ -173,3 +173,14 @@ class Agent(ABC):
     def budget_for(self, task: Task) -> int:
         """The tool-call budget of an episode of ``task``."""
         return task.budget
+
+    def model_endpoint(self) -> str | None:
+        """``KIND:MODEL at URL`` of the model server this agent calls, checked once per run
+        before the first episode (:meth:`check_model`); ``None`` when there is none to check."""
+        return None
+
+    async def check_model(self) -> None:
+        """Raise :class:`~dabench.errors.HarnessError` naming the URL when the model server
+        does not answer (the default: nothing to check)."""
+        return None
+        return None

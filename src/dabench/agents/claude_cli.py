@@ -34,7 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
 from dabench.agents.llm import DEFAULT_SYSTEM_PROMPT, FINAL_ANSWER_PROTOCOL
 from dabench.agents.platform_access import reference_of
-from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError, UserInputError
 from dabench.fields import Seconds
 from dabench.isolation import SandboxSettings
@@ -51,6 +50,7 @@ from dabench.providers.claude_cli import (
 from dabench.sandbox import Seal, SealedRun, protected_paths, sealed_env
 from dabench.targets.base import TargetSession, error_code_of
 from dabench.targets.reference_episode import ReferenceEpisode
+from dabench.targets.registry import Kind
 from dabench.tasks.model import Task
 
 SESSION_HEADER = "X-DPS-Session"
@@ -336,4 +336,5 @@ def _factory(config: ClaudeCliAgentConfig, context: AgentContext) -> Agent:
     return ClaudeCliAgent(config, context)
 
 
-register_agent("claude-cli", ClaudeCliAgentConfig, _factory)
+KIND: Kind[Agent, AgentContext] = Kind("claude-cli", ClaudeCliAgentConfig, _factory)
+"""The ``claude-cli`` agent kind (named in the agent registry)."""

@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
 from dabench.agents.platform_access import reference_of
-from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.fields import Seconds
 from dabench.isolation import SandboxSettings
@@ -31,6 +30,7 @@ from dabench.sandbox import Seal, protected_paths, run_sealed, sealed_env, tail
 from dabench.targets.audit import episode_calls
 from dabench.targets.reference import SESSION_ARG
 from dabench.targets.reference_episode import ReferenceEpisode
+from dabench.targets.registry import Kind
 from dabench.tasks.model import Task
 
 SESSION_HEADER = "X-DPS-Session"
@@ -274,4 +274,5 @@ def _factory(config: CommandAgentConfig, context: AgentContext) -> Agent:
     return CommandAgent(config, context)
 
 
-register_agent("command", CommandAgentConfig, _factory)
+KIND: Kind[Agent, AgentContext] = Kind("command", CommandAgentConfig, _factory)
+"""The ``command`` agent kind (named in the agent registry)."""

@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
 from dabench.agents.llm import DEFAULT_SYSTEM_PROMPT, FINAL_ANSWER_PROTOCOL
-from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus
+from dabench.targets.registry import Kind
 from dabench.tasks.model import Task
 
 
@@ -79,5 +79,7 @@ def _factory(config: ExternalAgentConfig | HumanAgentConfig, context: AgentConte
     return ExternalAgent(config)
 
 
-register_agent("external", ExternalAgentConfig, _factory)
-register_agent("human", HumanAgentConfig, _factory)
+EXTERNAL_KIND: Kind[Agent, AgentContext] = Kind("external", ExternalAgentConfig, _factory)
+"""The ``external`` agent kind (named in the agent registry)."""
+HUMAN_KIND: Kind[Agent, AgentContext] = Kind("human", HumanAgentConfig, _factory)
+"""The ``human`` agent kind (named in the agent registry)."""

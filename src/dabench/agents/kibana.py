@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
 from dabench.agents.llm import FINAL_ANSWER_PROTOCOL
-from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.journal.records import (
     EpisodeStatus,
@@ -33,6 +32,7 @@ from dabench.journal.records import (
 from dabench.providers import cost_for, split_spec
 from dabench.targets.kibana.target import KibanaSession, KibanaTarget
 from dabench.targets.kibana.wire import ConverseRound
+from dabench.targets.registry import Kind
 from dabench.tasks.model import Task
 
 
@@ -202,4 +202,5 @@ def _factory(config: KibanaAgentConfig, context: AgentContext) -> Agent:
     return KibanaAgent(config)
 
 
-register_agent("kibana", KibanaAgentConfig, _factory)
+KIND: Kind[Agent, AgentContext] = Kind("kibana", KibanaAgentConfig, _factory)
+"""The ``kibana`` agent kind (named in the agent registry)."""

@@ -18,7 +18,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
-from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus, Message
 from dabench.providers import (
@@ -32,7 +31,10 @@ from dabench.providers import (
     split_spec,
     with_retries,
 )
+from dabench.providers.builtin import endpoint_url
+from dabench.providers.ping import ping
 from dabench.targets.base import TargetSession
+from dabench.targets.registry import Kind
 from dabench.tasks.model import Task
 
 FINAL_ANSWER_PROTOCOL = (
@@ -103,6 +105,29 @@ class LlmAgent(Agent):
             "provider_settings": settings,
             "retries": self.config.retries.model_dump(),
         }
+
+    def model_endpoint(self) -> str | None:
+        """``KIND:MODEL at URL``; ``None`` for the scripted ``fake`` kind (no server)."""
+        kind = self.provider or ""
+        if kind == "fake":
+            return None
+        url = endpoint_url(kind, self.config.provider_settings.get("base_url"))
+        return f"{self.config.model} at {url}"
+
+    async def check_model(self) -> None:
+        """One small call (:func:`~dabench.providers.ping.ping`), with up to 3 attempts."""
+        if self.model_endpoint() is None:
+            return
+        policy = self.config.retries.model_copy(
+            update={"max_attempts": min(3, self.config.retries.max_attempts)}
+        )
+        try:
+            await with_retries(lambda: ping(self._provider), policy)
+        except ProviderError as exc:
+            raise HarnessError(
+                f"model server unreachable: {self.model_endpoint()}: {exc} (start the server or "
+                f"fix --base-url; check with `dabench providers ping {self.config.model}`)"
+            ) from exc
 
     def budget_for(self, task: Task) -> int:
         """The configured budget, else the task's."""
@@ -223,4 +248,5 @@ def _factory(config: LlmAgentConfig, context: AgentContext) -> Agent:
     return LlmAgent(config)
 
 
-register_agent("llm", LlmAgentConfig, _factory)
+KIND: Kind[Agent, AgentContext] = Kind("llm", LlmAgentConfig, _factory)
+"""The ``llm`` agent kind (named in the agent registry)."""

@@ -22,12 +22,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
-from dabench.agents.registry import register_agent
 from dabench.agents.sql_result import parse_sql_result
 from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus, Message, ToolCall
 from dabench.roles import Role, ToolRoles
 from dabench.targets.base import TargetSession
+from dabench.targets.registry import Kind
 from dabench.tasks.engines import Dialect, dialect_of_sql_tool, truth_sql_for
 from dabench.tasks.model import FormatSpec, Task
 
@@ -229,4 +229,5 @@ def _factory(config: OracleAgentConfig, context: AgentContext) -> Agent:
     return OracleAgent(config)
 
 
-register_agent("oracle", OracleAgentConfig, _factory)
+KIND: Kind[Agent, AgentContext] = Kind("oracle", OracleAgentConfig, _factory)
+"""The ``oracle`` agent kind (named in the agent registry)."""

@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
 from dabench.agents.oracle import OracleAgent, OracleAgentConfig, RoleTools, role_tools
-from dabench.agents.registry import register_agent
 from dabench.errors import UserInputError
 from dabench.targets.base import TargetSession
+from dabench.targets.registry import Kind
 from dabench.tasks.engines import to_postgres, truth_sql_for
 from dabench.tasks.model import Task
 from dabench.world import World, load_world
@@ -196,4 +196,5 @@ def _factory(config: ProbeAgentConfig, context: AgentContext) -> Agent:
     return ProbeAgent(config, load_world(world_dir))
 
 
-register_agent("probe", ProbeAgentConfig, _factory)
+KIND: Kind[Agent, AgentContext] = Kind("probe", ProbeAgentConfig, _factory)
+"""The ``probe`` agent kind (named in the agent registry)."""

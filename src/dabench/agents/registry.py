@@ -13,21 +13,21 @@ from pydantic import BaseModel
 from dabench.agents.base import Agent, AgentContext
 from dabench.targets.registry import KindRegistry
 
-
-def _builtin_agents() -> None:
-    from dabench.agents import (  # noqa: F401  (registers them)
-        claude_cli,
-        command,
-        external,
-        kibana,
-        llm,
-        oracle,
-        probe,
-        replay,
-    )
-
-
-AGENTS: KindRegistry[Agent, AgentContext] = KindRegistry("agent", _builtin_agents)
+AGENTS: KindRegistry[Agent, AgentContext] = KindRegistry(
+    "agent",
+    {
+        "claude-cli": "dabench.agents.claude_cli:KIND",
+        "command": "dabench.agents.command:KIND",
+        "external": "dabench.agents.external:EXTERNAL_KIND",
+        "human": "dabench.agents.external:HUMAN_KIND",
+        "kibana": "dabench.agents.kibana:KIND",
+        "llm": "dabench.agents.llm:KIND",
+        "oracle": "dabench.agents.oracle:KIND",
+        "probe": "dabench.agents.probe:KIND",
+        "replay": "dabench.agents.replay:KIND",
+    },
+)
+"""The built-in agent kinds, each imported when an arm first uses it."""
 
 
 def register_agent(

@@ -26,11 +26,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
-from dabench.agents.registry import register_agent
 from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import Episode, EpisodeStatus, ToolCall, episode_key
 from dabench.journal.store import Journal
 from dabench.targets.base import TargetSession
+from dabench.targets.registry import Kind
 
 
 class ReplayAgentConfig(BaseModel):
@@ -155,4 +155,5 @@ def _factory(config: ReplayAgentConfig, context: AgentContext) -> Agent:
     return ReplayAgent(config, path)
 
 
-register_agent("replay", ReplayAgentConfig, _factory)
+KIND: Kind[Agent, AgentContext] = Kind("replay", ReplayAgentConfig, _factory)
+"""The ``replay`` agent kind (named in the agent registry)."""

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from dabench.grading.run import grade_run
-from dabench.journal.records import Grade
-from dabench.judge.factory import make_judge
-from dabench.judge.judge import Judge
-from dabench.judge.prompt import DEFAULT_TOOL_OUTPUT_CHARS
+from dabench.defaults import DEFAULT_TOOL_OUTPUT_CHARS
+from dabench.listing import stdout_console
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from dabench.journal.records import Grade
+    from dabench.judge.judge import Judge
 
 
 def _uncertain(grades: list[Grade]) -> str:
@@ -27,6 +29,8 @@ def _uncertain(grades: list[Grade]) -> str:
 
 
 def _summary(grades: list[Grade]) -> Table:
+    from rich.table import Table
+
     table = Table(title="grades")
     columns = ("kind", "episodes", "passed", "excluded", "uncertain", "judged", "mean overall")
     for column in columns:
@@ -76,6 +80,9 @@ def grade_cmd(
     ),
 ) -> None:
     """Re-grade every episode of RUN_DIR and rewrite its grades.jsonl."""
+    from dabench.grading.run import grade_run
+    from dabench.judge.factory import make_judge
+
     the_judge: Judge | None = None
     if judge and not no_judge:
         the_judge = make_judge(
@@ -94,7 +101,7 @@ def grade_cmd(
         progress=True,
         manifest_judge=not no_judge,
     )
-    console = Console()
+    console = stdout_console()
     console.print(_summary(grades))
     judged = [g.judge for g in grades if g.judge and "error" not in g.judge]
     if judged:

@@ -8,11 +8,46 @@ Public API::
     cohen_kappa(a, b), run_calibration(...)
 """
 
-from dabench.judge.cache import JudgeCache
-from dabench.judge.judge import Judge, JudgeError, JudgeResult
-from dabench.judge.model import Claim, JudgeVerdict, RubricVerdict
-from dabench.judge.prompt import JudgeInput, load_prompt
-from dabench.judge.rubric import Rubric, RubricItem, load_rubric
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dabench.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dabench.judge.cache import JudgeCache
+    from dabench.judge.judge import Judge, JudgeError, JudgeResult
+    from dabench.judge.model import Claim, JudgeVerdict, RubricVerdict
+    from dabench.judge.prompt import JudgeInput, load_prompt
+    from dabench.judge.rubric import Rubric, RubricItem, load_rubric
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "dabench.judge.cache": [
+            "JudgeCache",
+        ],
+        "dabench.judge.judge": [
+            "Judge",
+            "JudgeError",
+            "JudgeResult",
+        ],
+        "dabench.judge.model": [
+            "Claim",
+            "JudgeVerdict",
+            "RubricVerdict",
+        ],
+        "dabench.judge.prompt": [
+            "JudgeInput",
+            "load_prompt",
+        ],
+        "dabench.judge.rubric": [
+            "Rubric",
+            "RubricItem",
+            "load_rubric",
+        ],
+    },
+)
 
 __all__ = [
     "Claim",

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from dabench.judge.calibrate import (
-    DEFAULT_CALIBRATION_FILE,
-    default_report_path,
-    load_calibration,
-    run_calibration,
-    write_report,
-)
-from dabench.judge.factory import make_judge
-from dabench.judge.prompt import DEFAULT_TOOL_OUTPUT_CHARS
-from dabench.judge.rubric import DEFAULT_RUBRIC_VERSION
+from dabench.defaults import DEFAULT_RUBRIC_VERSION, DEFAULT_TOOL_OUTPUT_CHARS
+from dabench.listing import stdout_console
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -26,7 +15,9 @@ app = typer.Typer(no_args_is_help=True, add_completion=False)
 @app.command("calibrate")
 def calibrate_cmd(
     judge: str = typer.Option(..., "--judge", help="Judge model as provider:model."),
-    file: Path = typer.Option(DEFAULT_CALIBRATION_FILE, "--file", help="Calibration JSONL."),
+    file: Path | None = typer.Option(
+        None, "--file", metavar="FILE", help="Calibration JSONL (default: the shipped v1 set)."
+    ),
     repeat: int = typer.Option(1, "--repeat", help="Judge each item N times (variance)."),
     base_url: str | None = typer.Option(None, "--base-url", help="Judge API base URL."),
     rubric: str = typer.Option(DEFAULT_RUBRIC_VERSION, "--rubric", help="Rubric version or file."),
@@ -42,6 +33,20 @@ def calibrate_cmd(
     ),
 ) -> None:
     """Judge the human-labelled calibration items; print agreement and Cohen's kappa."""
+    import asyncio
+
+    from rich.table import Table
+
+    from dabench.judge.calibrate import (
+        DEFAULT_CALIBRATION_FILE,
+        default_report_path,
+        load_calibration,
+        run_calibration,
+        write_report,
+    )
+    from dabench.judge.factory import make_judge
+
+    file = file or DEFAULT_CALIBRATION_FILE
     the_judge = make_judge(
         judge,
         base_url=base_url,
@@ -54,7 +59,7 @@ def calibrate_cmd(
     report = asyncio.run(
         run_calibration(the_judge, items, repeat=repeat, calibration_file=str(file))
     )
-    console = Console()
+    console = stdout_console()
     table = Table(title=f"judge {report.judge} vs human labels (rubric {report.rubric_version})")
     for column in ("rubric item", "n", "agreement", "kappa"):
         table.add_column(column, justify="left" if column == "rubric item" else "right")

@@ -10,14 +10,13 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from dabench.defaults import DEFAULT_TOOL_OUTPUT_CHARS as DEFAULT_TOOL_OUTPUT_CHARS
 from dabench.errors import UserInputError
 from dabench.journal.records import ToolCall
 from dabench.judge.versioned import versioned_file
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 DEFAULT_PROMPT_VERSION = "claims_v1"
-DEFAULT_TOOL_OUTPUT_CHARS = 6000
-"""Tool outputs shown to the judge are truncated to this many characters (seed 003)."""
 
 _FIELDS = ("question", "ground_truth", "exact_answer", "tool_outputs", "answer", "rubric_items")
 _PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(_FIELDS) + r")\}")

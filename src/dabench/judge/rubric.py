@@ -9,11 +9,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from dabench.defaults import DEFAULT_RUBRIC_VERSION as DEFAULT_RUBRIC_VERSION
 from dabench.errors import UserInputError
 from dabench.judge.versioned import versioned_file
 
 RUBRIC_DIR = Path(__file__).resolve().parent / "rubric"
-DEFAULT_RUBRIC_VERSION = "v2"
 
 
 class RubricItem(BaseModel):

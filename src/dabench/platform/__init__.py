@@ -10,9 +10,38 @@ The server itself: :class:`dabench.platform.service.PlatformService` (transport-
 :func:`dabench.platform.app.build_http_app` (ASGI), ``dabench platform serve`` (CLI).
 """
 
-from dabench.platform.admin.audit import AuditEvent, AuditPage, AuditQuery
-from dabench.platform.admin.auth import DEV_AUTH, AuthConfig, Identity, load_auth
-from dabench.platform.profile import SHIPPED_PROFILES, Profile, load_profile
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dabench.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dabench.platform.admin.audit import AuditEvent, AuditPage, AuditQuery
+    from dabench.platform.admin.auth import DEV_AUTH, AuthConfig, Identity, load_auth
+    from dabench.platform.profile import SHIPPED_PROFILES, Profile, load_profile
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "dabench.platform.admin.audit": [
+            "AuditEvent",
+            "AuditPage",
+            "AuditQuery",
+        ],
+        "dabench.platform.admin.auth": [
+            "DEV_AUTH",
+            "AuthConfig",
+            "Identity",
+            "load_auth",
+        ],
+        "dabench.platform.profile": [
+            "SHIPPED_PROFILES",
+            "Profile",
+            "load_profile",
+        ],
+    },
+)
 
 __all__ = [
     "DEV_AUTH",

@@ -6,23 +6,20 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from dabench.defaults import DEFAULT_SQL_THREADS, POSTGRES_PREFIXES
 from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
-from dabench.platform.admin.auth import DEV_AUTH, load_auth, read_auth_fd
-from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
-from dabench.platform.profile import SHIPPED_PROFILES, load_profile
-from dabench.platform.service import PlatformService
-from dabench.platform.warehouse import DEFAULT_SQL_THREADS, POSTGRES_PREFIXES
-from dabench.platform.world_content import load_world_content
+from dabench.listing import stderr_console, stdout_console
 
 app = typer.Typer(no_args_is_help=True)
 
 
 @app.command("serve")
 def serve(
-    world: Path = typer.Option(..., "--world", help="A built world directory."),
+    world: Path | None = typer.Option(
+        None, "--world", metavar="DIR", help="A built world directory (default: the cache)."
+    ),
     profile: str = typer.Option("a2", "--profile", help="a0|a1|a2|a3 or a profile YAML path."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address the HTTP server binds."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="HTTP port (0: any free)."),
@@ -64,6 +61,13 @@ def serve(
     ),
 ) -> None:
     """Serve the reference platform over MCP (streamable HTTP at /mcp, or stdio)."""
+    from dabench.platform.admin.auth import DEV_AUTH, load_auth, read_auth_fd
+    from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
+    from dabench.platform.profile import load_profile
+    from dabench.platform.service import PlatformService
+    from dabench.platform.world_content import load_world_content
+    from dabench.world.cache import default_world
+
     if transport not in ("http", "stdio"):
         raise UserInputError(f"--transport must be http or stdio, got {transport!r}")
     if audit_dsn is not None and not audit_dsn.startswith(("postgresql://", "postgres://")):
@@ -79,7 +83,7 @@ def serve(
     elif auth_fd is not None:
         auth_config = read_auth_fd(auth_fd)
     dev_keys = auth is None and auth_fd is None
-    content = load_world_content(world)
+    content = load_world_content(world or default_world())
     service = PlatformService(
         content,
         prof,
@@ -89,7 +93,7 @@ def serve(
         sql_threads=sql_threads,
         warehouse_dsn=warehouse,
     )
-    err = Console(stderr=True)
+    err = stderr_console()
     if dev_keys:
         err.print(
             "[yellow]no --auth: dev keys[/] teacher=dev-teacher-key learner=dev-learner-key "
@@ -108,7 +112,12 @@ def serve(
 
 @app.command("pg-role")
 def pg_role(
-    world: Path = typer.Option(..., "--world", help="The world exported to the database."),
+    world: Path | None = typer.Option(
+        None,
+        "--world",
+        metavar="DIR",
+        help="The world exported to the database (default: the cache).",
+    ),
     admin_dsn: str = typer.Option(
         ..., "--admin-dsn", help="postgresql://... of a role that may create roles and grant."
     ),
@@ -119,11 +128,13 @@ def pg_role(
 ) -> None:
     """Create (or re-grant) a SELECT-only login role for `platform serve --warehouse`."""
     from dabench.platform.warehouse.postgres_roles import create_read_only_role
+    from dabench.platform.world_content import load_world_content
+    from dabench.world.cache import default_world
 
-    content = load_world_content(world)
+    content = load_world_content(world or default_world())
     tables = [ds.id for ds in content.catalog.datasets]
     create_read_only_role(admin_dsn, role, tables, password=password)
-    Console().print(
+    stdout_console().print(
         f"role {role}: SELECT on {len(tables)} world tables, nothing else; serve with "
         f"--warehouse postgresql://{role}@HOST:PORT/DB",
         markup=False,
@@ -134,7 +145,9 @@ def pg_role(
 @app.command("profiles")
 def profiles() -> None:
     """List the shipped profiles and the tools each persona sees."""
-    console = Console()
+    from dabench.platform.profile import SHIPPED_PROFILES, load_profile
+
+    console = stdout_console()
     for name in SHIPPED_PROFILES:
         prof = load_profile(name)
         flags = ", ".join(

@@ -283,14 +283,13 @@ def answer_cmd(
 @_errors
 def status_cmd(run_dir: Path = RUN, as_json: bool = JSON) -> None:
     """Progress of a play run."""
-    from dabench.play.session import play_status
+    from dabench.play.session import play_status, status_lines
 
     info = play_status(run_dir)
     if as_json:
         _emit(info)
         return
-    for key, value in info.items():
-        typer.echo(f"{key}: {value}")
+    typer.echo("\n".join(status_lines(info)))
 
 
 @app.command("restart")

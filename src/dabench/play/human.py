@@ -14,10 +14,12 @@ Commands at the ``tool>`` prompt::
 
     sql_query {"sql": "SELECT 1"}      a tool with JSON arguments
     search query="net revenue"         or key=value pairs (values parsed as JSON when they can be)
+    search net revenue                 or, for a tool with one required argument, free text
     /answer TEXT                       the final answer (ends the turn or the episode)
-    /tools                             the tools and their arguments
+    /tools                             the tools, their arguments and one example call each
     /skip                              record the episode without an answer
-    /quit                              stop here; the same command continues later
+    /quit                              stop here and stop the platform; `dabench play --run
+                                       DIR` continues (and starts the platform again)
 """
 
 from __future__ import annotations
@@ -44,7 +46,10 @@ from dabench.play.session import (
     finish_play,
     next_episode,
     open_prompt,
+    platform_running,
+    restart_platform,
     start_play,
+    stop_platform,
     tools_of,
 )
 from dabench.play.state import read_state, state_path
@@ -78,12 +83,46 @@ def terminal_reader() -> Reader:
     return lambda prompt, _words: input(prompt)
 
 
-def parse_call(line: str) -> tuple[str, dict[str, Any]]:
-    """``TOOL {json}`` or ``TOOL key=value ...`` as a tool name and its arguments."""
+def _schema(tools: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    tool = next((t for t in tools if t.get("name") == name), None)
+    return (tool or {}).get("input_schema") or {}
+
+
+def free_text_argument(schema: dict[str, Any]) -> str | None:
+    """The argument free text fills: the only required one (or the only one)."""
+    required = list(schema.get("required") or [])
+    props = list((schema.get("properties") or {}).keys())
+    if len(required) == 1:
+        return str(required[0])
+    return props[0] if len(props) == 1 else None
+
+
+def _is_key_values(rest: str, schema: dict[str, Any]) -> bool:
+    try:
+        parts = shlex.split(rest)
+    except ValueError:
+        return False
+    props = schema.get("properties") or {}
+    return all("=" in p and (not props or p.partition("=")[0] in props) for p in parts)
+
+
+def parse_call(line: str, tools: list[dict[str, Any]] | None = None) -> tuple[str, dict[str, Any]]:
+    """``TOOL {json}``, ``TOOL key=value ...`` or, for a tool of ``tools`` with one required
+    argument, ``TOOL free text`` as a tool name and its arguments."""
     name, _, rest = line.strip().partition(" ")
     rest = rest.strip()
     if not rest:
         return name, {}
+    schema = _schema(tools or [], name)
+    single = free_text_argument(schema)
+    if single is not None and not rest.startswith("{") and not _is_key_values(rest, schema):
+        kind = ((schema.get("properties") or {}).get(single) or {}).get("type")
+        if kind in (None, "string"):
+            return name, {single: rest}
+        try:
+            return name, {single: json.loads(rest)}
+        except json.JSONDecodeError:
+            return name, {single: rest}
     if rest.startswith("{"):
         try:
             args = json.loads(rest)
@@ -141,13 +180,34 @@ def _show_prompt(console: Console, prompt: NextPrompt) -> None:
     )
 
 
+_EXAMPLE_TEXT = {"sql": "SELECT 1", "query": "net revenue"}
+_EXAMPLE_BY_TYPE = {"integer": "5", "number": "1.5", "boolean": "true", "array": '["a"]'}
+
+
+def example_call(tool: dict[str, Any]) -> str:
+    """One call of ``tool`` as typed at the ``tool>`` prompt: free text for a tool with one
+    required argument, else its required arguments as ``key=value``."""
+    schema = tool.get("input_schema") or {}
+    props = schema.get("properties") or {}
+    name = str(tool["name"])
+    single = free_text_argument(schema)
+    if single is not None and (props.get(single) or {}).get("type") in (None, "string"):
+        return f"{name} {_EXAMPLE_TEXT.get(single, 'some text')}"
+    parts = []
+    for key in schema.get("required") or []:
+        kind = (props.get(key) or {}).get("type")
+        value = _EXAMPLE_BY_TYPE.get(str(kind), json.dumps(_EXAMPLE_TEXT.get(key, "text")))
+        parts.append(f"{key}={value}")
+    return " ".join([name, *parts])
+
+
 def _show_tools(console: Console, run_dir: Path) -> None:
-    table = Table("tool", "arguments", "description")
+    table = Table("tool", "arguments (? optional)", "example call", "description")
     for tool in tools_of(run_dir):
         props = (tool.get("input_schema") or {}).get("properties", {})
         required = set((tool.get("input_schema") or {}).get("required", []))
         args = ", ".join(f"{k}{'' if k in required else '?'}" for k in props)
-        table.add_row(tool["name"], args, (tool.get("description") or "")[:80])
+        table.add_row(tool["name"], args, example_call(tool), tool.get("description") or "")
     console.print(table)
 
 
@@ -176,11 +236,15 @@ def _ask_qa(run_dir: Path, episode_id: str, read: Reader, console: Console) -> N
 
 
 def _play_episode(
-    run_dir: Path, prompt: NextPrompt, read: Reader, console: Console, qa: bool
+    run_dir: Path, prompt: NextPrompt, read: Reader, console: Console, qa: bool, first: bool
 ) -> bool:
-    """One episode; ``False`` when the person asked to quit."""
+    """One episode; ``False`` when the person asked to quit. The first one of a sitting also
+    shows the tools with one example call each."""
     _show_prompt(console, prompt)
+    if first:
+        _show_tools(console, run_dir)
     words = _words(run_dir)
+    tools = tools_of(run_dir)
     while True:
         try:
             line = read("tool> ", words).strip()
@@ -198,7 +262,7 @@ def _play_episode(
             console.print("episode recorded without an answer")
             if nxt is None:
                 return True
-            return _play_episode(run_dir, nxt, read, console, qa)
+            return _play_episode(run_dir, nxt, read, console, qa, first=False)
         if line.startswith("/answer"):
             text = line[len("/answer") :].strip()
             if not text:
@@ -217,7 +281,7 @@ def _play_episode(
                 _ask_qa(run_dir, result.episode_id, read, console)
             return True
         try:
-            name, args = parse_call(line)
+            name, args = parse_call(line, tools)
             out = call_tool(run_dir, name, args)
         except BudgetExhausted as exc:
             console.print(f"[red]{exc}[/red]")
@@ -264,6 +328,16 @@ def play_interactively(
     state = read_state(run_dir)
     if state.finished:
         raise UserInputError(f"{run_dir}: this play run is already finished")
+    if not platform_running(run_dir):  # stopped by /quit (or died): start it again
+        replanned = restart_platform(run_dir)
+        console.print("platform started again", highlight=False)
+        if replanned is not None:
+            console.print(
+                f"the episode open at /quit lost its session: it is played again later as "
+                f"{replanned}",
+                highlight=False,
+            )
+    first = True
     while True:
         reopened = open_prompt(run_dir)  # an episode left open by /quit
         if reopened is not None:
@@ -274,9 +348,17 @@ def play_interactively(
             if nxt is None:
                 break
             prompt = nxt
-        if not _play_episode(run_dir, prompt, read, console, qa):
-            console.print(f"stopped; continue with the same command (run {run_dir})")
+        if not _play_episode(run_dir, prompt, read, console, qa, first):
+            pid = stop_platform(run_dir)
+            stopped = f"the platform (pid {pid}) is stopped" if pid else "the platform is stopped"
+            console.print(
+                f"stopped; {stopped}. Continue with: dabench play --run {run_dir} (it starts "
+                "the platform again)",
+                highlight=False,
+                soft_wrap=True,
+            )
             return
+        first = False
         state = read_state(run_dir)
     result = finish_play(run_dir, grade=grade, report=report)
     qa_path = write_task_qa(run_dir)

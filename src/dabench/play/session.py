@@ -450,6 +450,23 @@ def restart_platform(run_dir: Path) -> str | None:
         return replanned
 
 
+def stop_platform(run_dir: Path) -> int | None:
+    """Stop the run's platform (``/quit``); its pid, or ``None`` when it was not running. An
+    open episode loses its session: :func:`restart_platform` replans it."""
+    with locked(run_dir):
+        state = read_state(run_dir)
+        if state.server is None or not pid_alive(state.server.pid):
+            return None
+        stop_pid(state.server.pid)
+        return state.server.pid
+
+
+def platform_running(run_dir: Path) -> bool:
+    """Whether the run's platform process is alive."""
+    server = read_state(run_dir).server
+    return server is not None and pid_alive(server.pid)
+
+
 # -- next -----------------------------------------------------------------------------------
 
 
@@ -729,6 +746,37 @@ def play_status(run_dir: Path) -> dict[str, Any]:
             "budget": current.budget,
         }
     return out
+
+
+def status_lines(info: dict[str, Any]) -> list[str]:
+    """:func:`play_status` in words, one fact a line."""
+    statuses = ", ".join(
+        f"{n} {status.replace('_', ' ')}" for status, n in sorted(info["statuses"].items())
+    )
+    run = info["run_dir"]
+    lines = [
+        f"play run {run} (arm {info['arm']})",
+        f"episodes: {info['episodes']} planned, {info['recorded']} recorded, "
+        f"{info['remaining']} remaining",
+        f"recorded as: {statuses or 'nothing yet'}",
+    ]
+    if info["finished"]:
+        lines.append("finished: yes (graded and reported by `dabench play finish`)")
+        return lines
+    lines.append(
+        "platform: running"
+        if info["platform_running"]
+        else f"platform: stopped (start it again with `dabench play restart --run {run}`)"
+    )
+    current = info["open"]
+    if current is None:
+        lines.append("open episode: none")
+    else:
+        lines.append(
+            f"open episode: {current['episode_id']}, turn {current['turn']} of "
+            f"{current['turns']}, {current['calls_used']} of {current['budget']} tool calls used"
+        )
+    return lines
 
 
 def tools_of(run_dir: Path) -> list[dict[str, Any]]:

@@ -6,7 +6,9 @@ The SDK adapters are imported when a provider of their kind is made, so that imp
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from dabench.errors import UserInputError
 from dabench.providers.base import Provider
@@ -49,6 +51,35 @@ OPENAI_COMPAT_KINDS: dict[str, OpenAICompatKind] = {
 }
 """Kind -> defaults. Local servers accept any key; ``"none"`` is sent when there is none."""
 
+KEYLESS_KINDS = tuple(k for k, d in OPENAI_COMPAT_KINDS.items() if not d.key_required)
+"""The OpenAI-compatible kinds that need no API key (local servers)."""
+
+SDK_DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+"""Where the vendor SDKs send requests when no base URL is set."""
+
+
+def is_local_url(url: str | None) -> bool:
+    """Whether ``url`` points at this machine or a private network (loopback, RFC 1918,
+    link-local, ``localhost``, ``*.local``): a self-hosted server, which needs no API key."""
+    if not url:
+        return False
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith((".localhost", ".local")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def endpoint_url(kind: str, base_url: str | None) -> str:
+    """The URL a provider of ``kind`` calls: ``base_url``, else the kind's default."""
+    compat = OPENAI_COMPAT_KINDS.get(kind)
+    default = compat.base_url if compat is not None else None
+    return base_url or default or SDK_DEFAULT_URLS.get(kind, f"the {kind} default URL")
+
+
 _OPENAI_EXTRAS = {"send_temperature", "max_tokens_field", "extra_body"}
 _ANTHROPIC_EXTRAS = {"cache", "cache_conversation", "send_temperature"}
 
@@ -77,7 +108,7 @@ def _openai_compat(kind: str, model: str, settings: ProviderSettings) -> Provide
     base_url = settings.base_url or defaults.base_url
     if defaults.needs_base_url and not base_url:
         raise UserInputError(f"provider {spec!r}: the {kind} kind needs a base_url setting")
-    if defaults.key_required and defaults.key_env:
+    if defaults.key_required and defaults.key_env and not is_local_url(base_url):
         api_key = require_api_key(settings, defaults.key_env, spec=spec)
     else:
         api_key = api_key_from(settings, defaults.key_env) or "none"

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
-from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows
-from dabench.providers.base import ChatMessage, ModelResponse
-from dabench.providers.builtin import OPENAI_COMPAT_KINDS
-from dabench.providers.pricing import price_table
-from dabench.providers.registry import make_provider, provider_kinds
+from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows, stdout_console
 
 app = typer.Typer(no_args_is_help=True, add_completion=False)
 
@@ -26,6 +20,9 @@ _NOTES = {
 @app.command("kinds")
 def kinds_cmd(fmt: ListFormat = FORMAT_OPTION) -> None:
     """List the provider kinds with their default base URL and key variable."""
+    from dabench.providers.builtin import OPENAI_COMPAT_KINDS
+    from dabench.providers.registry import provider_kinds
+
     rows: list[dict[str, Any]] = []
     for kind in provider_kinds():
         compat = OPENAI_COMPAT_KINDS.get(kind)
@@ -59,6 +56,8 @@ def prices_cmd(
     fmt: ListFormat = FORMAT_OPTION,
 ) -> None:
     """Print the price table (USD per million tokens) with its date."""
+    from dabench.providers.pricing import price_table
+
     table_data = price_table(overrides)
     rows: list[dict[str, Any]] = []
     for kind, models in sorted(table_data.models.items()):
@@ -97,22 +96,19 @@ def ping_cmd(
     ),
 ) -> None:
     """Make one model call and print the reply, usage, cost and latency."""
+    import asyncio
+
+    from dabench.providers.ping import ping
+    from dabench.providers.registry import make_provider
+
     settings: dict[str, object] = {"timeout": timeout}
     if base_url:
         settings["base_url"] = base_url
     provider = make_provider(spec, **settings)
-    response: ModelResponse = asyncio.run(
-        provider.complete(
-            [ChatMessage(role="user", content=prompt)],
-            system="",
-            tools=[],
-            max_tokens=32,
-            temperature=0.0,
-        )
-    )
+    response = asyncio.run(ping(provider, prompt))
     usage = response.usage
     cost = "unknown" if response.cost_usd is None else f"${response.cost_usd:.6f}"
-    console = Console()
+    console = stdout_console()
     console.print(f"{provider.name}:{response.model or provider.model} -> {response.text!r}")
     console.print(
         f"tokens in {usage.input} out {usage.output} cache read {usage.cache_read} "

@@ -21,6 +21,19 @@ from dabench.providers.base import Provider
 ProviderFactory = Callable[[str, str, "ProviderSettings"], Provider]
 
 _REGISTRY: dict[str, ProviderFactory] = {}
+_builtins_loaded = False
+
+
+def _kinds() -> dict[str, ProviderFactory]:
+    """The registry, with the built-in kinds registered on first use (importing them here,
+    not at package import, keeps ``dabench.providers`` free of an import circle)."""
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        from dabench.providers.builtin import register_builtin_kinds
+
+        register_builtin_kinds()
+    return _REGISTRY
 
 
 class ProviderSettings(BaseModel):
@@ -43,14 +56,15 @@ class ProviderSettings(BaseModel):
 
 def register_provider(kind: str, factory: ProviderFactory, *, replace: bool = False) -> None:
     """Register ``factory`` for specs ``kind:MODEL``; refuses to shadow a kind silently."""
-    if kind in _REGISTRY and not replace:
+    kinds = _kinds()
+    if kind in kinds and not replace:
         raise ValueError(f"provider kind {kind!r} is already registered")
-    _REGISTRY[kind] = factory
+    kinds[kind] = factory
 
 
 def provider_kinds() -> list[str]:
     """The registered kinds, sorted."""
-    return sorted(_REGISTRY)
+    return sorted(_kinds())
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -69,7 +83,7 @@ def make_provider(spec: str, **settings: Any) -> Provider:
     passed to the kind's factory, which rejects those it does not know.
     """
     kind, model = split_spec(spec)
-    factory = _REGISTRY.get(kind)
+    factory = _kinds().get(kind)
     if factory is None:
         hint = (
             " (the claude CLI runs its own tool loop: use it as an agent kind)"

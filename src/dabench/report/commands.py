@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows
-from dabench.report.build import write_reports
-from dabench.report.fmt import NA, num, pct, usd
-from dabench.report.history import history
-from dabench.report.html import MAX_TRANSCRIPTS
-from dabench.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, load_run
-from dabench.stats.gate import GateResult, compare_runs, load_thresholds
-from dabench.store.commands import print_store_history
-from dabench.store.open import open_store
+from dabench.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_TRANSCRIPTS
+from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows, stdout_console
 
-console = Console(width=None if sys.stdout.isatty() else 140)
+if TYPE_CHECKING:
+    from dabench.stats.gate import GateResult
 
 
 def report(
@@ -38,6 +30,14 @@ def report(
     ),
 ) -> None:
     """Write stats.json, report.md and report.html into RUN_DIR."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from dabench.report.build import write_reports
+    from dabench.report.fmt import pct
+
+    require_episodes(run_dir)
+    console = stdout_console()
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -72,11 +72,34 @@ def report(
         console.print(f"wrote {path}")
 
 
+def require_episodes(run_dir: Path) -> None:
+    """A run directory with a manifest and at least one journaled episode, else an error
+    (a run stopped before its first episode has nothing to report)."""
+    from dabench.errors import UserInputError
+    from dabench.journal.store import Journal, read_manifest
+
+    if not run_dir.is_dir():
+        raise UserInputError(f"{run_dir}: not a directory (expected a run directory)")
+    read_manifest(run_dir)
+    journal = Journal(run_dir).path
+    if not journal.is_file() or journal.stat().st_size == 0:
+        raise UserInputError(
+            f"{run_dir}: no episodes in its journal (the run stopped before its first episode); "
+            f"nothing to report. Continue it with `dabench run --resume {run_dir}`"
+        )
+
+
 def _pts(value: float | None) -> str:
+    from dabench.report.fmt import NA
+
     return NA if value is None else f"{value:.1f}"
 
 
-def _print_gate(result: GateResult) -> None:
+def _print_gate(result: GateResult, console: Console) -> None:
+    from rich.table import Table
+
+    from dabench.report.fmt import NA
+
     table = Table(title=f"{result.run_id} vs baseline {result.baseline_run_id}")
     columns = (
         "arm",
@@ -88,10 +111,10 @@ def _print_gate(result: GateResult) -> None:
         "drop",
         "calls ×",
         "enrich ×",
-        "",
+        "verdict",
     )
     for col in columns:
-        table.add_column(col, justify="left" if col in ("arm", "suite", "") else "right")
+        table.add_column(col, justify="left" if col in ("arm", "suite", "verdict") else "right")
     for r in result.rows:
         ci = (
             f"[{r.accuracy_delta_low:+.1f}, {r.accuracy_delta_high:+.1f}]"
@@ -135,9 +158,13 @@ def compare(
     json_out: Path | None = typer.Option(None, "--json", help="Also write the result as JSON."),
 ) -> None:
     """Regression gate: exit 1 when RUN_DIR regressed against the baseline run, else 0."""
+    from dabench.stats import load_run
+    from dabench.stats.gate import compare_runs, load_thresholds
+
+    console = stdout_console()
     limits = load_thresholds(thresholds)
     result = compare_runs(load_run(run_dir), load_run(baseline), limits, force=force)
-    _print_gate(result)
+    _print_gate(result, console)
     if json_out is not None:
         payload = result.model_dump(mode="json") | {"regressed": result.regressed}
         json_out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
@@ -171,6 +198,11 @@ def history_cmd(
     """List the runs under DIR (default ./runs) with their headline numbers; with --store or
     --elasticsearch, the trends of accuracy and pass^k per arm, model and suite across
     published runs."""
+    from dabench.report.fmt import num, pct, usd
+    from dabench.report.history import history
+    from dabench.store.commands import print_store_history
+    from dabench.store.open import open_store
+
     if store or elasticsearch:
         target, label = open_store(store, elasticsearch, api_key=api_key)
         print_store_history(target, label, html)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dabench.defaults import MAX_TRANSCRIPTS as MAX_TRANSCRIPTS
 from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, Grade
 from dabench.report.context import ReportContext, score_help, score_label
@@ -23,8 +24,6 @@ from dabench.roles import Role, reference_role
 from dabench.stats.model import Interval
 from dabench.stats.taxonomy import episode_calls
 
-MAX_TRANSCRIPTS = 5000
-"""Default number of episodes whose transcript is embedded."""
 TEXT_LIMIT = 4000
 """Characters kept of one answer, prompt or transcript message."""
 ARGS_LIMIT = 600

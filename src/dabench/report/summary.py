@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dabench.journal.sequential import SequentialRecord
 from dabench.report.fmt import NA, ci, delta, pct
 from dabench.stats.model import Interval, RunStats
 
@@ -35,27 +36,48 @@ def _table(rows: list[list[str]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def closing_summary(stats: RunStats, paths: list[Path]) -> list[str]:
-    """Lines of the closing summary: per arm accuracy [95% CI] and pass^k, the deltas
-    against the baseline arm with their verdict in words, and the report paths."""
+def stopping_line(record: SequentialRecord) -> str:
+    """Where ``--until-decided`` stopped and the episodes it saved, in one line."""
+    saved = record.episodes_fixed_design - record.episodes_run
+    decided = ", ".join(f"{d.arm} {d.decision}" for d in record.arms if d.arm != record.baseline)
+    return (
+        f"--until-decided stopped after round {record.rounds_run} of {record.max_rounds}: "
+        f"{record.episodes_run} of {record.episodes_fixed_design} episodes of the fixed design "
+        f"run, {saved} saved ({decided}; alpha {record.alpha:g})"
+    )
+
+
+def closing_summary(
+    stats: RunStats, paths: list[Path], sequential: SequentialRecord | None = None
+) -> list[str]:
+    """Lines of the closing summary: per arm accuracy [95% CI] and pass^k (left out when no
+    task reached k attempts, as after an early ``--until-decided`` stop), where sequential
+    stopping stopped, the deltas against the baseline arm with their verdict in words, and
+    the report paths."""
     k = stats.k
-    lines = [f"results of run {stats.run_id} (k = {k})"]
-    rows = [["arm", "tasks", "episodes", "accuracy [95% CI]", f"pass^{k}"]]
-    for arm in stats.arms:
-        g = stats.group(arm, "overall")
+    groups = {arm: stats.group(arm, "overall") for arm in stats.arms}
+    show_pass_k = any(g is not None and g.pass_hat_k_tasks for g in groups.values())
+    design = f"at most {k} rounds" if sequential is not None else f"k = {k}"
+    lines = [f"results of run {stats.run_id} ({design})"]
+    rows = [["arm", "tasks", "episodes", "accuracy [95% CI]"] + ([f"pass^{k}"] * show_pass_k)]
+    for arm, g in groups.items():
         if g is None:
-            rows.append([arm, "0", "0", NA, NA])
+            rows.append([arm, "0", "0", NA] + [NA] * show_pass_k)
             continue
+        passk = (
+            f"{pct(g.pass_hat_k.estimate)} ({_tasks(g.pass_hat_k_tasks)})"
+            if g.pass_hat_k_tasks
+            else NA
+        )
         rows.append(
-            [
-                arm,
-                str(g.n_tasks),
-                _episodes(g.n_episodes, g.n_excluded),
-                ci(g.accuracy),
-                f"{pct(g.pass_hat_k.estimate)} ({_tasks(g.pass_hat_k_tasks)})",
-            ]
+            [arm, str(g.n_tasks), _episodes(g.n_episodes, g.n_excluded), ci(g.accuracy)]
+            + [passk] * show_pass_k
         )
     lines += ["  " + line for line in _table(rows)]
+    if not show_pass_k and k > 1:
+        lines.append(f"  pass^{k}: no task reached {k} attempts")
+    if sequential is not None:
+        lines.append(stopping_line(sequential))
     base = stats.baseline_arm
     deltas = [d for d in stats.deltas if d.dimension == "overall" and d.arm != base]
     if deltas:

@@ -5,7 +5,7 @@ Public API (import from the modules; this package stays import-light)::
     dabench.runner.experiment  Experiment, ArmConfig, load_experiment, builtin_experiment,
                                apply_overrides
     dabench.runner.run         ExperimentRun(exp, run_dir, experiment_dir=, resume=).execute()
-                               -> RunSummary; resolve_world, load_task_set, world_cache_dir
+                               -> RunSummary; resolve_world, load_task_set
     dabench.runner.protocols   register_protocol_runner, ProtocolRequest, protocol_slot
     dabench.runner.commands    the ``dabench run`` command
 """

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import importlib
-import signal
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -14,19 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from dabench.errors import HarnessError, UserInputError
-from dabench.journal.store import read_manifest
-from dabench.runner.experiment import (
-    Experiment,
-    adhoc_experiment,
-    apply_overrides,
-    builtin_experiment,
-    load_experiment,
-)
+from dabench.listing import stderr_console
 
 if TYPE_CHECKING:
+    from dabench.runner.experiment import Experiment
     from dabench.runner.run import ExperimentRun, RunSummary
 
 NO_MODEL_AGENTS = {
@@ -40,8 +29,10 @@ NO_MODEL_AGENTS = {
 
 TO_RUN_A_MODEL = (
     "To run a model: dabench run --smoke --model anthropic:claude-sonnet-4-5 "
-    "(with ANTHROPIC_API_KEY set), or --model openai:<model> --base-url "
-    "http://localhost:8000/v1 for any OpenAI-compatible server (vLLM, Ollama, llama.cpp)."
+    "(with ANTHROPIC_API_KEY set). A local server needs no key: --model vllm:<model> "
+    "(localhost:8000), ollama:<model> (localhost:11434), llamacpp:<model> (localhost:8080), "
+    "or openai-compat:<model> (or openai:<model>) --base-url http://HOST:PORT/v1 for any "
+    "other OpenAI-compatible server."
 )
 
 
@@ -76,6 +67,14 @@ def _resolve(
 
     Without a YAML, ``--smoke`` or ``--resume``, the run flags (``adhoc``) build one arm per
     named reference profile."""
+    from dabench.journal.store import read_manifest
+    from dabench.runner.experiment import (
+        Experiment,
+        adhoc_experiment,
+        builtin_experiment,
+        load_experiment,
+    )
+
     if resume is not None:
         if experiment is not None or smoke:
             raise UserInputError("--resume RUN_DIR takes the experiment from the run's manifest")
@@ -138,10 +137,12 @@ def _print_closing(
     files: Any, run_dir: Path, exp: Experiment, smoke: bool, console: Console
 ) -> None:
     """The closing summary on stdout (plain text, so ``> log`` keeps it whole)."""
+    from dabench.journal.sequential import read_sequential
     from dabench.report.summary import closing_summary  # the report package, when it ran
 
     if files is not None:
-        lines = closing_summary(files.stats, [files.markdown_path, files.html_path])
+        paths = [files.markdown_path, files.html_path]
+        lines = closing_summary(files.stats, paths, read_sequential(run_dir))
     else:
         lines = [f"run {run_dir}: not graded; grade and report with `dabench report {run_dir}`"]
     lines.append(f"next:   {next_command(exp, smoke)}")
@@ -152,6 +153,8 @@ def _print_closing(
 
 
 def _entry_point(modules: tuple[str, ...], name: str) -> Callable[[Path], Any] | None:
+    import importlib
+
     for module in modules:
         try:
             fn: Callable[[Path], Any] | None = getattr(importlib.import_module(module), name, None)
@@ -163,6 +166,8 @@ def _entry_point(modules: tuple[str, ...], name: str) -> Callable[[Path], Any] |
 
 
 def _print_summary(summary: RunSummary, console: Console) -> None:
+    from rich.table import Table
+
     table = Table("arm", "episodes", "completed", "other", "harness errors", title="episodes")
     for arm, counts in sorted(summary.per_arm.items()):
         total = sum(counts.values())
@@ -278,7 +283,11 @@ def run(
     ),
 ) -> None:
     """Run an experiment's arms over its tasks k times; journal, audit-check, grade, report."""
-    console = Console(stderr=True)
+    import asyncio
+
+    from dabench.runner.experiment import apply_overrides
+
+    console = stderr_console()
     if resume is not None:
         changed = [
             flag
@@ -392,6 +401,10 @@ async def _until_decided(
 
 async def _main(execution: ExperimentRun) -> RunSummary:
     """Run with SIGTERM turned into cancellation, so targets are always stopped."""
+    import asyncio
+    import contextlib
+    import signal
+
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     if task is not None:

@@ -16,7 +16,6 @@ target's audit rows are read back and compared with the harness's count of tool 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import tempfile
 import time
@@ -38,9 +37,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from dabench.agents.base import Agent
 from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import Episode, RunManifest
 from dabench.journal.store import Journal, read_manifest, write_manifest
+from dabench.listing import stderr_console
 from dabench.runner.episode import (
     ArmRuntime,
     EpisodeJob,
@@ -125,13 +126,6 @@ class RunSummary:
     """Per provider: the cluster-wide limiter's figures (limit, high_water...; Ray)."""
 
 
-def world_cache_dir() -> Path:
-    """``$DABENCH_CACHE/worlds`` or ``~/.cache/dabench/worlds``."""
-    base = os.environ.get("DABENCH_CACHE")
-    root = Path(base) if base else Path.home() / ".cache" / "dabench"
-    return root / "worlds"
-
-
 def resolve_world(exp: Experiment, experiment_dir: Path) -> Path:
     """The world directory: the experiment's ``world.dir``, else built once into the cache."""
     if exp.world.dir:
@@ -140,11 +134,9 @@ def resolve_world(exp: Experiment, experiment_dir: Path) -> Path:
         if not (path / "world.json").exists():
             raise UserInputError(f"world.dir {path}: not a built world (no world.json)")
         return path
-    # The world package builds (once) on demand; looked up at run time.
-    ensure_world = getattr(importlib.import_module("dabench.world"), "ensure_world", None)
-    if ensure_world is None:
-        raise UserInputError("this dabench cannot build worlds; set world.dir or --world DIR")
-    return Path(ensure_world(exp.world.seed, exp.world.scale, world_cache_dir()))
+    from dabench.world.cache import default_world  # builds (once) on demand
+
+    return default_world(exp.world.seed, exp.world.scale)
 
 
 def load_task_set(exp: Experiment, experiment_dir: Path) -> TaskSet:
@@ -187,7 +179,7 @@ class ExperimentRun:
         self.run_id = run_dir.name
         self.experiment_dir = experiment_dir
         self.resume = resume
-        self.console = console or Console(stderr=True)
+        self.console = console or stderr_console()
         self.show_progress = progress
         self.journal = Journal(run_dir)
         self.summary = RunSummary(run_dir=run_dir, no_model=not exp.uses_model())
@@ -359,6 +351,7 @@ class ExperimentRun:
                     f"(task-set hash {previous.task_set_hash[:12]} -> {tasks.hash()[:12]})"
                 )
         self._build_arms(world_dir)
+        await self._check_models()
         lock = self._lock(tasks, world_dir, world_hash)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         key = self._take_key(lock, tasks)
@@ -475,6 +468,27 @@ class ExperimentRun:
             console=self.console,
             disable=not self.show_progress,
         )
+
+    async def _check_models(self) -> None:
+        """Ping each model server the arms call (once per model and URL) before anything is
+        written: an unreachable one stops the run with one error naming its URL."""
+        agents: dict[str, Agent] = {}
+        for arm in self.arms:
+            endpoint = arm.agent.model_endpoint()
+            if endpoint is not None:
+                agents.setdefault(endpoint, arm.agent)
+        if not agents:
+            return
+        with self.console.status(f"checking {len(agents)} model server(s)..."):
+            results = await asyncio.gather(
+                *(a.check_model() for a in agents.values()), return_exceptions=True
+            )
+        failures = [r for r in results if isinstance(r, BaseException)]
+        for failure in failures:
+            if not isinstance(failure, HarnessError):
+                raise failure
+        if failures:
+            raise HarnessError("; ".join(str(f) for f in failures))
 
     async def _start_targets(self) -> None:
         with self.console.status(f"starting {len(self.arms)} target(s)..."):

@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-import yaml
 from rich.console import Console
-from rich.table import Table
 
 from dabench.errors import DabenchError, HarnessError, UserInputError
-from dabench.providers.base import ToolSpec
-from dabench.roles import ToolRoles
-from dabench.runner.role_check import TaskCheck, check_roles
-from dabench.safe_yaml import load_file
-from dabench.targets.inspect import RoleProposal, list_server_tools, propose_roles
-from dabench.targets.mcp import expand_env
-from dabench.targets.mcp_connection import McpEndpoint
+from dabench.listing import stderr_console, stdout_console
+
+if TYPE_CHECKING:
+    from dabench.providers.base import ToolSpec
+    from dabench.roles import ToolRoles
+    from dabench.runner.role_check import TaskCheck
+    from dabench.targets.inspect import RoleProposal
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -53,6 +50,9 @@ def _target(
 
 
 def _read_roles(path: Path) -> ToolRoles:
+    from dabench.roles import ToolRoles
+    from dabench.safe_yaml import load_file
+
     try:
         return ToolRoles.model_validate(load_file(path))
     except ValueError as exc:
@@ -60,6 +60,8 @@ def _read_roles(path: Path) -> ToolRoles:
 
 
 def _read_target_config(path: Path) -> dict[str, Any]:
+    from dabench.safe_yaml import load_file
+
     data = load_file(path)
     if not isinstance(data, dict):
         raise UserInputError(f"{path}: expected a mapping of mcp target settings")
@@ -83,6 +85,8 @@ def _arguments(spec: ToolSpec) -> str:
 
 def roles_yaml(proposal: RoleProposal, source: str) -> str:
     """The role map as YAML usable verbatim under ``target.roles``, with its provenance."""
+    import yaml
+
     lines = [f"# dabench target inspect {source}", "# use under target.roles"]
     lines += [f"# {role}: {why}" for role, why in proposal.reasons.items()]
     lines += [f"# NOTE {note}" for note in proposal.notes]
@@ -91,22 +95,26 @@ def roles_yaml(proposal: RoleProposal, source: str) -> str:
 
 
 def _print_tools(console: Console, tools: list[ToolSpec]) -> None:
+    from rich.table import Table
+
     table = Table(title=f"{len(tools)} tools (* required)")
     table.add_column("tool", style="bold")
     table.add_column("arguments")
     table.add_column("description")
     for spec in tools:
-        table.add_row(spec.name, _arguments(spec), spec.description[:160])
+        table.add_row(spec.name, _arguments(spec), spec.description)
     console.print(table)
 
 
 def _print_checks(console: Console, checks: list[TaskCheck]) -> None:
+    from rich.table import Table
+
     table = Table(title="oracle through the role map (smoke tasks)")
     table.add_column("task")
     table.add_column("result")
     table.add_column("detail")
     for c in checks:
-        table.add_row(c.task_id, "[green]pass[/]" if c.passed else "[red]FAIL[/]", c.detail[:200])
+        table.add_row(c.task_id, "[green]pass[/]" if c.passed else "[red]FAIL[/]", c.detail)
     console.print(table)
 
 
@@ -128,7 +136,7 @@ def inspect_cmd(
         False, "--check", help="Run the oracle on the smoke tasks through the role map."
     ),
     world: Path | None = typer.Option(
-        None, "--world", help="World the server serves (default: seed 930, scale 1)."
+        None, "--world", metavar="DIR", help="World the server serves (default: the cache)."
     ),
     target_config: Path | None = typer.Option(
         None,
@@ -145,7 +153,14 @@ def inspect_cmd(
 
     Exit codes: 0 done (and every checked task passed); 1 a checked task failed; 2 bad input;
     3 the server could not be reached or listed."""
-    err = Console(stderr=True)
+    import asyncio
+
+    from dabench.runner.role_check import check_roles
+    from dabench.targets.inspect import RoleProposal, list_server_tools, propose_roles
+    from dabench.targets.mcp import expand_env
+    from dabench.targets.mcp_connection import McpEndpoint
+
+    err = stderr_console()
     try:
         if fmt not in ("table", "json"):
             raise UserInputError(f"--format must be table or json, got {fmt!r}")
@@ -174,7 +189,7 @@ def inspect_cmd(
     except (DabenchError, HarnessError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code if isinstance(exc, DabenchError) else 3) from None
-    console = Console()
+    console = stdout_console()
     if fmt == "json":
         body: dict[str, Any] = {
             "tools": [t.model_dump() for t in tools],

@@ -13,8 +13,9 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
-DEFAULT_SEED = 20240501
-DEFAULT_RESAMPLES = 5000
+from dabench.defaults import DEFAULT_RESAMPLES as DEFAULT_RESAMPLES
+from dabench.defaults import DEFAULT_SEED as DEFAULT_SEED
+
 DEFAULT_CONFIDENCE = 0.95
 
 _CHUNK_CELLS = 1_000_000

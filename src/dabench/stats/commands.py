@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dabench.errors import UserInputError
-from dabench.journal.records import TokenUsage
-from dabench.providers.pricing import cost_for
-from dabench.providers.registry import split_spec
-from dabench.stats.discrimination import most_informative, task_discrimination
-from dabench.stats.frame import build_frame
-from dabench.stats.plan import make_plan, profile_run, run_mdd
-from dabench.stats.rundir import RunData, load_run
+from dabench.listing import stdout_console
 
-out = Console(width=None if sys.stdout.isatty() else 140)
+if TYPE_CHECKING:
+    import numpy as np
+
+    from dabench.stats.rundir import RunData
 
 
 def _rates(raw: str) -> np.ndarray:
@@ -29,6 +23,8 @@ def _rates(raw: str) -> np.ndarray:
         raise UserInputError(f"--rates {raw!r}: expected comma-separated numbers") from None
     if not values or any(not 0 <= v <= 1 for v in values):
         raise UserInputError(f"--rates {raw!r}: expected pass rates within 0..1")
+    import numpy as np
+
     return np.asarray(values, dtype=np.float64)
 
 
@@ -78,11 +74,20 @@ def plan_cmd(
 ) -> None:
     """Tasks and trials a paired comparison needs to detect --min-delta, with the expected
     episodes, cost and wall time; and the minimum detectable delta of a baseline run."""
+    from rich.table import Table
+
+    from dabench.journal.records import TokenUsage
+    from dabench.providers.pricing import cost_for
+    from dabench.providers.registry import split_spec
+    from dabench.stats.plan import make_plan, plan_warnings, profile_run, run_mdd
+    from dabench.stats.rundir import load_run
+
     if (baseline_run is None) == (rates is None):
         raise UserInputError("give one of --baseline-run RUN or --rates P,P,...")
     if subset and baseline_run is None:
         raise UserInputError("--subset N needs --baseline-run RUN (it ranks that run's tasks)")
     cost = wall = None
+    suite_tasks: int | None = None
     mdd_line = ""
     run: RunData | None = None
     if baseline_run is not None:
@@ -91,6 +96,7 @@ def plan_cmd(
         base_rates = profile.rates
         wall = profile.wall_s_per_episode
         cost = profile.cost_per_episode
+        suite_tasks = profile.tasks
         if price_model:
             provider, model = split_spec(price_model)
             usage = TokenUsage(
@@ -127,9 +133,12 @@ def plan_cmd(
             "n/a" if r.cost_usd is None else f"${r.cost_usd:,.2f}",
             "n/a" if r.wall_s is None else f"{r.wall_s / 60:,.1f} min",
         )
+    out = stdout_console()
     out.print(table)
     if mdd_line:
         out.print(mdd_line, highlight=False, soft_wrap=True)
+    for warning in plan_warnings(base_rates, plan, suite_tasks):
+        out.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if subset:
         assert run is not None
         _print_subset(run, subset)
@@ -137,6 +146,12 @@ def plan_cmd(
 
 def _print_subset(run: RunData, n: int) -> None:
     """The ``n`` most informative tasks of ``run``, and the experiment lines that select them."""
+    from rich.table import Table
+
+    from dabench.stats.discrimination import most_informative, task_discrimination
+    from dabench.stats.frame import build_frame
+
+    out = stdout_console()
     rows = task_discrimination([build_frame(run)])
     top = most_informative(rows, n)
     total = sum(r.information for r in rows)

@@ -138,3 +138,29 @@ def run_mdd(profile: RunProfile, *, alpha: float = 0.05, target_power: float = 0
     return minimum_detectable_delta(
         profile.rates, profile.tasks, profile.k, alpha=alpha, target=target_power
     )
+
+
+def plan_warnings(
+    rates: npt.NDArray[np.float64], plan: Plan, suite_tasks: int | None = None
+) -> list[str]:
+    """What a reader of ``plan`` must know: a baseline at 0 % or 100 % (where the per-task
+    variance the design rests on vanishes), and designs needing more tasks than the
+    baseline's suite has (``suite_tasks``)."""
+    warnings: list[str] = []
+    mean = float(np.mean(rates)) if rates.size else 0.0
+    if mean in (0.0, 1.0):
+        warnings.append(
+            f"the baseline passes {mean:.0%} of its tasks: the variance model degenerates at "
+            "0 % and 100 % (no task varies), so these figures assume a spread the baseline "
+            "does not show; plan from a run or --rates with pass rates inside (0, 1)"
+        )
+    if suite_tasks is not None:
+        over = [r.k for r in plan.rows if r.tasks is None or r.tasks > suite_tasks]
+        if over:
+            ks = ", ".join(str(k) for k in over)
+            warnings.append(
+                f"the baseline's suite has {suite_tasks} tasks; the design for k = {ks} needs "
+                "more tasks than that (more trials per task, a larger --min-delta, or more "
+                "tasks)"
+            )
+    return warnings

@@ -5,9 +5,37 @@
 statistics; ``dabench history --store ...`` answers across the published runs.
 """
 
-from dabench.store.collect import collect_run
-from dabench.store.records import ArmStatRecord, EpisodeRecord, RunRecord, StoredRun
-from dabench.store.trend import TrendPoint, TrendSeries, sparkline, trends
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dabench.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dabench.store.collect import collect_run
+    from dabench.store.records import ArmStatRecord, EpisodeRecord, RunRecord, StoredRun
+    from dabench.store.trend import TrendPoint, TrendSeries, sparkline, trends
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "dabench.store.collect": [
+            "collect_run",
+        ],
+        "dabench.store.records": [
+            "ArmStatRecord",
+            "EpisodeRecord",
+            "RunRecord",
+            "StoredRun",
+        ],
+        "dabench.store.trend": [
+            "TrendPoint",
+            "TrendSeries",
+            "sparkline",
+            "trends",
+        ],
+    },
+)
 
 __all__ = [
     "ArmStatRecord",

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
 
-from dabench.store.collect import collect_run
-from dabench.store.html import write_history_html
-from dabench.store.open import DEFAULT_STORE, ResultsStore, open_store
-from dabench.store.trend import sparkline, trends
+from dabench.defaults import DEFAULT_STORE
+from dabench.errors import UserInputError
+from dabench.listing import stderr_console, stdout_console
 
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
+if TYPE_CHECKING:
+    from dabench.store.open import ResultsStore
+
+err = stderr_console()
 
 STORE_HELP = f"Results store duckdb:PATH (default {DEFAULT_STORE})."
 ES_HELP = "Publish to / read from Elasticsearch at this URL instead of a DuckDB file."
 
 
 def publish_cmd(
-    runs: list[Path] = typer.Argument(..., help="Run directories to publish.", metavar="RUN..."),
+    runs: list[Path] = typer.Argument(
+        ..., help="Run directories to publish (other entries are skipped).", metavar="RUN..."
+    ),
     store: str | None = typer.Option(None, "--store", metavar="duckdb:PATH", help=STORE_HELP),
     elasticsearch: str | None = typer.Option(None, "--elasticsearch", metavar="URL", help=ES_HELP),
     api_key: str | None = typer.Option(
@@ -35,7 +35,14 @@ def publish_cmd(
 ) -> None:
     """Write runs (manifest, episodes with grades, per-arm statistics) into a results store.
     Publishing a run again replaces its rows: keys are (run, arm, task, attempt)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from dabench.store.collect import collect_run
+    from dabench.store.open import open_store
+
+    runs = run_dirs(runs)
     target, label = open_store(store, elasticsearch, api_key=api_key, prefix=prefix)
+    out = stdout_console()
     with Progress(
         TextColumn("publish"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
         console=err, transient=True,
@@ -52,8 +59,28 @@ def publish_cmd(
             )
 
 
+def run_dirs(paths: list[Path]) -> list[Path]:
+    """The run directories (those with a ``manifest.json``) among ``paths``; each other entry
+    (``runs/results.duckdb`` when the shell expands ``runs/*``...) is named on stderr and
+    skipped. None left is an error."""
+    kept = [p for p in paths if (p / "manifest.json").is_file()]
+    for p in paths:
+        if p not in kept:
+            what = "does not exist" if not p.exists() else "not a run directory (no manifest.json)"
+            err.print(f"skipped {p}: {what}", markup=False, highlight=False, soft_wrap=True)
+    if not kept:
+        raise UserInputError(f"nothing to publish: none of the {len(paths)} path(s) is a run")
+    return kept
+
+
 def print_store_history(target: ResultsStore, label: str, html: Path | None) -> None:
     """The trend table of a store on stdout (and the HTML page when asked)."""
+    from rich.table import Table
+
+    from dabench.store.html import write_history_html
+    from dabench.store.trend import sparkline, trends
+
+    out = stdout_console()
     series = trends(target.arm_stats())
     table = Table(title=f"history in {label}")
     for col in ("arm", "model", "suite", "runs", "accuracy trend"):

@@ -6,14 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from dabench.defaults import DEFAULT_STORE as DEFAULT_STORE
 from dabench.elastic import connect_elasticsearch
 from dabench.errors import UserInputError
 from dabench.store.duckdb_store import DuckDBStore
 from dabench.store.es_store import ElasticsearchStore
 from dabench.store.records import ArmStatRecord, StoredRun
-
-DEFAULT_STORE = "duckdb:runs/results.duckdb"
-"""The store used when none is named."""
 
 
 class ResultsStore(Protocol):

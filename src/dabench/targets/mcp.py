@@ -44,7 +44,7 @@ from dabench.targets.base import (
     hide_argument,
 )
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint, SharedHttpTransport
-from dabench.targets.registry import register_target
+from dabench.targets.registry import Kind
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -392,4 +392,5 @@ def _factory(config: McpTargetConfig, context: TargetContext) -> Target:
     return McpTarget(config, context)
 
 
-register_target("mcp", McpTargetConfig, _factory)
+KIND: Kind[Target, TargetContext] = Kind("mcp", McpTargetConfig, _factory)
+"""The ``mcp`` target kind (named in the target registry)."""

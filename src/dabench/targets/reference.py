@@ -41,7 +41,7 @@ from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
 from dabench.targets.process import SECRET_FD_ARG, ServerProcess, free_port
 from dabench.targets.reference_episode import EPISODES, ReferenceEpisode
-from dabench.targets.registry import register_target
+from dabench.targets.registry import Kind
 
 SESSION_ARG = "session_id"
 INFO_TOOL = "platform_info"
@@ -107,6 +107,25 @@ class ReferenceSession(TargetSession):
         return await self.conn.call(name, {**arguments, SESSION_ARG: self.handle})
 
 
+def checked_profile(profile: str, experiment_dir: Path) -> str:
+    """``profile`` loaded and validated now, before a run directory is made (the platform
+    process loads it again): a shipped name as it is, a file path resolved against the
+    experiment's directory (else the working directory) and made absolute."""
+    from dabench.platform.profile import SHIPPED_PROFILES, load_profile
+
+    if profile in SHIPPED_PROFILES:
+        resolved = profile
+    else:
+        path = Path(profile)
+        beside = path if path.is_absolute() else experiment_dir / path
+        resolved = str((beside if beside.is_file() else path).resolve())
+    try:
+        load_profile(resolved)
+    except UserInputError as exc:
+        raise UserInputError(f"target.profile {profile!r}: {exc}") from exc
+    return resolved
+
+
 class ReferenceTarget(Target):
     """The reference platform started for one arm."""
 
@@ -118,6 +137,8 @@ class ReferenceTarget(Target):
             raise UserInputError("the reference target needs a world directory")
         self.config = config
         self.context = context
+        self.profile_arg = checked_profile(config.profile, context.experiment_dir)
+        """The profile as ``platform serve --profile`` gets it (a file path made absolute)."""
         self.sql_dialect = "postgres" if config.warehouse else "duckdb"
         self.port = 0
         self.admin_key = "adm-" + secrets.token_hex(16)
@@ -174,7 +195,7 @@ class ReferenceTarget(Target):
         assert world is not None
         argv = [
             sys.executable, "-m", "dabench.cli", "platform", "serve",
-            "--world", str(world), "--profile", self.config.profile,
+            "--world", str(world), "--profile", self.profile_arg,
             "--host", "127.0.0.1", "--port", str(self.port), "--transport", "http",
             "--auth-fd", SECRET_FD_ARG, "--state-dir", str(self.context.work_dir / "state"),
             "--keep-alive-s", str(self.config.keep_alive_s),
@@ -373,4 +394,5 @@ def _factory(config: ReferenceTargetConfig, context: TargetContext) -> Target:
     return ReferenceTarget(config, context)
 
 
-register_target("reference", ReferenceTargetConfig, _factory)
+KIND: Kind[Target, TargetContext] = Kind("reference", ReferenceTargetConfig, _factory)
+"""The ``reference`` target kind (named in the target registry)."""

@@ -6,18 +6,21 @@ the runner::
 
     register_target("kibana", KibanaTargetConfig, lambda cfg, ctx: KibanaTarget(cfg, ctx))
 
-An arm's ``target`` mapping is validated by the config model of its ``kind``.
+An arm's ``target`` mapping is validated by the config model of its ``kind``. The built-in
+kinds are named as ``"module:attr"`` strings of their :class:`Kind` and imported only when an
+arm uses them, so no registry imports its implementations (and none imports it back).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from dabench.errors import UserInputError
+from dabench.lazy import load_ref
 from dabench.targets.base import Target, TargetContext
 
 T = TypeVar("T")
@@ -36,33 +39,48 @@ class Kind(Generic[T, C]):
 class KindRegistry(Generic[T, C]):
     """Named kinds of one component (targets, agents)."""
 
-    def __init__(self, component: str, load_builtins: Callable[[], None]) -> None:
+    def __init__(self, component: str, builtins: Mapping[str, str]) -> None:
         self.component = component
-        self._load_builtins = load_builtins
+        self._lazy = dict(builtins)
+        """Kind name -> ``"module:attr"`` of its :class:`Kind`, until first used."""
         self._kinds: dict[str, Kind[T, C]] = {}
 
     def register(
         self, name: str, config_model: type[BaseModel], factory: Callable[[Any, C], T]
     ) -> None:
         """Register (or replace) a kind."""
+        self._lazy.pop(name, None)
         self._kinds[name] = Kind(name, config_model, factory)
 
+    def names(self) -> list[str]:
+        """Every kind's name, sorted (imports none of them)."""
+        return sorted({*self._kinds, *self._lazy})
+
+    def get(self, name: str) -> Kind[T, C] | None:
+        """The kind called ``name`` (a built-in one is imported now), or ``None``."""
+        ref = self._lazy.pop(name, None)
+        if ref is not None:
+            kind = load_ref(ref)
+            if not isinstance(kind, Kind) or kind.name != name:
+                raise TypeError(f"{ref} is not the Kind {name!r}")
+            self._kinds[name] = kind
+        return self._kinds.get(name)
+
     def kinds(self) -> dict[str, Kind[T, C]]:
-        """Every registered kind (the built-in ones are registered on first use)."""
-        self._load_builtins()
-        return dict(self._kinds)
+        """Every kind (importing the built-in ones)."""
+        return {name: kind for name in self.names() if (kind := self.get(name)) is not None}
 
     def validate(self, raw: dict[str, Any], where: str) -> BaseModel:
         """Validate a ``{kind: ..., ...}`` mapping against its kind's config model."""
-        kinds = self.kinds()
-        kind = raw.get("kind")
-        if kind not in kinds:
+        name = raw.get("kind")
+        kind = self.get(name) if isinstance(name, str) else None
+        if kind is None:
             raise UserInputError(
-                f"{where}.kind: unknown {self.component} kind {kind!r}; "
-                f"expected one of {sorted(kinds)}"
+                f"{where}.kind: unknown {self.component} kind {name!r}; "
+                f"expected one of {self.names()}"
             )
         try:
-            return kinds[kind].config_model.model_validate(raw)
+            return kind.config_model.model_validate(raw)
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err.get("loc", ()))
@@ -74,11 +92,14 @@ class KindRegistry(Generic[T, C]):
         return self._kinds[raw["kind"]].factory(config, context)
 
 
-def _builtin_targets() -> None:
-    from dabench.targets import kibana, mcp, reference  # noqa: F401  (importing registers them)
-
-
-TARGETS: KindRegistry[Target, TargetContext] = KindRegistry("target", _builtin_targets)
+TARGETS: KindRegistry[Target, TargetContext] = KindRegistry(
+    "target",
+    {
+        "reference": "dabench.targets.reference:KIND",
+        "mcp": "dabench.targets.mcp:KIND",
+        "kibana": "dabench.targets.kibana.target:KIND",
+    },
+)
 
 
 def register_target(

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from pydantic import TypeAdapter
 
 from dabench.listing import FORMAT_OPTION, Column, ListFormat, emit_rows
-from dabench.tasks.loader import TaskSet, load_builtin_tasks, load_tasks
-from dabench.tasks.lock import LOCK_FILE, compute_lock, write_lock
-from dabench.tasks.model import Protocol, Task
-from dabench.tasks.selection import TaskSelection, select_tasks
+
+if TYPE_CHECKING:
+    from dabench.tasks.loader import TaskSet
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -26,6 +25,10 @@ TASK_PATHS = typer.Option(
 
 def suite_file_schema() -> dict[str, object]:
     """JSON Schema of a suite file: a list of tasks and protocols."""
+    from pydantic import TypeAdapter
+
+    from dabench.tasks.model import Protocol, Task
+
     schema = TypeAdapter(list[Task | Protocol]).json_schema()
     schema["title"] = "dabench suite file"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -34,6 +37,8 @@ def suite_file_schema() -> dict[str, object]:
 
 def load_task_paths(paths: list[Path] | None) -> TaskSet:
     """The task files or folders given, else the built-in suites."""
+    from dabench.tasks.loader import load_builtin_tasks, load_tasks
+
     return load_tasks(paths) if paths else load_builtin_tasks()
 
 
@@ -53,6 +58,8 @@ def list_cmd(
     fmt: ListFormat = FORMAT_OPTION,
 ) -> None:
     """List tasks with suite, category and difficulty, and the task-set hash."""
+    from dabench.tasks.selection import TaskSelection, select_tasks
+
     ts = select_tasks(
         load_task_paths(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke})
     )
@@ -81,11 +88,19 @@ def list_cmd(
 
 @app.command("lock")
 def lock_cmd(
-    world: Path = typer.Option(..., "--world", help="A built world directory."),
+    world: Path | None = typer.Option(
+        None, "--world", metavar="DIR", help="A built world directory (default: the cache)."
+    ),
     tasks: list[Path] | None = TASK_PATHS,
-    out: Path | None = typer.Option(None, "--out", help=f"Lock file (default: WORLD/{LOCK_FILE})."),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="FILE", help="Lock file (default: WORLD/tasks.lock.json)."
+    ),
 ) -> None:
     """Evaluate every task's truth SQL against the world and write the lock file."""
+    from dabench.tasks.lock import LOCK_FILE, compute_lock, write_lock
+    from dabench.world.cache import default_world
+
+    world = world or default_world()
     ts = load_task_paths(tasks)
     lock = compute_lock(ts, world)
     path = write_lock(lock, out or world / LOCK_FILE)

@@ -8,24 +8,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dabench.errors import UserInputError
+from dabench.listing import stderr_console, stdout_console
 from dabench.tasks.commands import TASK_PATHS, load_task_paths
-from dabench.tasks.engines import check_warehouse, open_engine
-from dabench.tasks.loader import TaskSet
-from dabench.tasks.lock import compute_lock
-from dabench.tasks.selection import TaskSelection, select_tasks
-from dabench.validation.tasks import default_world, render_report, validate
-from dabench.validation.tolerance import margins, margins_markdown, tolerance_issues
+
+if TYPE_CHECKING:
+    from dabench.tasks.loader import TaskSet
 
 
 def validate_cmd(
     world: Path | None = typer.Option(
-        None, "--world", help="A built world directory (default: seed 930 from the world cache)."
+        None, "--world", metavar="DIR", help="A built world directory (default: the cache)."
     ),
     tasks: list[Path] | None = TASK_PATHS,
     arms: str = typer.Option("a0,a1,a2,a3", "--arms", help="Reference-platform profiles."),
@@ -64,6 +61,9 @@ def validate_cmd(
 ) -> None:
     """Run the oracle over every task on every arm it applies to; check gold, graders, traps'
     naive answers, entity ids and duplicates. Exits 1 on any failure."""
+    from dabench.tasks.selection import TaskSelection, select_tasks
+    from dabench.validation.tasks import default_world, render_report, validate
+
     ts = select_tasks(
         load_task_paths(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke})
     )
@@ -81,20 +81,23 @@ def validate_cmd(
         world or default_world(), ts, arms=arm_list, run_dir=run_dir, concurrency=concurrency,
         warehouse=platform_warehouse,
     )  # fmt: skip
-    render_report(report, ts, Console())
+    render_report(report, ts, stdout_console())
     if not report.ok:
         raise typer.Exit(1)
 
 
 def _validate_warehouse(ts: TaskSet, world: Path, where: str) -> None:
     """``tasks validate --warehouse``: the lock recomputed on an exported warehouse."""
+    from dabench.tasks.engines import check_warehouse, open_engine
+    from dabench.tasks.lock import compute_lock
+
     lock = compute_lock(ts, world)
     engine = open_engine(where)
     try:
         report = check_warehouse(ts, lock, engine)
     finally:
         engine.close()
-    console = Console()
+    console = stdout_console()
     for problem in report.problems:
         console.print(f"mismatch: {problem}", markup=False, highlight=False, soft_wrap=True)
     verdict = "ok" if report.ok else f"{len(report.problems)} mismatches"
@@ -110,10 +113,13 @@ def _validate_warehouse(ts: TaskSet, world: Path, where: str) -> None:
 
 def _report_margins(ts: TaskSet, world: Path) -> None:
     """``tasks validate --margins``: the tolerance margins table and its issues."""
+    from dabench.tasks.lock import compute_lock
+    from dabench.validation.tolerance import margins, margins_markdown, tolerance_issues
+
     found = margins(ts, compute_lock(ts, world), world)
     issues = tolerance_issues(found)
     print(margins_markdown(found))
-    console = Console(stderr=True)
+    console = stderr_console()
     for item, detail in issues:
         console.print(f"tolerance {item}: {detail}", markup=False, highlight=False, soft_wrap=True)
     console.print(
@@ -126,6 +132,8 @@ def _report_margins(ts: TaskSet, world: Path) -> None:
 
 def _report_qa(ts: TaskSet, path: Path) -> None:
     """``tasks validate --qa``: what people said about each task's prompt while playing it."""
+    from rich.table import Table
+
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -145,6 +153,6 @@ def _report_qa(ts: TaskSet, path: Path) -> None:
         known = "" if task in ts.sources else " (not in this task set)"
         table.add_row(task + known, "yes" if e.get("clear") else "NO",
                       "yes" if e.get("answerable") else "NO", str(e.get("note") or ""))  # fmt: skip
-    console = Console()
+    console = stdout_console()
     console.print(table)
     console.print(f"{len(entries)} QA answers, {flagged} task(s) flagged unclear or unanswerable")

@@ -426,7 +426,6 @@ def render_report(report: ValidationReport, task_set: TaskSet, console: Console)
 
 def default_world() -> Path:
     """The seed-930, scale-1 world from the world cache (built on first use)."""
-    from dabench.runner.run import world_cache_dir
-    from dabench.world import ensure_world
+    from dabench.world.cache import default_world as cached_world
 
-    return Path(ensure_world(930, 1, world_cache_dir()))
+    return cached_world()

@@ -10,24 +10,62 @@ Public API::
 
 from __future__ import annotations
 
-from dabench.world.build import (
-    CATALOG_FILE,
-    KNOWLEDGE_DIR,
-    MANIFEST_FILE,
-    WAREHOUSE_FILE,
-    build_world,
+from typing import TYPE_CHECKING
+
+from dabench.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dabench.world.build import (
+        CATALOG_FILE,
+        KNOWLEDGE_DIR,
+        MANIFEST_FILE,
+        WAREHOUSE_FILE,
+        build_world,
+    )
+    from dabench.world.cache import ensure_world
+    from dabench.world.constants import GENERATOR_VERSION
+    from dabench.world.load import (
+        World,
+        WorldIntegrityError,
+        load_world,
+        read_manifest,
+        verify_files,
+    )
+    from dabench.world.traps import TrapInvariantError
+    from dabench.world.warehouse import OFFLINE_CONFIG, connect_warehouse
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "dabench.world.build": [
+            "CATALOG_FILE",
+            "KNOWLEDGE_DIR",
+            "MANIFEST_FILE",
+            "WAREHOUSE_FILE",
+            "build_world",
+        ],
+        "dabench.world.cache": [
+            "ensure_world",
+        ],
+        "dabench.world.constants": [
+            "GENERATOR_VERSION",
+        ],
+        "dabench.world.load": [
+            "World",
+            "WorldIntegrityError",
+            "load_world",
+            "read_manifest",
+            "verify_files",
+        ],
+        "dabench.world.traps": [
+            "TrapInvariantError",
+        ],
+        "dabench.world.warehouse": [
+            "OFFLINE_CONFIG",
+            "connect_warehouse",
+        ],
+    },
 )
-from dabench.world.cache import ensure_world
-from dabench.world.constants import GENERATOR_VERSION
-from dabench.world.load import (
-    World,
-    WorldIntegrityError,
-    load_world,
-    read_manifest,
-    verify_files,
-)
-from dabench.world.traps import TrapInvariantError
-from dabench.world.warehouse import OFFLINE_CONFIG, connect_warehouse
 
 __all__ = [
     "CATALOG_FILE",

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from dabench.errors import UserInputError
+from dabench.sandbox import cache_root
 from dabench.world.build import MANIFEST_FILE, build_world
 from dabench.world.constants import GENERATOR_VERSION
 from dabench.world.load import load_world
@@ -83,3 +84,14 @@ def ensure_world(seed: int, scale: int, cache_dir: Path) -> Path:
 def _size_mb(path: Path) -> float:
     """Size on disk of the files under ``path`` in MB (10^6 bytes)."""
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+
+
+def world_cache_dir() -> Path:
+    """``$DABENCH_CACHE/worlds`` or ``~/.cache/dabench/worlds``."""
+    return cache_root() / "worlds"
+
+
+def default_world(seed: int = 930, scale: int = 1) -> Path:
+    """The seed-930, scale-1 world (or ``seed``/``scale``) from the world cache, built on
+    first use: what every ``--world`` defaults to."""
+    return ensure_world(seed, scale, world_cache_dir())

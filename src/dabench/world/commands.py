@@ -9,18 +9,13 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from dabench.errors import DabenchError, UserInputError
-from dabench.world.build import build_world
+from dabench.listing import stderr_console, stdout_console
 from dabench.world.export_command import export_command
-from dabench.world.load import load_world, read_manifest, verify_files
-from dabench.world.markdown import datasets_table, traps_table
 
 app = typer.Typer(no_args_is_help=True)
-_out = Console()
-_err = Console(stderr=True)
+_err = stderr_console()
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -56,13 +51,15 @@ def build(
     force: bool = typer.Option(False, "--force", help="Replace a non-empty output directory."),
 ) -> None:
     """Build the deterministic world into OUT."""
+    from dabench.world.build import build_world
+
     seed_value = _parse_int("--seed", seed)
     scale_value = _parse_int("--scale", scale)
     started = time.perf_counter()
     manifest = build_world(seed_value, scale_value, out, force=force, progress=True)
     elapsed = time.perf_counter() - started
     rows = sum(manifest.table_rows.values())
-    _out.print(
+    stdout_console().print(
         f"built world seed={manifest.seed} scale={manifest.scale} in {elapsed:.1f}s: "
         f"{len(manifest.table_rows)} datasets, {rows:,} rows, {len(manifest.traps)} traps, "
         f"hash {manifest.world_hash[:16]} -> {out}",
@@ -74,16 +71,26 @@ def build(
 @app.command()
 @_one_line_errors
 def info(
-    path: Path = typer.Argument(..., help="A built world directory."),
+    path: Path | None = typer.Argument(
+        None, help="A built world directory (default: the cache).", show_default=False
+    ),
     markdown: bool = typer.Option(False, "--markdown", help="Print markdown tables instead."),
 ) -> None:
     """Show a world's seed, scale, hash, datasets and traps (correct vs naive)."""
+    from rich.table import Table
+
+    from dabench.world.cache import default_world
+    from dabench.world.load import load_world
+    from dabench.world.markdown import datasets_table, traps_table
+
+    path = path or default_world()
     world = load_world(path)
+    out = stdout_console()
     if markdown:
         typer.echo(datasets_table(world) + "\n" + traps_table(world), nl=False)
         return
     m = world.manifest
-    _out.print(
+    out.print(
         f"world {path}: generator {m.generator_version}, seed {m.seed}, scale {m.scale}, "
         f"duckdb {m.duckdb_version}\nhash {m.world_hash}",
         highlight=False,
@@ -96,7 +103,7 @@ def info(
     for d in world.catalog.datasets:
         note = f"deprecated -> {d.replaced_by}" if d.deprecated else ""
         datasets.add_row(d.id, d.kind, d.domain, f"{d.row_count:,}", str(d.last_loaded), note)
-    _out.print(datasets)
+    out.print(datasets)
     traps = Table(title="traps")
     traps.add_column("id", no_wrap=True)
     traps.add_column("kind")
@@ -109,20 +116,28 @@ def info(
             f"{t.correct_answer:,.2f}",
             f"{t.naive_answer:,.2f}",
         )
-    _out.print(traps)
+    out.print(traps)
 
 
 @app.command()
 @_one_line_errors
-def verify(path: Path = typer.Argument(..., help="A built world directory.")) -> None:
+def verify(
+    path: Path | None = typer.Argument(
+        None, help="A built world directory (default: the cache).", show_default=False
+    ),
+) -> None:
     """Re-hash every file of a world against its world.json; exit 1 on any mismatch."""
+    from dabench.world.cache import default_world
+    from dabench.world.load import read_manifest, verify_files
+
+    path = path or default_world()
     manifest = read_manifest(path)
     problems = verify_files(path, manifest)
     if problems:
         for problem in problems:
             _err.print(f"mismatch: {problem}", markup=False, highlight=False)
         raise typer.Exit(1)
-    _out.print(
+    stdout_console().print(
         f"ok: {len(manifest.files)} files match world {manifest.world_hash[:16]}",
         highlight=False,
     )

@@ -87,3 +87,6 @@ MAX_SCALE = 1000
 TRAP_MARGIN_REL = 0.05
 """Build-time invariant: every trap's naive answer differs from the correct one by more than
 this fraction of the correct answer."""
+
+STORAGE_VERSIONS = ("v1.0.0", "v1.1.0", "v1.2.0", "v1.3.0", "v1.4.0", "v1.5.0")
+"""DuckDB storage formats ``world export --duckdb`` can write."""

@@ -5,45 +5,50 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dabench.errors import UserInputError
-from dabench.world.export_elasticsearch import run_elasticsearch_export
-from dabench.world.export_sql import (
-    STORAGE_VERSIONS,
-    ProgressFn,
-    SqlExportSummary,
-    export_duckdb,
-    export_parquet,
-    export_postgres,
-    storage_version_number,
-)
-from dabench.world.load import World, load_world
+from dabench.listing import stdout_console
+from dabench.world.constants import STORAGE_VERSIONS
+
+if TYPE_CHECKING:
+    from dabench.world.export_sql import ProgressFn, SqlExportSummary
+    from dabench.world.load import World
 
 
 def _with_progress(world: World, run: Callable[[ProgressFn], SqlExportSummary]) -> SqlExportSummary:
-    """Run an SQL export under a rich progress bar over the world's rows."""
+    """Run an SQL export under a rich progress bar over the world's rows. The bar appears with
+    the first rows written, so an error found before (a bad DSN, an existing output) is printed
+    alone."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     total = sum(d.row_count for d in world.catalog.datasets)
     bars = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=Console(stderr=True),
     )  # fmt: skip
+    bar = bars.add_task("exporting", total=total)
     done: dict[str, int] = {}
-    with bars:
-        bar = bars.add_task("exporting", total=total)
 
-        def hook(table: str, written: int) -> None:
-            done[table] = written
-            bars.update(bar, completed=sum(done.values()), description=table)
+    def hook(table: str, written: int) -> None:
+        if not done:
+            bars.start()
+        done[table] = written
+        bars.update(bar, completed=sum(done.values()), description=table)
 
+    try:
         return run(hook)
+    finally:
+        bars.stop()
 
 
 def export_command(
-    world_dir: Path = typer.Option(..., "--world", metavar="DIR", help="A built world directory."),
+    world_dir: Path | None = typer.Option(
+        None, "--world", metavar="DIR", help="A built world directory (default: the cache)."
+    ),
     elasticsearch: str | None = typer.Option(
         None, "--elasticsearch", metavar="URL", help="Index into Elasticsearch at URL."
     ),
@@ -93,13 +98,25 @@ def export_command(
 ) -> None:
     """Export the world (tables, catalog and knowledge) to another engine. Check an SQL export
     with: dabench tasks validate --warehouse DSN|FILE|DIR (recomputes every truth)."""
+    from dabench.world.cache import default_world
+    from dabench.world.export_sql import (
+        export_duckdb,
+        export_parquet,
+        export_postgres,
+        storage_version_number,
+    )
+    from dabench.world.load import load_world
+
     chosen = [o for o in (elasticsearch, postgres, parquet, duckdb_file) if o is not None]
     if len(chosen) != 1:
         raise UserInputError(
             "name exactly one destination: --elasticsearch URL, --postgres DSN, --parquet DIR "
             "or --duckdb FILE"
         )
+    world_dir = world_dir or default_world()
     if elasticsearch is not None:
+        from dabench.world.export_elasticsearch import run_elasticsearch_export
+
         run_elasticsearch_export(
             world_dir, elasticsearch, api_key=api_key, prefix=prefix, recreate=recreate,
             chunk_size=chunk_size, datasets=datasets, verify_certs=verify_certs,
@@ -129,7 +146,7 @@ def export_command(
         extra = (
             f", storage {storage_version} (header version {storage_version_number(duckdb_file)})"
         )
-    Console().print(
+    stdout_console().print(
         f"exported world {summary.world_hash[:16]} to {summary.target}: "
         f"{len(summary.tables)} tables, {summary.rows:,} rows{extra} in {summary.elapsed_s:.1f}s\n"
         f"verify: dabench tasks validate --warehouse {check}",

@@ -29,6 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from dabench.elastic import bulk_write, connect_elasticsearch, describe_api_error
 from dabench.errors import DabenchError, UserInputError
+from dabench.listing import stdout_console
 from dabench.world.load import World, load_world
 from dabench.world.model import ColumnMeta, DatasetMeta
 
@@ -346,7 +347,7 @@ def run_elasticsearch_export(
         client.close()
     actions = {a: sum(1 for i in summary.indices if i.action == a) for a in
                ("created", "reused", "recreated")}  # fmt: skip
-    Console().print(
+    stdout_console().print(
         f"exported world {summary.world_hash[:16]} to {url}: {len(summary.indices)} indices "
         f"({', '.join(f'{n} {a}' for a, n in actions.items() if n)}), {summary.docs:,} documents "
         f"in {summary.elapsed_s:.1f}s",

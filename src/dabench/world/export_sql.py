@@ -28,13 +28,13 @@ from typing import Any
 import duckdb
 
 from dabench.errors import DabenchError, UserInputError
+from dabench.world.constants import STORAGE_VERSIONS as STORAGE_VERSIONS
 from dabench.world.load import World
 from dabench.world.model import DatasetMeta
 from dabench.world.warehouse import OFFLINE_CONFIG, connect_warehouse
 
 KNOWLEDGE_SCHEMA = "dabench_knowledge"
 """The PostgreSQL schema holding the knowledge layer."""
-STORAGE_VERSIONS = ("v1.0.0", "v1.1.0", "v1.2.0", "v1.3.0", "v1.4.0", "v1.5.0")
 """DuckDB storage versions ``--duckdb FILE --storage-version`` accepts (older readers: e.g.
 v1.5.0 is readable by DuckDB 1.5, v1.0.0 by every DuckDB since 0.10)."""
 COPY_BATCH = 5000

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dabench.lazy import load_ref
 from dabench.platform.profile import DEFAULT_EMBEDDING_MODEL, EmbeddingModelName
 
 EncodeOne = Callable[[str], np.ndarray]
@@ -74,8 +75,9 @@ class ModelSpec:
 
     name: str
     """The model's public name; the start of :attr:`Embedder.model_id`."""
-    load: Callable[[str], Backend]
-    """``mode`` (named in a missing-extra error) -> the loaded backend."""
+    loader: str
+    """``"module:attr"`` of the backend's loader, ``mode`` (named in a missing-extra error)
+    -> the loaded :class:`Backend`; imported only when the model is first used."""
     min_similarity: float
     """Cosine similarity below which ``embedding`` (and hybrid's embedding half) drops a
     document; set from the model's similarity spread over the world's documents."""
@@ -90,24 +92,16 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _load_wordllama(mode: str) -> Backend:
-    from dabench.platform.search.embedding_wordllama import load
-
-    return load(mode)
-
-
-def _load_minilm(mode: str) -> Backend:
-    from dabench.platform.search.embedding_minilm import load
-
-    return load(mode)
-
-
 MODELS: dict[EmbeddingModelName, ModelSpec] = {
     "wordllama-l2-supercat-256": ModelSpec(
-        "wordllama/l2_supercat_256", _load_wordllama, min_similarity=0.2
+        "wordllama/l2_supercat_256",
+        "dabench.platform.search.embedding_wordllama:load",
+        min_similarity=0.2,
     ),
     "all-minilm-l6-v2": ModelSpec(
-        "sentence-transformers/all-MiniLM-L6-v2", _load_minilm, min_similarity=0.2
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "dabench.platform.search.embedding_minilm:load",
+        min_similarity=0.2,
     ),
 }
 """Every model ``search.embedding_model`` can name."""
@@ -125,7 +119,7 @@ def load_embedder(mode: str, model: EmbeddingModelName = DEFAULT_EMBEDDING_MODEL
         embedder = _loaded.get(model)
         if embedder is None:
             spec = MODELS[model]
-            backend = spec.load(mode)
+            backend: Backend = load_ref(spec.loader)(mode)
             model_id = f"{spec.name}@sha256:{sha256_of(backend.weights)}"
             embedder = _loaded[model] = Embedder(backend, model_id, spec.min_similarity)
         return embedder

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dabench.defaults import DEFAULT_SQL_THREADS, POSTGRES_PREFIXES
 from dabench.platform.warehouse.base import (
     DIALECT_NAMES,
     QueryResult,
@@ -18,13 +19,10 @@ from dabench.platform.warehouse.base import (
     jsonable,
 )
 from dabench.platform.warehouse.duckdb_backend import (
-    DEFAULT_SQL_THREADS,
     DuckDBWarehouse,
     WarehouseLimits,
     read_only_config,
 )
-
-POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 
 
 def open_warehouse(

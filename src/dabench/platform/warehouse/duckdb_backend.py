@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from dabench.defaults import DEFAULT_SQL_THREADS as DEFAULT_SQL_THREADS
 from dabench.platform.sqlguard import SqlScope
 from dabench.platform.warehouse.base import (
     QueryResult,
@@ -44,11 +45,6 @@ READ_ONLY_CONFIG: dict[str, Any] = {
 to the OS within seconds of a large query (``allocator_*``: without the background threads
 a 1 GB-result query left ~0.9 GB resident), and no ``SET`` can change them
 afterwards."""
-
-DEFAULT_SQL_THREADS = 1
-"""DuckDB threads per query. One: a tool call's query runs on its own worker thread, so
-concurrent sessions already run in parallel, and for the small queries agents send, waking
-DuckDB's pool costs more than it saves (``benchmarks/platform_roundtrip.py``)."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from dabench.targets.kibana.retrying import KibanaRetryPolicy
 from dabench.targets.kibana.setup import KibanaSetup
 from dabench.targets.kibana.wire import ConverseRound
 from dabench.targets.mcp import expand_env
-from dabench.targets.registry import register_target
+from dabench.targets.registry import Kind
 
 DEFAULT_AGENT_ID = "elastic-ai-agent"
 
@@ -259,4 +259,5 @@ def _factory(config: KibanaTargetConfig, context: TargetContext) -> Target:
     return KibanaTarget(config, context)
 
 
-register_target("kibana", KibanaTargetConfig, _factory)
+KIND: Kind[Target, TargetContext] = Kind("kibana", KibanaTargetConfig, _factory)
+"""The ``kibana`` target kind (named in the target registry)."""
