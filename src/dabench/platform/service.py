@@ -35,7 +35,6 @@ from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.profile import ALL_TOOLS, Profile
 from dabench.platform.search.engine import KIND_PREFIX, PREFIX_KIND, SearchEngine
 from dabench.platform.sessions import PlatformSession, SessionRegistry
-from dabench.platform.sqlguard import check_sql
 from dabench.platform.state import Insight, StateStore
 from dabench.platform.storage import Database
 from dabench.platform.tools import (
@@ -108,6 +107,7 @@ def warehouse_limits(profile: Profile, state_dir: Path) -> WarehouseLimits:
     temp = Path(sql.temp_directory) if sql.temp_directory else state_dir / "duckdb-tmp"
     return WarehouseLimits(
         memory_limit=sql.memory_limit,
+        workers=sql.workers,
         temp_directory=temp.resolve(),
         max_temp_directory_size=sql.max_temp_directory_size,
     )
@@ -405,9 +405,10 @@ class PlatformService:
                 "this platform requires a search before the first sql_query of a session",
                 "call search with what you are looking for, then query",
             )
-        checked = check_sql(args.sql, sql_cfg.max_sql_chars, self.sql_scope)
         limit = min(args.limit or sql_cfg.row_limit_default, sql_cfg.row_limit_max)
-        result = self.warehouse.run(checked.sql, limit, sql_cfg.timeout_s, sql_cfg.max_result_bytes)
+        tables, result = self.warehouse.guarded_run(
+            args.sql, sql_cfg.max_sql_chars, limit, sql_cfg.timeout_s, sql_cfg.max_result_bytes
+        )
         payload: dict[str, Any] = {
             "columns": result.columns,
             "rows": result.rows,
@@ -418,7 +419,7 @@ class PlatformService:
         if result.truncated_by == "bytes":
             payload["truncated_by"] = "bytes"
             payload["max_bytes"] = sql_cfg.max_result_bytes
-        enrichment = self._enrich([t for t in checked.tables if t in self.tables], session)
+        enrichment = self._enrich([t for t in tables if t in self.tables], session)
         if enrichment.applied:
             payload["semantic_context"] = enrichment.blocks
         return payload, enrichment

@@ -1,0 +1,175 @@
+"""A SQL worker process: the guard and one DuckDB query at a time, under OS limits.
+
+Started by :class:`~dabench.platform.warehouse.process_pool.WorkerPool` as
+``python -m dabench.platform.warehouse.worker``. It speaks one JSON object per line: the
+first line it reads is its configuration (the world file, DuckDB's settings, the address-space
+budget), answered by the warehouse's tables; every later line is a query, answered by its
+result or a structured error. JSON, not pickle, in both directions: the parent never runs code
+a compromised worker could send.
+
+Limits that hold whatever function a query calls:
+
+- ``RLIMIT_AS`` caps the process's address space at its size after start-up plus the budget,
+  so a list, string or hash table that DuckDB's ``memory_limit`` does not cover fails to
+  allocate (``QUERY_MEMORY_LIMIT``) instead of growing the machine's memory;
+- a worker whose address space grew past half its budget after a query (DuckDB and malloc
+  keep what they mapped), or whose query ran out of memory or time, asks to be replaced;
+- a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
+  ignores the interrupt is killed by the parent after a grace period.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import sys
+import time
+from typing import IO, Any
+
+import duckdb
+
+from dabench.platform.errors import ToolError
+from dabench.platform.sqlguard import SqlScope, check_sql
+from dabench.platform.warehouse.base import fetch_capped, memory_error, sql_error, timeout_error
+from dabench.platform.warehouse.watchdog import Watchdog
+
+SETTINGS_REPORTED = (
+    "threads",
+    "memory_limit",
+    "temp_directory",
+    "max_temp_directory_size",
+    "python_enable_replacements",
+    "enable_external_access",
+)
+"""DuckDB settings the worker reports at start-up (so callers can check what applies)."""
+
+
+RECYCLE_CODES = frozenset({"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"})
+"""Failures after which a worker is replaced (its memory may be fragmented or still held)."""
+
+
+def _vm_size_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        match = re.search(r"VmSize:\s+(\d+) kB", fh.read())
+    return int(match.group(1)) * 1024 if match else 0
+
+
+class Worker:
+    """One read-only connection to the world and the guard's scope over it."""
+
+    def __init__(self, path: str, config: dict[str, Any]) -> None:
+        self.con = duckdb.connect(path, read_only=True, config=config)
+        self.watchdog = Watchdog()
+        cur = self.con.cursor()
+        try:
+            rows = cur.execute(
+                "SELECT table_schema, table_name, column_name, data_type "
+                "FROM information_schema.columns "
+                "WHERE table_catalog = current_database() "
+                "AND table_schema NOT IN ('information_schema', 'pg_catalog') "
+                "ORDER BY table_schema, table_name, ordinal_position"
+            ).fetchall()
+            catalog = cur.execute("SELECT current_database()").fetchone()
+            names = ", ".join(f"'{n}'" for n in SETTINGS_REPORTED)
+            settings = cur.execute(
+                f"SELECT name, value FROM duckdb_settings() WHERE name IN ({names})"
+            ).fetchall()
+        finally:
+            cur.close()
+        tables: dict[str, list[list[str]]] = {}
+        for schema, table, column, dtype in rows:
+            tables.setdefault(f"{schema}.{table}".lower(), []).append([column, dtype])
+        self.tables = sorted(tables.items())
+        self.catalog = str(catalog[0]) if catalog else ""
+        self.settings = {str(k): str(v) for k, v in settings}
+        self.scope = SqlScope(catalog=self.catalog, tables=frozenset(tables), dialect="duckdb")
+        check_sql("SELECT 1", 100, self.scope)  # load the guard's parsers before the limit
+
+    def query(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Guard-check (when ``max_sql_chars`` is given) and run one query; the answer."""
+        timeout_s = float(req["timeout_s"])
+        cur = self.con.cursor()
+        ticket = self.watchdog.arm(cur.interrupt, timeout_s)
+        try:
+            sql = str(req["sql"])
+            tables: list[str] = []
+            if req.get("max_sql_chars") is not None:
+                checked = check_sql(sql, int(req["max_sql_chars"]), self.scope)
+                sql, tables = checked.sql, list(checked.tables)
+            cur.execute(sql)
+            description = cur.description or []
+            rows, truncated_by = fetch_capped(
+                cur.fetchmany, int(req["limit"]), int(req["max_bytes"])
+            )
+        except ToolError as exc:
+            return {"error": exc.body.model_dump()}
+        except duckdb.InterruptException:
+            return {"error": timeout_error(timeout_s).body.model_dump()}
+        except duckdb.OutOfMemoryException as exc:
+            return {"error": memory_error(str(exc)).body.model_dump()}
+        except MemoryError:
+            return {"error": memory_error("").body.model_dump()}
+        except duckdb.Error as exc:
+            return {"error": sql_error(str(exc)).body.model_dump()}
+        finally:
+            self.watchdog.disarm(ticket)
+            cur.close()
+        columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
+        return {
+            "ok": {"tables": tables, "columns": columns, "rows": rows, "truncated_by": truncated_by}
+        }
+
+
+def _send(out: IO[bytes], obj: dict[str, Any]) -> None:
+    out.write(json.dumps(obj).encode("ascii") + b"\n")
+    out.flush()
+
+
+def main() -> None:
+    """Serve queries on stdin/stdout until stdin closes."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
+    line = sys.stdin.buffer.readline()
+    if not line:
+        return
+    hello = json.loads(line)
+    worker = Worker(hello["path"], hello["config"])
+    budget = int(hello["address_space_budget"])
+    base = _vm_size_bytes()
+    limit = base + budget if budget > 0 else resource.RLIM_INFINITY
+    recycle_above = base + budget // 2
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _send(
+        out,
+        {
+            "ok": {
+                "pid": os.getpid(),
+                "tables": worker.tables,
+                "catalog": worker.catalog,
+                "settings": worker.settings,
+                "address_space_limit": limit,
+            }
+        },
+    )
+    for line in sys.stdin.buffer:
+        started = time.perf_counter()
+        try:
+            answer = worker.query(json.loads(line))
+        except MemoryError:
+            answer = {"error": memory_error("").body.model_dump()}
+        answer["worker_ms"] = (time.perf_counter() - started) * 1000.0
+        failed = answer.get("error", {}).get("code") in RECYCLE_CODES
+        if budget > 0 and (failed or _vm_size_bytes() > recycle_above):
+            # DuckDB and malloc keep address space after a big query: a worker past half its
+            # budget (or after a failure) is replaced, so the next query gets its full budget
+            answer["recycle"] = True
+        try:
+            _send(out, answer)
+        except MemoryError:
+            _send(out, {"error": memory_error("").body.model_dump()})
+
+
+if __name__ == "__main__":
+    main()
