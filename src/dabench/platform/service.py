@@ -23,6 +23,7 @@ from dabench.errors import UserInputError
 from dabench.platform.admin.audit import UNAUTHENTICATED, AuditStore, EventKind
 from dabench.platform.admin.auth import AuthConfig, Identity
 from dabench.platform.errors import ToolError
+from dabench.platform.fair_share import QueryScheduler
 from dabench.platform.knowledge.enrichment import (
     NO_ENRICHMENT,
     Enrichment,
@@ -143,6 +144,12 @@ class PlatformService:
             expected_tables=frozenset(ds.id for ds in world.catalog.datasets),
             world_hash=world.world_hash,
         )
+        sql = profile.sql
+        self.scheduler = QueryScheduler(
+            min(self.warehouse.slots, sql.workers) if warehouse_dsn else self.warehouse.slots,
+            sql.per_user_queries,
+            sql.per_session_queries,
+        )
         self.tables = dict(self.warehouse.tables())
         self.sql_scope = self.warehouse.scope()
         if audit_dsn:
@@ -241,6 +248,7 @@ class PlatformService:
         if tool == "platform_info":  # it opens a session; a handle it carries is ignored
             arg_session = presented = None
         enrichment = NO_ENRICHMENT
+        stats: dict[str, float] = {}
         # Attribution first: the row names a session only when it is the caller's own, so a
         # refused call never counts as a call of the handle's owner.
         unresolved: Exception | None = None
@@ -312,7 +320,7 @@ class PlatformService:
                 }
             else:
                 assert session is not None
-                payload, enrichment = self._dispatch(tool, args, session, identity)
+                payload, enrichment = self._dispatch(tool, args, session, identity, stats)
             is_error = False
             error_code = None
         except ToolError as exc:
@@ -348,15 +356,21 @@ class PlatformService:
             enrichment_tokens_full=enrichment.tokens_full,
             enrichment_tokens_delivered=enrichment.tokens_delivered,
             event_kind="session_start" if tool == "platform_info" else "tool_call",
+            queue_ms=stats.get("queue_ms"),
         )
         return ToolOutcome(payload=payload, is_error=is_error, text=text)
 
     def _dispatch(
-        self, tool: str, args: BaseModel, session: PlatformSession, identity: Identity
+        self,
+        tool: str,
+        args: BaseModel,
+        session: PlatformSession,
+        identity: Identity,
+        stats: dict[str, float],
     ) -> tuple[dict[str, Any], Enrichment]:
         user = identity.user
         if isinstance(args, SqlQueryArgs):
-            return self._sql_query(args, session)
+            return self._sql_query(args, session, stats)
         if isinstance(args, DescribeTableArgs):
             return self._describe_table(args, session)
         if isinstance(args, ListTablesArgs):
@@ -396,7 +410,7 @@ class PlatformService:
         )
 
     def _sql_query(
-        self, args: SqlQueryArgs, session: PlatformSession
+        self, args: SqlQueryArgs, session: PlatformSession, stats: dict[str, float]
     ) -> tuple[dict[str, Any], Enrichment]:
         sql_cfg = self.profile.sql
         if self.profile.gate.search_first and not session.searched:
@@ -406,9 +420,11 @@ class PlatformService:
                 "call search with what you are looking for, then query",
             )
         limit = min(args.limit or sql_cfg.row_limit_default, sql_cfg.row_limit_max)
-        tables, result = self.warehouse.guarded_run(
-            args.sql, sql_cfg.max_sql_chars, limit, sql_cfg.timeout_s, sql_cfg.max_result_bytes
-        )
+        with self.scheduler.slot(session.user, session.id, sql_cfg.queue_timeout_s) as waited:
+            stats["queue_ms"] = waited * 1000.0
+            tables, result = self.warehouse.guarded_run(
+                args.sql, sql_cfg.max_sql_chars, limit, sql_cfg.timeout_s, sql_cfg.max_result_bytes
+            )
         payload: dict[str, Any] = {
             "columns": result.columns,
             "rows": result.rows,

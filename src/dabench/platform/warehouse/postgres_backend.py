@@ -155,8 +155,8 @@ class PostgresWarehouse:
     ) -> QueryResult:
         """Run one guard-checked SELECT (see the module docstring)."""
         psycopg = self._psycopg
-        deadline = time.monotonic() + timeout_s
         self._slots.acquire()
+        deadline = time.monotonic() + timeout_s  # the wait for a connection does not count
         try:
             conn = self._take()
             try:
