@@ -26,7 +26,8 @@ import time
 from typing import Any
 
 from dabench.errors import UserInputError
-from dabench.platform.sqlguard import SqlScope, check_sql
+from dabench.platform.errors import ToolError
+from dabench.platform.sqlguard import SqlScope
 from dabench.platform.warehouse.base import (
     QueryResult,
     SqlDialect,
@@ -35,10 +36,19 @@ from dabench.platform.warehouse.base import (
     sql_error,
     timeout_error,
 )
+from dabench.platform.warehouse.process_pool import WorkerPool
 from dabench.platform.warehouse.watchdog import Watchdog
 
 KNOWLEDGE_SCHEMA = "dabench_knowledge"
 """Where the export writes the world's identity (``world.world_hash``)."""
+
+GUARD_WORKERS = 2
+"""Processes that run the guard for this warehouse (parsing costs their CPU, not the
+platform's event loop or GIL)."""
+GUARD_TIMEOUT_S = 5.0
+"""At most this long to check one statement; a parse past it kills its guard process."""
+GUARD_ADDRESS_SPACE = 512 * 2**20
+"""Address space a guard process may add to its size at start."""
 
 POOL_SIZE = 8
 """Connections kept open (concurrent queries beyond it wait for one)."""
@@ -113,6 +123,15 @@ class PostgresWarehouse:
             tables=frozenset(t for t, _ in self._tables),
             dialect="postgres",
         )
+        scope = {"catalog": self._catalog, "tables": sorted(self._scope.tables)}
+        self._guards = WorkerPool(
+            {
+                "path": None,
+                "scope": {**scope, "dialect": "postgres"},
+                "address_space_budget": GUARD_ADDRESS_SPACE,
+            },
+            GUARD_WORKERS,
+        )
 
     def _connect(self) -> Any:
         psycopg = self._psycopg
@@ -146,9 +165,16 @@ class PostgresWarehouse:
     def guarded_run(
         self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
     ) -> tuple[tuple[str, ...], QueryResult]:
-        """Guard-check ``sql`` in PostgreSQL's dialect, then run it."""
-        checked = check_sql(sql, max_sql_chars, self._scope)
-        return checked.tables, self.run(checked.sql, limit, timeout_s, max_bytes)
+        """Guard-check ``sql`` in PostgreSQL's dialect in a guard process (its parse time is
+        bounded by the query's timeout, at most :data:`GUARD_TIMEOUT_S`), then run it."""
+        answer = self._guards.request(
+            {"sql": sql, "max_sql_chars": max_sql_chars}, min(timeout_s, GUARD_TIMEOUT_S)
+        )
+        if "error" in answer:
+            err = answer["error"]
+            raise ToolError(str(err["code"]), str(err["message"]), str(err.get("hint", "")))
+        checked, tables = str(answer["ok"]["sql"]), tuple(answer["ok"]["tables"])
+        return tables, self.run(checked, limit, timeout_s, max_bytes)
 
     def run(
         self, sql: str, limit: int, timeout_s: float, max_bytes: int = 1024 * 1024
@@ -224,8 +250,9 @@ class PostgresWarehouse:
         )  # fmt: skip
 
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection and the guard processes."""
         self._closed = True
+        self._guards.close()
         while True:
             try:
                 self._pool.get_nowait().close()
