@@ -24,8 +24,8 @@ Rules, in order (every excluded name is written to the file with its reason):
 4. :data:`REVIEWED_DENY` and :data:`DENY_PREFIXES`, the hand review (settings, session
    identity, the catalog, SQL from strings, XML, privilege probes).
 5. Aliases: a name with an overload implemented by the same internal or C function
-   (``pg_proc.prosrc`` of a plain function in ``internal`` or ``c``) as an overload of a name refused by rules 3-4 is refused too
-   (``getpgusername`` is ``current_user``).
+   (``pg_proc.prosrc`` of a plain function in ``internal`` or ``c``) as an overload of a
+   name refused by rules 3-4 is refused too (``getpgusername`` is ``current_user``).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _base_type(name: str) -> str:
 
 def _reason(row: tuple[Any, ...]) -> str | None:
     """Why one overload excludes its whole name, or ``None``."""
-    name, kind, volatile, _retset, _rettype, _argtypes, type_io = row[:7]
+    _name, kind, volatile, _retset, _rettype, _argtypes, type_io = row[:7]
     if kind == "p":
         return "procedure"
     if type_io:
@@ -175,8 +175,9 @@ def build(dsn: str) -> dict[str, Any]:
     for name in TABLE_FUNCTIONS:
         denied.pop(name, None)
     # rule 5: another name for a refused implementation (internal/C plain functions only:
-    # the prosrc of a SQL function is its body, every aggregate's is aggregate_dummy). Rules 3-4 only: a volatile overload says
-    # nothing of another function sharing its C entry point with other arguments.
+    # the prosrc of a SQL function is its body, every aggregate's is aggregate_dummy).
+    # Rules 3-4 only: a volatile overload says nothing of another function sharing its C
+    # entry point with other arguments.
     refused_impl: dict[str, str] = {}
     for row in rows:
         name, impl = str(row[0]), row[7]
