@@ -72,6 +72,11 @@ class Warehouse(Protocol):
         its result. Refusals and failures raise :class:`ToolError`."""
         ...
 
+    def last_wait_s(self) -> float:
+        """Seconds the calling thread's last query waited inside the warehouse (for a worker
+        or a connection) before its timeout started."""
+        ...
+
     @property
     def slots(self) -> int:
         """How many queries can run at once."""

@@ -137,6 +137,10 @@ class DuckDBWarehouse:
         """Queries that can run at once (the number of workers)."""
         return self.limits.workers
 
+    def last_wait_s(self) -> float:
+        """Seconds this thread's last query waited for a worker (before its timeout ran)."""
+        return self._pool.last_wait_s()
+
     def tables(self) -> TableColumns:
         """Every ``schema.table`` with its ``(column, type)`` list, sorted."""
         return [(t, list(cols)) for t, cols in self._tables]

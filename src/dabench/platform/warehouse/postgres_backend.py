@@ -108,6 +108,7 @@ class PostgresWarehouse:
         """``id(connection)`` -> the ``statement_timeout`` (ms) its session has."""
         self._closed = False
         self._watchdog = Watchdog("pg-cancel-watchdog")
+        self._local = threading.local()
         conn = self._connect()
         try:
             check_read_only(conn)
@@ -167,6 +168,7 @@ class PostgresWarehouse:
     ) -> tuple[tuple[str, ...], QueryResult]:
         """Guard-check ``sql`` in PostgreSQL's dialect in a guard process (its parse time is
         bounded by the query's timeout, at most :data:`GUARD_TIMEOUT_S`), then run it."""
+        self._local.wait_s = 0.0
         answer = self._guards.request(
             {"sql": sql, "max_sql_chars": max_sql_chars}, min(timeout_s, GUARD_TIMEOUT_S)
         )
@@ -174,15 +176,25 @@ class PostgresWarehouse:
             err = answer["error"]
             raise ToolError(str(err["code"]), str(err["message"]), str(err.get("hint", "")))
         checked, tables = str(answer["ok"]["sql"]), tuple(answer["ok"]["tables"])
-        return tables, self.run(checked, limit, timeout_s, max_bytes)
+        guard_wait = self._guards.last_wait_s()
+        try:
+            return tables, self.run(checked, limit, timeout_s, max_bytes)
+        finally:
+            self._local.wait_s += guard_wait
+
+    def last_wait_s(self) -> float:
+        """Seconds this thread's last query waited for a guard process and a connection."""
+        return float(getattr(self._local, "wait_s", 0.0))
 
     def run(
         self, sql: str, limit: int, timeout_s: float, max_bytes: int = 1024 * 1024
     ) -> QueryResult:
         """Run one guard-checked SELECT (see the module docstring)."""
         psycopg = self._psycopg
+        waiting = time.monotonic()
         self._slots.acquire()
         deadline = time.monotonic() + timeout_s  # the wait for a connection does not count
+        self._local.wait_s = deadline - timeout_s - waiting
         try:
             conn = self._take()
             try:

@@ -128,6 +128,12 @@ class WorkerPool:
         """The first worker's start-up answer: tables, catalog, DuckDB settings, limit."""
         self._idle: list[WorkerProcess] = started
         self._killer = Watchdog("sql-worker-killer")
+        self._local = threading.local()
+
+    def last_wait_s(self) -> float:
+        """How long this thread's last :meth:`request` waited for an idle worker (one being
+        replaced); the timeout starts after it."""
+        return float(getattr(self._local, "wait_s", 0.0))
 
     @property
     def pids(self) -> list[int]:
@@ -140,7 +146,10 @@ class WorkerPool:
 
         Raises ``QUERY_TIMEOUT`` when the worker had to be killed, ``QUERY_MEMORY_LIMIT`` when
         it died by itself (an allocation failing outside DuckDB's error handling)."""
+        self._local.wait_s = 0.0
+        started = time.perf_counter()
         worker = self._take()
+        self._local.wait_s = time.perf_counter() - started
         ticket = self._killer.arm(worker.kill, timeout_s + KILL_GRACE_S)
         try:
             answer = worker.request(req)
@@ -180,15 +189,35 @@ class WorkerPool:
             self._cond.notify()
 
     def _replace(self, worker: WorkerProcess) -> None:
-        """Reap ``worker`` and start its successor on a background thread."""
+        """Reap ``worker`` and start its successor on this thread: the caller whose query
+        cost the worker keeps its query slot until the pool is whole again (its wait is
+        counted in :meth:`last_wait_s`, not as query time). If the start fails, a
+        background thread retries."""
+        started = time.perf_counter()
         worker.kill()
         with self._cond:
             self._busy.discard(worker)
             self.replaced += 1
-        threading.Thread(target=self._start_one, args=(worker,), daemon=True).start()
+        worker.stop(0)
+        try:
+            successor = WorkerProcess(self._hello)
+            successor.ready()
+        except Exception:
+            _log.exception("starting a SQL worker failed; retrying in the background")
+            threading.Thread(target=self._start_one, daemon=True).start()
+        else:
+            self._add(successor)
+        self._local.wait_s = getattr(self._local, "wait_s", 0.0) + time.perf_counter() - started
 
-    def _start_one(self, dead: WorkerProcess) -> None:
-        dead.stop(0)
+    def _add(self, worker: WorkerProcess) -> None:
+        with self._cond:
+            if self._closed:
+                worker.stop()
+                return
+            self._idle.append(worker)
+            self._cond.notify()
+
+    def _start_one(self) -> None:
         delay = 0.5
         while True:
             with self._cond:
@@ -202,12 +231,7 @@ class WorkerPool:
                 time.sleep(delay)
                 delay = min(delay * 2, 10.0)
                 continue
-            with self._cond:
-                if self._closed:
-                    worker.stop()
-                    return
-                self._idle.append(worker)
-                self._cond.notify()
+            self._add(worker)
             return
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ Limits that hold whatever function a query calls:
   so a list, string or hash table that DuckDB's ``memory_limit`` does not cover fails to
   allocate (``QUERY_MEMORY_LIMIT``) instead of growing the machine's memory;
 - a worker whose address space grew past half its budget after a query (DuckDB and malloc
-  keep what they mapped), or whose query ran out of memory or time, asks to be replaced;
+  keep what they mapped) asks to be replaced;
 - a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
   ignores the interrupt is killed by the parent after a grace period.
 """
@@ -50,9 +50,6 @@ SETTINGS_REPORTED = (
 
 GUARD_RECURSION_LIMIT = 30_000
 """Python's recursion limit in a worker (the parsers recurse once per nested expression)."""
-
-RECYCLE_CODES = frozenset({"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"})
-"""Failures after which a worker is replaced (its memory may be fragmented or still held)."""
 
 
 def _vm_size_bytes() -> int:
@@ -193,10 +190,9 @@ def main() -> None:
         except MemoryError:
             answer = {"error": memory_error("").body.model_dump()}
         answer["worker_ms"] = (time.perf_counter() - started) * 1000.0
-        failed = answer.get("error", {}).get("code") in RECYCLE_CODES
-        if budget > 0 and (failed or _vm_size_bytes() > recycle_above):
-            # DuckDB and malloc keep address space after a big query: a worker past half its
-            # budget (or after a failure) is replaced, so the next query gets its full budget
+        # DuckDB and malloc keep address space after a big query (or a failed allocation):
+        # a worker past half its budget is replaced, so the next query gets its full budget
+        if budget > 0 and _vm_size_bytes() > recycle_above:
             answer["recycle"] = True
         try:
             _send(out, answer)
