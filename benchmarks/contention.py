@@ -330,7 +330,7 @@ def _report(res: dict[str, Any], opts: argparse.Namespace, bound_mib: float | No
 
 @contextlib.contextmanager
 def _postgres(world_dir: Path) -> Iterator[str]:
-    from psycopg.conninfo import make_conninfo
+    from psycopg.conninfo import conninfo_to_dict
     from tests.postgres_server import postgres_cluster  # the tests' throwaway cluster
 
     from dabench.platform.warehouse.postgres_roles import create_read_only_role
@@ -342,7 +342,8 @@ def _postgres(world_dir: Path) -> Iterator[str]:
         export_postgres(world, admin)
         reader = "dabench_contention_reader"
         create_read_only_role(admin, reader, [ds.id for ds in world.catalog.datasets])
-        yield make_conninfo(admin, user=reader)
+        info = conninfo_to_dict(admin)
+        yield f"postgresql://{reader}@{info['host']}:{info['port']}/{info['dbname']}"
 
 
 def main() -> None:

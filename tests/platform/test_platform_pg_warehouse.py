@@ -247,6 +247,12 @@ def test_statement_timeout_is_the_platform_time_limit(warehouse: PostgresWarehou
     assert exc.value.code == "QUERY_TIMEOUT"
     assert "0.3 s statement timeout" in exc.value.body.message
     assert warehouse.run("SELECT 1 AS one", 1, 5.0).rows == [[1]]  # the pool still works
+    # a function that does not check for the cancel: the call is abandoned, not waited for
+    stubborn = "SELECT length(regexp_replace(repeat('a', 100000), 'a', repeat('b', 10000), 'g'))"
+    with pytest.raises(ToolError) as exc:
+        warehouse.guarded_run(stubborn, 10000, 10, 0.3, 65536)
+    assert exc.value.code == "QUERY_TIMEOUT"
+    assert warehouse.run("SELECT 2 AS two", 1, 5.0).rows == [[2]]
 
 
 @pytest.fixture(scope="module")

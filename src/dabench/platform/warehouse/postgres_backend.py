@@ -19,7 +19,9 @@ Python.
 from __future__ import annotations
 
 import itertools
+import os
 import queue
+import socket
 import sys
 import threading
 import time
@@ -36,7 +38,7 @@ from dabench.platform.warehouse.base import (
     sql_error,
     timeout_error,
 )
-from dabench.platform.warehouse.process_pool import WorkerPool
+from dabench.platform.warehouse.process_pool import KILL_GRACE_S, WorkerPool
 from dabench.platform.warehouse.watchdog import Watchdog
 
 KNOWLEDGE_SCHEMA = "dabench_knowledge"
@@ -236,8 +238,19 @@ class PostgresWarehouse:
             conn.execute(f"SET statement_timeout = {ms}")
             self._timeouts[id(conn)] = ms
         # statement_timeout covers each statement (DECLARE, every FETCH); the watchdog
-        # cancels the backend at the call's deadline, whichever statement it is in
-        ticket = self._watchdog.arm(conn.cancel, max(deadline - time.monotonic(), 0.001))
+        # cancels the backend at the call's deadline, whichever statement it is in, and a
+        # backend busy where PostgreSQL does not check for a cancel (repeat, regexp_replace
+        # building a huge value) is abandoned KILL_GRACE_S later: the socket is shut down,
+        # so this call returns; the backend stops when its function returns
+        left = max(deadline - time.monotonic(), 0.001)
+        abandoned = threading.Event()
+
+        def abandon() -> None:
+            abandoned.set()
+            _shutdown_socket(conn)
+
+        ticket = self._watchdog.arm(conn.cancel, left)
+        kill_ticket = self._watchdog.arm(abandon, left + KILL_GRACE_S)
         try:
             with conn.transaction():
                 described = _describe(conn, sql)
@@ -251,8 +264,13 @@ class PostgresWarehouse:
                         return list(cur.fetchmany(n))
 
                     rows, truncated_by = fetch_capped(fetchmany, limit, max_bytes, flagged)
+        except self._psycopg.OperationalError as exc:
+            if abandoned.is_set():
+                raise self._psycopg.errors.QueryCanceled("abandoned past the deadline") from exc
+            raise
         finally:
-            if not self._watchdog.disarm(ticket):
+            cancelled = not self._watchdog.disarm(ticket)
+            if not self._watchdog.disarm(kill_ticket) or cancelled:
                 # the cancel was sent: it could still hit the connection's next query
                 conn.close()
         columns = [{"name": name, "type": dtype} for name, dtype, _oid in described]
@@ -270,6 +288,22 @@ class PostgresWarehouse:
                 self._pool.get_nowait().close()
             except queue.Empty:
                 return
+
+
+def _shutdown_socket(conn: Any) -> None:
+    """End a connection whose backend ignores the cancel: shutting its socket down (on a
+    duplicate descriptor: the connection still owns its own) makes the blocked libpq read
+    fail at once in the thread that waits on it."""
+    try:
+        sock = socket.socket(fileno=os.dup(conn.pgconn.socket))
+    except OSError:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 def _describe(conn: Any, sql: str) -> list[tuple[str, str, int]]:
