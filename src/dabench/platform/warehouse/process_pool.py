@@ -198,7 +198,10 @@ class WorkerPool:
         with self._cond:
             self._busy.discard(worker)
             self.replaced += 1
+            closed = self._closed
         worker.stop(0)
+        if closed:
+            return
         try:
             successor = WorkerProcess(self._hello)
             successor.ready()
