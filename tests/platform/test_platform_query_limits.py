@@ -32,7 +32,7 @@ def one_worker(world_dir: Path) -> Iterator[DuckDBWarehouse]:
 
 
 @pytest.mark.parametrize(
-    "sql", ["SELECT len(range(100000000))", "SELECT len(list_resize([1], 100000000))"]
+    "sql", ["SELECT len(range(1000000000))", "SELECT len(list_resize([1], 1000000000))"]
 )
 def test_list_blowup_is_stopped_and_the_next_query_answers(
     one_worker: DuckDBWarehouse, sql: str

@@ -23,12 +23,12 @@ class Watchdog:
     def __init__(self, name: str = "sql-watchdog") -> None:
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int]] = []
-        self._armed: dict[int, Callable[[], None]] = {}
+        self._armed: dict[int, Callable[[], object]] = {}
         self._seq = itertools.count()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def arm(self, action: Callable[[], None], timeout_s: float) -> int:
+    def arm(self, action: Callable[[], object], timeout_s: float) -> int:
         """Run ``action`` after ``timeout_s`` unless disarmed; returns a ticket."""
         ticket = next(self._seq)
         deadline = time.monotonic() + timeout_s

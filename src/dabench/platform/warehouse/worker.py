@@ -16,6 +16,9 @@ Limits that hold whatever function a query calls:
   allocate (``QUERY_MEMORY_LIMIT``) instead of growing the machine's memory;
 - a worker whose address space grew past half its budget after a query (DuckDB and malloc
   keep what they mapped) asks to be replaced;
+- a query running longer than half a second drops to nice 10, so the short queries of
+  other sessions get the CPU first (its priority is restored afterwards, or the worker
+  replaced where that is not permitted);
 - a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
   ignores the interrupt is killed by the parent after a grace period.
 """
@@ -27,6 +30,7 @@ import os
 import re
 import resource
 import sys
+import threading
 import time
 from typing import IO, Any
 
@@ -50,6 +54,21 @@ SETTINGS_REPORTED = (
 
 GUARD_RECURSION_LIMIT = 30_000
 """Python's recursion limit in a worker (the parsers recurse once per nested expression)."""
+
+
+LONG_QUERY_S = 0.5
+"""A query running longer than this drops to :data:`LONG_QUERY_NICE` for the rest of its
+run, so short queries of other sessions (and the platform process) get the CPU first."""
+LONG_QUERY_NICE = 10
+
+
+def _set_nice(tid: int, nice: int) -> bool:
+    """Set one thread's nice value; ``False`` when not permitted."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, nice)
+    except OSError:
+        return False
+    return True
 
 
 def _vm_size_bytes() -> int:
@@ -81,6 +100,9 @@ class GuardWorker:
 
 class Worker:
     """One read-only connection to the world and the guard's scope over it."""
+
+    must_recycle = False
+    """Set when the worker could not restore its priority after a long query."""
 
     def __init__(self, path: str, config: dict[str, Any]) -> None:
         self.con = duckdb.connect(path, read_only=True, config=config)
@@ -115,6 +137,8 @@ class Worker:
         timeout_s = float(req["timeout_s"])
         cur = self.con.cursor()
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
+        tid = threading.get_native_id()
+        demote = self.watchdog.arm(lambda: _set_nice(tid, LONG_QUERY_NICE), LONG_QUERY_S)
         try:
             sql = str(req["sql"])
             tables: list[str] = []
@@ -138,6 +162,8 @@ class Worker:
             return {"error": sql_error(str(exc)).body.model_dump()}
         finally:
             self.watchdog.disarm(ticket)
+            if not self.watchdog.disarm(demote) and not _set_nice(tid, 0):
+                self.must_recycle = True  # may not raise its priority again: a fresh worker
             cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
         return {
@@ -192,7 +218,9 @@ def main() -> None:
         answer["worker_ms"] = (time.perf_counter() - started) * 1000.0
         # DuckDB and malloc keep address space after a big query (or a failed allocation):
         # a worker past half its budget is replaced, so the next query gets its full budget
-        if budget > 0 and _vm_size_bytes() > recycle_above:
+        if getattr(worker, "must_recycle", False) or (
+            budget > 0 and _vm_size_bytes() > recycle_above
+        ):
             answer["recycle"] = True
         try:
             _send(out, answer)
