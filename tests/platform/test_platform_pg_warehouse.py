@@ -107,6 +107,34 @@ def test_ordinary_postgres_sql_is_accepted_and_runs(warehouse: PostgresWarehouse
         assert warehouse.run(checked.sql, 5, 10.0).rows, sql
 
 
+GUARDED_ACCEPTED = [
+    "SELECT count(*) FROM sales.orders TABLESAMPLE BERNOULLI (50) REPEATABLE (7)",
+    "SELECT jsonb_array_elements('[1, 2]'::jsonb) AS e",
+    "SELECT regexp_matches('a1b2', '[0-9]', 'g') AS m",
+    "SELECT 1 n" + " UNION ALL SELECT 1" * 999,
+]
+"""Analyst SQL that needs the guard's worker (long flat expressions parse recursively)."""
+
+
+def test_valid_analyst_sql_runs_and_owners_stay_hidden(warehouse: PostgresWarehouse) -> None:
+    for sql in GUARDED_ACCEPTED:
+        _, result = warehouse.guarded_run(sql, 20000, 5, 30.0, 65536)
+        assert result.rows, sql
+    # the guard accepts a 4,750-term sum; PostgreSQL itself may refuse it (max_stack_depth)
+    flat = "SELECT " + " + ".join(["1"] * 4750) + " AS total"
+    try:
+        _, result = warehouse.guarded_run(flat, 20000, 5, 30.0, 65536)
+        assert result.rows == [[4750]]
+    except ToolError as exc:
+        assert exc.code == "SQL_ERROR" and "stack depth" in exc.body.message
+    owners = "SELECT DISTINCT schema_owner FROM information_schema.schemata"
+    _, result = warehouse.guarded_run(owners, 20000, 5, 30.0, 65536)
+    assert result.rows == [[None]]
+    with pytest.raises(ToolError) as exc:
+        warehouse.guarded_run("SELECT getpgusername()", 20000, 5, 30.0, 65536)
+    assert exc.value.code == "SQL_FUNCTION_NOT_ALLOWED"
+
+
 def test_allowlist_is_current_for_this_server(pg: tuple[str, str]) -> None:
     """The committed allowlist is what the generator derives from this server's pg_proc."""
     from importlib import resources
@@ -219,6 +247,12 @@ def test_statement_timeout_is_the_platform_time_limit(warehouse: PostgresWarehou
     assert exc.value.code == "QUERY_TIMEOUT"
     assert "0.3 s statement timeout" in exc.value.body.message
     assert warehouse.run("SELECT 1 AS one", 1, 5.0).rows == [[1]]  # the pool still works
+    # a function that does not check for the cancel: the call is abandoned, not waited for
+    stubborn = "SELECT length(regexp_replace(repeat('a', 100000), 'a', repeat('b', 10000), 'g'))"
+    with pytest.raises(ToolError) as exc:
+        warehouse.guarded_run(stubborn, 10000, 10, 0.3, 65536)
+    assert exc.value.code == "QUERY_TIMEOUT"
+    assert warehouse.run("SELECT 2 AS two", 1, 5.0).rows == [[2]]
 
 
 @pytest.fixture(scope="module")

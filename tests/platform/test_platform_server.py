@@ -302,7 +302,7 @@ def test_openapi_served(platform_a0: RunningPlatform) -> None:
         "id", "timestamp", "duration_ms", "session_id", "user_id", "persona", "tool_name",
         "parameters", "success", "error_code", "request_chars", "response_chars",
         "enrichment_applied", "enrichment_tokens_full", "enrichment_tokens_delivered",
-        "event_kind", "presented_session_id", "escaped", "episode_id",
+        "event_kind", "presented_session_id", "escaped", "episode_id", "queue_ms",
     }  # fmt: skip
 
 

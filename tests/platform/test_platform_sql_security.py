@@ -137,9 +137,7 @@ async def test_hostile_inputs_are_bounded(platform_tight: RunningPlatform) -> No
 def test_sql_threads_setting_reaches_duckdb(world_dir: Path, threads: int) -> None:
     warehouse = DuckDBWarehouse(world_dir / "warehouse.duckdb", threads)
     try:
-        cur = warehouse._con.cursor()
-        assert cur.execute("SELECT current_setting('threads')").fetchone() == (threads,)
-        cur.close()
+        assert warehouse.settings["threads"] == str(threads)
         with pytest.raises(ValueError, match="threads must be at least 1"):
             read_only_config(0)
     finally:
@@ -169,6 +167,7 @@ LIMITS_PROFILE = {
         "max_result_bytes": 65536,
         "memory_limit": "256MiB",
         "max_temp_directory_size": "64MiB",
+        "workers": 2,
     },
 }
 
@@ -202,8 +201,8 @@ async def test_byte_cap_truncates_large_results(platform_limits: RunningPlatform
         huge = "SELECT repeat('x', 100000) FROM range(10000)"
         is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": huge})
         assert not is_error and body["truncated"] is True and body["row_count"] == 0
-        # one value over the cap never reaches Python: the row is cut, columns stay
-        one = "SELECT 1 AS n, repeat('x', 100000000) AS big, 'ok' AS s"
+        # one value over the cap is never returned: the row is cut, columns stay
+        one = "SELECT 1 AS n, repeat('x', 50000000) AS big, 'ok' AS s"
         is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": one})
         assert not is_error and body["truncated_by"] == "bytes" and body["rows"] == []
         assert [c["name"] for c in body["columns"]] == ["n", "big", "s"]
@@ -234,11 +233,11 @@ async def test_memory_limit_and_spill_cap_come_from_the_profile(
     async with mcp_client(platform_limits) as client:
         sid = await open_session(client)
         is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": big_agg})
-        assert is_error and body["error"]["code"] == "SQL_ERROR"
+        assert is_error and body["error"]["code"] == "QUERY_MEMORY_LIMIT"
         assert "Out of Memory" in body["error"]["message"], body
         # the sort spills to the profile's temp directory until max_temp_directory_size
         is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": spill})
-        assert is_error and body["error"]["code"] == "SQL_ERROR", body
+        assert is_error and body["error"]["code"] == "QUERY_MEMORY_LIMIT", body
         assert "failed to offload" in body["error"]["message"], body
         assert "64.0 MiB" in body["error"]["message"], body
         is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": "SELECT 1"})
@@ -278,22 +277,15 @@ async def test_heavy_query_does_not_hold_up_other_sessions(
 
 
 def test_warehouse_limits_reach_duckdb(world_dir: Path, tmp_path: Path) -> None:
-    limits = WarehouseLimits("300MiB", tmp_path / "spill", "1GiB")
+    limits = WarehouseLimits("600MiB", tmp_path / "spill", "1GiB", workers=2)
     warehouse = DuckDBWarehouse(world_dir / "warehouse.duckdb", 1, limits)
     try:
-        cur = warehouse._con.cursor()
-        settings = dict(
-            cur.execute(
-                "SELECT name, value FROM duckdb_settings() WHERE name IN "
-                "('memory_limit', 'temp_directory', 'max_temp_directory_size', "
-                "'python_enable_replacements', 'enable_external_access')"
-            ).fetchall()
-        )
-        cur.close()
+        settings = warehouse.settings
+        assert len(warehouse.worker_pids) == 2
     finally:
         warehouse.close()
     assert settings["temp_directory"] == str(tmp_path / "spill")
-    assert settings["memory_limit"] == "300.0 MiB"
+    assert settings["memory_limit"] == "300.0 MiB"  # each worker's share
     assert settings["max_temp_directory_size"] == "1.0 GiB"
     assert settings["python_enable_replacements"] == "false"
     assert settings["enable_external_access"] == "false"

@@ -21,6 +21,10 @@ from dabench.platform.mcp_gate import AUDITED_STATE_KEY, IDENTITY_STATE_KEY, SES
 from dabench.platform.service import SERVER_NAME, PlatformService
 from dabench.platform.tools import tool_annotations
 
+SQL_THREADS = 256
+"""Threads for ``sql_query`` calls, apart from anyio's default pool (40) that serves the other
+tools; the query scheduler, not this number, decides how many queries run at once."""
+
 
 def _identity(ctx: ServerRequestContext[Any, Any], fixed: Identity | None) -> Identity:
     request = ctx.request
@@ -41,7 +45,12 @@ def _header_session(ctx: ServerRequestContext[Any, Any]) -> str | None:
 
 
 def build_mcp_server(service: PlatformService, fixed_identity: Identity | None = None) -> Server:
-    """A low-level MCP server exposing ``service``'s tools for the caller's persona."""
+    """A low-level MCP server exposing ``service``'s tools for the caller's persona.
+
+    ``sql_query`` calls run on threads of their own (:data:`SQL_THREADS` at most; a query
+    waiting for its slot holds one), so tools that run no SQL never wait behind SQL for a
+    thread of anyio's default pool."""
+    sql_limiter: list[anyio.CapacityLimiter] = []
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -66,8 +75,18 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
             # service.call writes this request's row (whatever happens, even if the client
             # goes away meanwhile), so the gate must not write a second one
             ctx.request.scope.setdefault("state", {})[AUDITED_STATE_KEY] = True
+        limiter = None
+        if params.name == "sql_query":
+            if not sql_limiter:  # created on the event loop that serves the calls
+                sql_limiter.append(anyio.CapacityLimiter(SQL_THREADS))
+            limiter = sql_limiter[0]
         outcome = await anyio.to_thread.run_sync(
-            service.call, identity, params.name, params.arguments, _header_session(ctx)
+            service.call,
+            identity,
+            params.name,
+            params.arguments,
+            _header_session(ctx),
+            limiter=limiter,
         )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)],

@@ -108,6 +108,10 @@ class MemorySettings(_Strict):
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 """Default byte cap of one ``sql_query`` result's rows (1 MiB of JSON)."""
 
+DEFAULT_SQL_WORKERS = 4
+"""Queries that run at once (DuckDB worker processes, or PostgreSQL connections)."""
+DEFAULT_PER_SESSION_QUERIES = 1
+DEFAULT_QUEUE_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_LIMIT = "2GiB"
 """Default DuckDB ``memory_limit`` of the warehouse: a few GiB of a shared 24 GiB machine."""
 
@@ -135,6 +139,16 @@ class SqlSettings(_Strict):
         default=DEFAULT_MAX_TEMP_DIRECTORY_SIZE, pattern=_SIZE_PATTERN
     )
     """Cap of the spill files; a query needing more fails with ``SQL_ERROR``."""
+    workers: int = Field(default=DEFAULT_SQL_WORKERS, ge=1, le=64)
+    """Queries that run at once: DuckDB worker processes (``memory_limit`` is split among
+    them); on PostgreSQL, pooled connections."""
+    per_user_queries: int | None = Field(default=None, ge=1)
+    """Queries one identity may run at once (default: all slots but one, at least one), so
+    another identity always finds a free slot."""
+    per_session_queries: int = Field(default=DEFAULT_PER_SESSION_QUERIES, ge=1)
+    """Queries one session may run at once; more wait in its identity's queue."""
+    queue_timeout_s: float = Field(default=DEFAULT_QUEUE_TIMEOUT_S, gt=0, le=3600)
+    """How long a query may wait for a slot before it is refused with ``SQL_BUSY``."""
 
 
 class Persona(_Strict):
@@ -164,6 +178,10 @@ HASH_NEUTRAL_DEFAULTS: dict[tuple[str, str], object] = {
     ("sql", "memory_limit"): DEFAULT_MEMORY_LIMIT,
     ("sql", "temp_directory"): None,
     ("sql", "max_temp_directory_size"): DEFAULT_MAX_TEMP_DIRECTORY_SIZE,
+    ("sql", "workers"): DEFAULT_SQL_WORKERS,
+    ("sql", "per_user_queries"): None,
+    ("sql", "per_session_queries"): DEFAULT_PER_SESSION_QUERIES,
+    ("sql", "queue_timeout_s"): DEFAULT_QUEUE_TIMEOUT_S,
 }
 """``(section, field) -> default`` left out of :meth:`Profile.canonical_json` at that default."""
 

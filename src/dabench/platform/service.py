@@ -24,6 +24,7 @@ from dabench.platform.admin.audit import UNAUTHENTICATED, AuditStore, EventKind
 from dabench.platform.admin.auth import AuthConfig, Identity
 from dabench.platform.admin.episodes import EpisodeKeys, episode_of
 from dabench.platform.errors import ToolError
+from dabench.platform.fair_share import QueryScheduler
 from dabench.platform.knowledge.enrichment import (
     NO_ENRICHMENT,
     Enrichment,
@@ -36,7 +37,6 @@ from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.profile import ALL_TOOLS, Profile
 from dabench.platform.search.engine import KIND_PREFIX, PREFIX_KIND, SearchEngine
 from dabench.platform.sessions import PlatformSession, SessionRegistry
-from dabench.platform.sqlguard import check_sql
 from dabench.platform.state import Insight, StateStore
 from dabench.platform.storage import Database
 from dabench.platform.tools import (
@@ -109,6 +109,7 @@ def warehouse_limits(profile: Profile, state_dir: Path) -> WarehouseLimits:
     temp = Path(sql.temp_directory) if sql.temp_directory else state_dir / "duckdb-tmp"
     return WarehouseLimits(
         memory_limit=sql.memory_limit,
+        workers=sql.workers,
         temp_directory=temp.resolve(),
         max_temp_directory_size=sql.max_temp_directory_size,
     )
@@ -143,6 +144,12 @@ class PlatformService:
             limits=warehouse_limits(profile, state_dir),
             expected_tables=frozenset(ds.id for ds in world.catalog.datasets),
             world_hash=world.world_hash,
+        )
+        sql = profile.sql
+        self.scheduler = QueryScheduler(
+            min(self.warehouse.slots, sql.workers) if warehouse_dsn else self.warehouse.slots,
+            sql.per_user_queries,
+            sql.per_session_queries,
         )
         self.tables = dict(self.warehouse.tables())
         self.sql_scope = self.warehouse.scope()
@@ -268,6 +275,7 @@ class PlatformService:
         if tool == "platform_info":  # it opens a session; a handle it carries is ignored
             arg_session = presented = None
         enrichment = NO_ENRICHMENT
+        stats: dict[str, float] = {}
         # Attribution first: the row names a session only when it is the caller's own, so a
         # refused call never counts as a call of the handle's owner.
         unresolved: Exception | None = None
@@ -346,7 +354,7 @@ class PlatformService:
                 }
             else:
                 assert session is not None
-                payload, enrichment = self._dispatch(tool, args, session, identity)
+                payload, enrichment = self._dispatch(tool, args, session, identity, stats)
             is_error = False
             error_code = None
         except ToolError as exc:
@@ -383,15 +391,21 @@ class PlatformService:
             enrichment_tokens_full=enrichment.tokens_full,
             enrichment_tokens_delivered=enrichment.tokens_delivered,
             event_kind="session_start" if tool == "platform_info" else "tool_call",
+            queue_ms=stats.get("queue_ms"),
         )
         return ToolOutcome(payload=payload, is_error=is_error, text=text)
 
     def _dispatch(
-        self, tool: str, args: BaseModel, session: PlatformSession, identity: Identity
+        self,
+        tool: str,
+        args: BaseModel,
+        session: PlatformSession,
+        identity: Identity,
+        stats: dict[str, float],
     ) -> tuple[dict[str, Any], Enrichment]:
         user = identity.user
         if isinstance(args, SqlQueryArgs):
-            return self._sql_query(args, session)
+            return self._sql_query(args, session, stats)
         if isinstance(args, DescribeTableArgs):
             return self._describe_table(args, session)
         if isinstance(args, ListTablesArgs):
@@ -431,7 +445,7 @@ class PlatformService:
         )
 
     def _sql_query(
-        self, args: SqlQueryArgs, session: PlatformSession
+        self, args: SqlQueryArgs, session: PlatformSession, stats: dict[str, float]
     ) -> tuple[dict[str, Any], Enrichment]:
         sql_cfg = self.profile.sql
         if self.profile.gate.search_first and not session.searched:
@@ -440,9 +454,18 @@ class PlatformService:
                 "this platform requires a search before the first sql_query of a session",
                 "call search with what you are looking for, then query",
             )
-        checked = check_sql(args.sql, sql_cfg.max_sql_chars, self.sql_scope)
         limit = min(args.limit or sql_cfg.row_limit_default, sql_cfg.row_limit_max)
-        result = self.warehouse.run(checked.sql, limit, sql_cfg.timeout_s, sql_cfg.max_result_bytes)
+        with self.scheduler.slot(session.user, session.id, sql_cfg.queue_timeout_s) as waited:
+            try:
+                tables, result = self.warehouse.guarded_run(
+                    args.sql,
+                    sql_cfg.max_sql_chars,
+                    limit,
+                    sql_cfg.timeout_s,
+                    sql_cfg.max_result_bytes,
+                )
+            finally:  # the slot, then a worker or connection: neither counts in the timeout
+                stats["queue_ms"] = (waited + self.warehouse.last_wait_s()) * 1000.0
         payload: dict[str, Any] = {
             "columns": result.columns,
             "rows": result.rows,
@@ -453,7 +476,7 @@ class PlatformService:
         if result.truncated_by == "bytes":
             payload["truncated_by"] = "bytes"
             payload["max_bytes"] = sql_cfg.max_result_bytes
-        enrichment = self._enrich([t for t in checked.tables if t in self.tables], session)
+        enrichment = self._enrich([t for t in tables if t in self.tables], session)
         if enrichment.applied:
             payload["semantic_context"] = enrichment.blocks
         return payload, enrichment

@@ -104,6 +104,10 @@ class AuditEvent(BaseModel):
     enrichment_tokens_delivered: int
     """Approximate tokens of the enrichment actually returned."""
     event_kind: EventKind
+    queue_ms: float | None = None
+    """For ``sql_query``: how long the query waited for a slot (its identity's and session's
+    share of the warehouse), included in ``duration_ms``; its timeout counts only after it.
+    ``None`` for other tools and for queries refused before they queued."""
     escaped: bool = False
     """The call carried text that is not valid Unicode, NUL or a non-finite number (or huge
     arguments): the string fields hold :func:`escape_text` of the original and ``parameters``
@@ -186,6 +190,7 @@ _COLUMNS = (
     "enrichment_tokens_delivered",
     "event_kind",
     "escaped",
+    "queue_ms",
 )
 _TEXT_COLUMNS = ("session_id", "presented_session_id", "user_id", "persona", "episode_id",
                  "tool_name", "error_code")  # fmt: skip
@@ -196,6 +201,7 @@ _ADDED_COLUMNS = {
     "presented_session_id": "TEXT",
     "escaped": "INTEGER NOT NULL DEFAULT 0",
     "episode_id": "TEXT",
+    "queue_ms": "DOUBLE PRECISION",
 }
 """Columns newer than the first schema: added to an older table on start-up."""
 
@@ -304,6 +310,7 @@ class AuditStore:
         event_kind: EventKind = "tool_call",
         presented_session_id: str | None = None,
         episode_id: str | None = None,
+        queue_ms: float | None = None,
     ) -> None:
         """Append one row and commit it (escaped when its text is not storable as is)."""
         texts: dict[str, str | None] = {
@@ -343,6 +350,7 @@ class AuditStore:
             enrichment_tokens_delivered,
             event_kind,
             int(escaped),
+            None if queue_ms is None else round(queue_ms, 3),
         )
         placeholders = ", ".join("?" for _ in _COLUMNS)
         self.db.execute(

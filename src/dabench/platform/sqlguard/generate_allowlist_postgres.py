@@ -13,8 +13,9 @@ Rules, in order (every excluded name is written to the file with its reason):
    all of its overloads.
 2. A name with a volatile overload is excluded (``random``, ``nextval``, ``pg_sleep``,
    ``set_config``, ``lo_import``, ``clock_timestamp`` ...), as DuckDB's side-effect/volatile
-   rule; so is every type's input/output/send/receive/modifier function, and a set-returning
-   function other than :data:`TABLE_FUNCTIONS` (generators).
+   rule; so is every type's input/output/send/receive/modifier function. Set-returning
+   functions are judged like the others (``jsonb_array_elements``, ``regexp_matches`` in a
+   select list); in ``FROM`` the guard allows only :data:`TABLE_FUNCTIONS` (generators).
 3. Catalog and internals by type: a name whose every overload takes or returns an object
    identifier or reference type (``oid``, ``regclass``, ``regproc`` ...), ``internal``,
    ``cstring``, a pseudo-type handler, transaction ids, ACLs, ``xml`` or parse trees is
@@ -22,6 +23,9 @@ Rules, in order (every excluded name is written to the file with its reason):
    the guard refuses casts to such types and the system columns that carry them.)
 4. :data:`REVIEWED_DENY` and :data:`DENY_PREFIXES`, the hand review (settings, session
    identity, the catalog, SQL from strings, XML, privilege probes).
+5. Aliases: a name with an overload implemented by the same internal or C function
+   (``pg_proc.prosrc`` of a plain function in ``internal`` or ``c``) as an overload of a
+   name refused by rules 3-4 is refused too (``getpgusername`` is ``current_user``).
 """
 
 from __future__ import annotations
@@ -110,7 +114,8 @@ SELECT p.proname, p.prokind, p.provolatile, p.proretset,
        ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes::oid[]) AS t) AS argtypes,
        EXISTS (SELECT 1 FROM pg_type ty WHERE p.oid IN (ty.typinput, ty.typoutput,
                ty.typreceive, ty.typsend, ty.typmodin, ty.typmodout, ty.typanalyze,
-               ty.typsubscript)) AS type_io
+               ty.typsubscript)) AS type_io,
+       CASE WHEN p.prolang IN (12, 13) AND p.prokind = 'f' THEN p.prosrc END AS impl
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = 'pg_catalog'
 ORDER BY p.proname
@@ -123,15 +128,13 @@ def _base_type(name: str) -> str:
 
 def _reason(row: tuple[Any, ...]) -> str | None:
     """Why one overload excludes its whole name, or ``None``."""
-    name, kind, volatile, retset, _rettype, _argtypes, type_io = row
+    _name, kind, volatile, _retset, _rettype, _argtypes, type_io = row[:7]
     if kind == "p":
         return "procedure"
     if type_io:
         return "type input/output internals"
     if volatile == "v":
         return "volatile or side effects (pg_proc.provolatile)"
-    if retset and name not in TABLE_FUNCTIONS:
-        return "set-returning (table) function (only generators are allowed)"
     return None
 
 
@@ -171,6 +174,21 @@ def build(dsn: str) -> dict[str, Any]:
             denied.setdefault(name, DENY_PREFIXES[prefix])
     for name in TABLE_FUNCTIONS:
         denied.pop(name, None)
+    # rule 5: another name for a refused implementation (internal/C plain functions only:
+    # the prosrc of a SQL function is its body, every aggregate's is aggregate_dummy).
+    # Rules 3-4 only: a volatile overload says nothing of another function sharing its C
+    # entry point with other arguments.
+    refused_impl: dict[str, str] = {}
+    for row in rows:
+        name, impl = str(row[0]), row[7]
+        reason = denied.get(name)
+        if impl and reason is not None and _reason(row) is None:
+            refused_impl.setdefault(str(impl), name)
+    for row in rows:
+        name, impl = str(row[0]), row[7]
+        if impl and name not in denied and str(impl) in refused_impl:
+            other = refused_impl[str(impl)]
+            denied[name] = f"another name of {other} ({denied[other]})"
     functions = sorted(n for n in names if n not in denied)
     return {
         "postgres_major_version": major,

@@ -359,6 +359,17 @@ def _check_tables(refs: Iterable[_TableRef], scope: SqlScope) -> tuple[set[str],
     return tables, info_refs
 
 
+OWNERLESS_COLUMNS: dict[tuple[str, str], str] = {
+    ("postgres", "schemata"): (
+        "catalog_name, schema_name, CAST(NULL AS TEXT) AS schema_owner, "
+        "default_character_set_catalog, default_character_set_schema, "
+        "default_character_set_name, sql_path"
+    ),
+}
+"""Views whose owner column would name a server role (the PostgreSQL administrator who
+exported the world): the restricted view lists the columns with the owner as ``NULL``."""
+
+
 def _restrict_information_schema(tree: exp.Expr, expected: int, scope: SqlScope) -> str:
     """Replace every ``information_schema.<view>`` by its rows of the warehouse's schemas."""
     schemas = ", ".join(f"'{s}'" for s in sorted(scope.schemas))
@@ -377,8 +388,9 @@ def _restrict_information_schema(tree: exp.Expr, expected: int, scope: SqlScope)
         found += 1
         view = node.name.lower()
         cat_col, schema_col = INFORMATION_SCHEMA_VIEWS[view]
+        columns = OWNERLESS_COLUMNS.get((scope.dialect, view), "*")
         inner = sqlglot.parse_one(
-            f"SELECT * FROM information_schema.{view} "
+            f"SELECT {columns} FROM information_schema.{view} "
             f"WHERE {cat_col} = '{catalog}' AND {schema_col} IN ({schemas})",
             read=scope.dialect,
         )

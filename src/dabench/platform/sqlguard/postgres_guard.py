@@ -5,7 +5,7 @@ Then PostgreSQL's own parser (``pglast``, libpg_query) gives the tree the server
 and every node is checked, failing closed:
 
 - only the node types of a plain query are accepted (no ``SELECT INTO``, ``FOR UPDATE``,
-  parameters, ``TABLESAMPLE``, XML expressions ...);
+  parameters, XML expressions ...; ``TABLESAMPLE`` only with ``SYSTEM`` or ``BERNOULLI``);
 - every function call against the committed ``allowlist_postgres.json`` (unqualified names
   only; :mod:`.generate_allowlist_postgres`), set-returning ones in ``FROM`` against the
   generators ``generate_series`` and ``unnest``;
@@ -197,6 +197,18 @@ class _Walker:
             )
         )
         self.visit(node.alias, ctes)
+
+    def _RangeTableSample(self, node: ast.RangeTableSample, ctes: frozenset[str]) -> None:
+        method = ".".join(str(getattr(m, "sval", m)) for m in node.method or ()).lower()
+        if method not in ("system", "bernoulli"):
+            raise _refuse(
+                "SQL_FUNCTION_NOT_ALLOWED",
+                f"TABLESAMPLE method {method!r} is not allowed",
+                "use TABLESAMPLE SYSTEM (p) or BERNOULLI (p), with REPEATABLE (seed) to repeat",
+            )
+        self.visit(node.relation, ctes)
+        self.visit(node.args, ctes)
+        self.visit(node.repeatable, ctes)
 
     def _RangeFunction(self, node: ast.RangeFunction, ctes: frozenset[str]) -> None:
         for item in node.functions or ():

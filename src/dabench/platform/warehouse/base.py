@@ -64,6 +64,24 @@ class Warehouse(Protocol):
         JSON; ``QUERY_TIMEOUT`` past ``timeout_s``, ``SQL_ERROR`` on an engine error."""
         ...
 
+    def guarded_run(
+        self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
+    ) -> tuple[tuple[str, ...], QueryResult]:
+        """Guard-check ``sql`` (:func:`~dabench.platform.sqlguard.check_sql` over
+        :meth:`scope`), then :meth:`run` it; returns the warehouse tables it references and
+        its result. Refusals and failures raise :class:`ToolError`."""
+        ...
+
+    def last_wait_s(self) -> float:
+        """Seconds the calling thread's last query waited inside the warehouse (for a worker
+        or a connection) before its timeout started."""
+        ...
+
+    @property
+    def slots(self) -> int:
+        """How many queries can run at once."""
+        ...
+
     def close(self) -> None:
         """Release the connection(s)."""
         ...
@@ -112,6 +130,8 @@ def fetch_capped(
                 if raw[-1]:
                     return rows, "bytes"
                 raw = raw[:-1]
+            if any(isinstance(v, str | bytes) and len(v) > max_bytes for v in raw):
+                return rows, "bytes"  # over the cap on its own: not worth converting
             row = [jsonable(v) for v in raw]
             used += len(json.dumps(row)) + 1
             if used > max_bytes:
@@ -125,6 +145,17 @@ def timeout_error(timeout_s: float) -> ToolError:
         "QUERY_TIMEOUT",
         f"the query ran longer than the {timeout_s:g} s statement timeout",
         "aggregate earlier, filter more, or use a pre-aggregated table",
+    )
+
+
+def memory_error(message: str) -> ToolError:
+    """The platform's memory-limit error: the query needed more than its worker may hold."""
+    first = (message.strip().splitlines() or [""])[0][:300]
+    detail = f" ({first})" if first else ""
+    return ToolError(
+        "QUERY_MEMORY_LIMIT",
+        f"the query needed more memory than a query may use{detail}",
+        "build smaller values (lists, strings), aggregate earlier or filter more",
     )
 
 

@@ -1,36 +1,31 @@
 """The DuckDB backend: read-only query execution on the world's DuckDB warehouse, bounded in
-rows, bytes, memory and time.
+rows, bytes, memory and time whatever function a query calls.
 
-One read-only connection with external access and extension auto-loading disabled and a
-``memory_limit`` (spilling to a bounded temp directory); each call gets its own
-``cursor()`` and runs in the caller's worker thread. Results stream: rows are fetched in
-small batches until the row cap or the byte cap is reached, so a query with a huge result
-costs one batch, not the result. A watchdog interrupts the cursor when the statement
-timeout expires.
+Queries run in a pool of worker processes (:mod:`.process_pool`, :mod:`.worker`), each with
+its own read-only connection (external access and extension auto-loading disabled), a share
+of ``memory_limit`` (spilling to a bounded temp directory) and an address-space limit, so a
+query that builds a huge list or string fails with ``QUERY_MEMORY_LIMIT`` in its worker
+while the platform process stays small. The guard runs in the worker too, before the query,
+under the same timeout. At the timeout the worker interrupts its query; a function that
+does not stop within a grace period has its worker killed and replaced (``QUERY_TIMEOUT``).
+Results stream: rows are fetched in small batches until the row cap or the byte cap is
+reached, so a query with a huge result costs one batch, not the result, and at most
+``max_bytes`` of rows cross to the platform.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
-import threading
-import time
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from dabench.defaults import DEFAULT_SQL_THREADS as DEFAULT_SQL_THREADS
+from dabench.platform.errors import ToolError
+from dabench.platform.profile import DEFAULT_SQL_WORKERS
 from dabench.platform.sqlguard import SqlScope
-from dabench.platform.warehouse.base import (
-    QueryResult,
-    SqlDialect,
-    TableColumns,
-    fetch_capped,
-    sql_error,
-    timeout_error,
-)
+from dabench.platform.warehouse.base import QueryResult, SqlDialect, TableColumns
+from dabench.platform.warehouse.process_pool import WorkerPool
 from dabench.world import OFFLINE_CONFIG
 
 READ_ONLY_CONFIG: dict[str, Any] = {
@@ -49,12 +44,19 @@ afterwards."""
 
 @dataclass(frozen=True)
 class WarehouseLimits:
-    """DuckDB's resource settings for the warehouse connection (from the profile's ``sql``)."""
+    """DuckDB's resource settings for the warehouse (from the profile's ``sql``)."""
 
     memory_limit: str = "2GiB"
+    """Of all workers together: each gets an equal share as its DuckDB ``memory_limit`` and,
+    with :attr:`worker_headroom_bytes`, as its address-space limit."""
     temp_directory: Path | None = None
     """Where DuckDB spills; ``None`` keeps DuckDB's default (next to the database file)."""
     max_temp_directory_size: str = "4GiB"
+    workers: int = DEFAULT_SQL_WORKERS
+    """Worker processes, i.e. queries that run at once; ``memory_limit`` is split among them."""
+    worker_headroom_bytes: int = 1024 * 2**20
+    """Each worker's address space beyond its share of ``memory_limit``: Python's copy of a
+    result batch and DuckDB's allocations outside its buffer manager."""
 
 
 def read_only_config(
@@ -76,63 +78,9 @@ def read_only_config(
     return config
 
 
-class Watchdog:
-    """One daemon thread that interrupts cursors whose statement timeout expired.
-
-    Cheaper than a timer thread per query: arming and disarming are a heap push and a
-    dictionary delete under a condition variable.
-    """
-
-    GRANULARITY_S = 0.05
-    """The watchdog's resolution: a timeout fires up to this much late."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int]] = []
-        self._armed: dict[int, duckdb.DuckDBPyConnection] = {}
-        self._seq = itertools.count()
-        self._thread = threading.Thread(target=self._loop, name="sql-watchdog", daemon=True)
-        self._thread.start()
-
-    def arm(self, cursor: duckdb.DuckDBPyConnection, timeout_s: float) -> int:
-        """Interrupt ``cursor`` after ``timeout_s`` unless disarmed; returns a ticket."""
-        ticket = next(self._seq)
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            self._armed[ticket] = cursor
-            # Wake the thread only when its next deadline moves earlier: with one timeout for
-            # every query a new deadline is never the earliest, so most calls switch no thread.
-            wake = not self._heap or deadline < self._heap[0][0]
-            heapq.heappush(self._heap, (deadline, ticket))
-            if wake:
-                self._cond.notify()
-        return ticket
-
-    def disarm(self, ticket: int) -> None:
-        """Cancel a pending interrupt."""
-        with self._cond:
-            self._armed.pop(ticket, None)
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._heap:
-                    self._cond.wait()
-                deadline, ticket = self._heap[0]
-                now = time.monotonic()
-                if deadline > now:
-                    # Disarmed tickets stay in the heap until their deadline; waking at most
-                    # every GRANULARITY_S pops them in batches instead of one wake-up per query.
-                    self._cond.wait(max(deadline - now, self.GRANULARITY_S))
-                    continue
-                heapq.heappop(self._heap)
-                cursor = self._armed.pop(ticket, None)
-            if cursor is not None:
-                cursor.interrupt()
-
-
 class DuckDBWarehouse:
-    """The world's DuckDB warehouse opened read-only (a :class:`~.base.Warehouse`)."""
+    """The world's DuckDB warehouse opened read-only by a pool of worker processes (a
+    :class:`~.base.Warehouse`)."""
 
     dialect: SqlDialect = "duckdb"
 
@@ -143,116 +91,114 @@ class DuckDBWarehouse:
         limits: WarehouseLimits | None = None,
     ) -> None:
         self.path = path
-        if limits is not None and limits.temp_directory is not None:
-            limits.temp_directory.mkdir(parents=True, exist_ok=True)
-        self._con = duckdb.connect(
-            str(path), read_only=True, config=read_only_config(threads, limits)
+        self.limits = limits or WarehouseLimits()
+        if self.limits.temp_directory is not None:
+            self.limits.temp_directory.mkdir(parents=True, exist_ok=True)
+        if not path.is_file():
+            raise FileNotFoundError(f"no DuckDB warehouse at {path}")
+        workers = self.limits.workers
+        share = _size_bytes(self.limits.memory_limit) // workers
+        config = read_only_config(threads, self.limits)
+        config["memory_limit"] = f"{max(share // 2**20, 16)}MiB"
+        self._pool = WorkerPool(
+            {
+                "path": str(path),
+                "config": config,
+                "address_space_budget": share + self.limits.worker_headroom_bytes,
+            },
+            workers,
         )
-        self._watchdog = Watchdog()
+        info = self._pool.info
+        self._tables: TableColumns = [
+            (str(t), [(str(c), str(d)) for c, d in cols]) for t, cols in info["tables"]
+        ]
+        self._catalog = str(info["catalog"])
+        self.settings: dict[str, str] = dict(info["settings"])
+        """DuckDB settings as a worker reports them (``threads``, ``memory_limit`` ...)."""
+        self.address_space_limit = int(info["address_space_limit"])
+        """Each worker's ``RLIMIT_AS`` in bytes."""
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the SQL workers (for measuring their memory)."""
+        return self._pool.pids
+
+    @property
+    def workers_replaced(self) -> int:
+        """Workers killed (past their time) or dead (out of memory) and replaced."""
+        return self._pool.replaced
+
+    @property
+    def slots(self) -> int:
+        """Queries that can run at once (the number of workers)."""
+        return self.limits.workers
+
+    def last_wait_s(self) -> float:
+        """Seconds this thread's last query waited for a worker (before its timeout ran)."""
+        return self._pool.last_wait_s()
 
     def tables(self) -> TableColumns:
         """Every ``schema.table`` with its ``(column, type)`` list, sorted."""
-        cur = self._con.cursor()
-        try:
-            rows = cur.execute(
-                "SELECT table_schema, table_name, column_name, data_type "
-                "FROM information_schema.columns "
-                "WHERE table_catalog = current_database() "
-                "AND table_schema NOT IN ('information_schema', 'pg_catalog') "
-                "ORDER BY table_schema, table_name, ordinal_position"
-            ).fetchall()
-        finally:
-            cur.close()
-        out: dict[str, list[tuple[str, str]]] = {}
-        for schema, table, column, dtype in rows:
-            out.setdefault(f"{schema}.{table}".lower(), []).append((column, dtype))
-        return sorted(out.items())
+        return [(t, list(cols)) for t, cols in self._tables]
 
     def scope(self) -> SqlScope:
         """What the SQL guard lets a query reference: this warehouse's tables."""
-        cur = self._con.cursor()
-        try:
-            row = cur.execute("SELECT current_database()").fetchone()
-        finally:
-            cur.close()
-        catalog = str(row[0]) if row else ""
         return SqlScope(
-            catalog=catalog, tables=frozenset(t for t, _ in self.tables()), dialect="duckdb"
+            catalog=self._catalog, tables=frozenset(t for t, _ in self._tables), dialect="duckdb"
         )
 
     def run(
         self, sql: str, limit: int, timeout_s: float, max_bytes: int = 1024 * 1024
     ) -> QueryResult:
-        """Run one checked SELECT; raise ``QUERY_TIMEOUT`` or ``SQL_ERROR`` on failure.
+        """Run one guard-checked SELECT in a worker; ``QUERY_TIMEOUT``,
+        ``QUERY_MEMORY_LIMIT`` or ``SQL_ERROR`` on failure.
 
         At most ``limit`` rows and ``max_bytes`` of row JSON are returned."""
-        cur = self._con.cursor()
-        ticket = self._watchdog.arm(cur, timeout_s)
-        try:
-            bounded, flagged = _bounded_values(cur, sql, max_bytes)
-            cur.execute(bounded)
-            description = (cur.description or [])[: -1 if flagged else None]
-            rows, truncated_by = fetch_capped(cur.fetchmany, limit, max_bytes, flagged)
-        except duckdb.InterruptException as exc:
-            raise timeout_error(timeout_s) from exc
-        except duckdb.Error as exc:
-            raise sql_error(str(exc)) from exc
-        finally:
-            self._watchdog.disarm(ticket)
-            cur.close()
-        columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
-        return QueryResult(
-            columns=columns,
-            rows=rows,
+        return self._request(sql, None, limit, timeout_s, max_bytes)[1]
+
+    def guarded_run(
+        self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
+    ) -> tuple[tuple[str, ...], QueryResult]:
+        """Guard-check and run ``sql`` in a worker (the guard's parsing costs the worker's
+        time and memory, under the same timeout); returns the referenced tables and rows."""
+        return self._request(sql, max_sql_chars, limit, timeout_s, max_bytes)
+
+    def _request(
+        self, sql: str, max_sql_chars: int | None, limit: int, timeout_s: float, max_bytes: int
+    ) -> tuple[tuple[str, ...], QueryResult]:
+        req = {
+            "sql": sql,
+            "max_sql_chars": max_sql_chars,
+            "limit": limit,
+            "timeout_s": timeout_s,
+            "max_bytes": max_bytes,
+        }
+        answer = self._pool.request(req, timeout_s)
+        if "error" in answer:
+            err = answer["error"]
+            raise ToolError(str(err["code"]), str(err["message"]), str(err.get("hint", "")))
+        ok = answer["ok"]
+        truncated_by = ok["truncated_by"]
+        result = QueryResult(
+            columns=ok["columns"],
+            rows=ok["rows"],
             truncated=truncated_by is not None,
             truncated_by=truncated_by,
         )
+        return tuple(ok["tables"]), result
 
     def close(self) -> None:
-        """Close the connection."""
-        self._con.close()
+        """Stop the workers."""
+        self._pool.close()
 
 
-_SIZE_FUNCTIONS = {"VARCHAR": "strlen({})", "JSON": "strlen({})", "BLOB": "octet_length({})"}
-_NESTED_PREFIXES = ("STRUCT", "MAP", "UNION", "VARIANT")
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS.update({"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40})
 
 
-def _size_expression(type_name: str, column: str) -> str | None:
-    """SQL for a value's size in bytes when its type can be large, else ``None``."""
-    template = _SIZE_FUNCTIONS.get(type_name)
-    if template is None and (type_name.endswith("]") or type_name.startswith(_NESTED_PREFIXES)):
-        template = "strlen(CAST({} AS VARCHAR))"  # lists, arrays, structs, maps
-    return template.format(column) if template else None
-
-
-def _bounded_values(cur: duckdb.DuckDBPyConnection, sql: str, max_bytes: int) -> tuple[str, bool]:
-    """Wrap ``sql`` so no value larger than ``max_bytes`` reaches Python.
-
-    The query is bound (not run) to learn its column types; when it has string, blob or
-    nested (list, struct, map) columns, the wrapper replaces an oversized value by NULL and
-    adds a last boolean column saying so (the fetch stops at that row). A value over the
-    byte cap could never be returned, and converting one (``repeat('x', 1e9)``, a list of
-    millions of strings) would hold the process for seconds and gigabytes. Columns keep
-    their names, types and order. Returns the SQL to run and whether the flag was added.
-
-    ``sql`` must be guard-checked: the guard refuses unterminated comments, strings and
-    quoted names and more than one statement, so the text cannot reach past the wrapper's
-    parentheses (and a trailing ``--`` comment ends at the newline before them).
-    """
-    rel = cur.sql(sql)
-    sized = {
-        i: size
-        for i, t in enumerate(rel.types, 1)
-        if (size := _size_expression(str(t), f"#{i}")) is not None
-    }
-    if not sized:
-        return sql, False
-    cols = []
-    for i, name in enumerate(rel.columns, 1):
-        alias = '"' + str(name).replace('"', '""') + '"'
-        size = sized.get(i)
-        value = f"CASE WHEN {size} > {max_bytes} THEN NULL ELSE #{i} END" if size else f"#{i}"
-        cols.append(f"{value} AS {alias}")
-    flag = " OR ".join(f"coalesce({size} > {max_bytes}, false)" for size in sized.values())
-    wrapped = f"SELECT {', '.join(cols)}, ({flag}) AS oversize FROM (\n{sql}\n) AS q"
-    return wrapped, True
+def _size_bytes(size: str) -> int:
+    """``2GiB``, ``512MB``, ``1.5 GB`` -> bytes (the profile's size pattern)."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)\s*", size, re.IGNORECASE)
+    if match is None:
+        raise ValueError(f"not a size: {size!r} (e.g. 512MB, 2GiB)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])

@@ -19,12 +19,16 @@ Python.
 from __future__ import annotations
 
 import itertools
+import os
 import queue
+import socket
+import sys
 import threading
 import time
 from typing import Any
 
 from dabench.errors import UserInputError
+from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope
 from dabench.platform.warehouse.base import (
     QueryResult,
@@ -34,21 +38,26 @@ from dabench.platform.warehouse.base import (
     sql_error,
     timeout_error,
 )
+from dabench.platform.warehouse.process_pool import KILL_GRACE_S, WorkerPool
+from dabench.platform.warehouse.watchdog import Watchdog
 
 KNOWLEDGE_SCHEMA = "dabench_knowledge"
 """Where the export writes the world's identity (``world.world_hash``)."""
 
+GUARD_WORKERS = 2
+"""Processes that run the guard for this warehouse (parsing costs their CPU, not the
+platform's event loop or GIL)."""
+GUARD_TIMEOUT_S = 5.0
+"""At most this long to check one statement; a parse past it kills its guard process."""
+GUARD_ADDRESS_SPACE = 512 * 2**20
+"""Address space a guard process may add to its size at start."""
+
 POOL_SIZE = 8
 """Connections kept open (concurrent queries beyond it wait for one)."""
 
-_FIXED_WIDTH_TYPES = frozenset(
-    {
-        "smallint", "integer", "bigint", "real", "double precision", "boolean", "date",
-        "time without time zone", "timestamp without time zone", "timestamp with time zone",
-        "interval", "uuid", "int2", "int4", "int8", "float4", "float8", "bool", "timestamp",
-        "timestamptz", "time", "timetz",
-    }
-)  # fmt: skip
+_FIXED_WIDTH_OIDS = frozenset(
+    {16, 20, 21, 23, 700, 701, 1082, 1083, 1114, 1184, 1186, 1266, 2950}
+)  # bool, int8, int2, int4, float4, float8, date, time, timestamp(tz), interval, timetz, uuid
 """Result types whose values cannot exceed the byte cap (no size check needed)."""
 
 _PRIVILEGE_SQL = """
@@ -100,6 +109,8 @@ class PostgresWarehouse:
         self._timeouts: dict[int, int] = {}
         """``id(connection)`` -> the ``statement_timeout`` (ms) its session has."""
         self._closed = False
+        self._watchdog = Watchdog("pg-cancel-watchdog")
+        self._local = threading.local()
         conn = self._connect()
         try:
             check_read_only(conn)
@@ -110,6 +121,20 @@ class PostgresWarehouse:
             conn.close()
             raise
         self._pool.put(conn)
+        self._scope = SqlScope(
+            catalog=self._catalog,
+            tables=frozenset(t for t, _ in self._tables),
+            dialect="postgres",
+        )
+        scope = {"catalog": self._catalog, "tables": sorted(self._scope.tables)}
+        self._guards = WorkerPool(
+            {
+                "path": None,
+                "scope": {**scope, "dialect": "postgres"},
+                "address_space_budget": GUARD_ADDRESS_SPACE,
+            },
+            GUARD_WORKERS,
+        )
 
     def _connect(self) -> Any:
         psycopg = self._psycopg
@@ -133,19 +158,45 @@ class PostgresWarehouse:
 
     def scope(self) -> SqlScope:
         """The world's tables in PostgreSQL's dialect."""
-        return SqlScope(
-            catalog=self._catalog,
-            tables=frozenset(t for t, _ in self._tables),
-            dialect="postgres",
+        return self._scope
+
+    @property
+    def slots(self) -> int:
+        """Queries that can run at once (pooled connections)."""
+        return POOL_SIZE
+
+    def guarded_run(
+        self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
+    ) -> tuple[tuple[str, ...], QueryResult]:
+        """Guard-check ``sql`` in PostgreSQL's dialect in a guard process (its parse time is
+        bounded by the query's timeout, at most :data:`GUARD_TIMEOUT_S`), then run it."""
+        self._local.wait_s = 0.0
+        answer = self._guards.request(
+            {"sql": sql, "max_sql_chars": max_sql_chars}, min(timeout_s, GUARD_TIMEOUT_S)
         )
+        if "error" in answer:
+            err = answer["error"]
+            raise ToolError(str(err["code"]), str(err["message"]), str(err.get("hint", "")))
+        checked, tables = str(answer["ok"]["sql"]), tuple(answer["ok"]["tables"])
+        guard_wait = self._guards.last_wait_s()
+        try:
+            return tables, self.run(checked, limit, timeout_s, max_bytes)
+        finally:
+            self._local.wait_s += guard_wait
+
+    def last_wait_s(self) -> float:
+        """Seconds this thread's last query waited for a guard process and a connection."""
+        return float(getattr(self._local, "wait_s", 0.0))
 
     def run(
         self, sql: str, limit: int, timeout_s: float, max_bytes: int = 1024 * 1024
     ) -> QueryResult:
         """Run one guard-checked SELECT (see the module docstring)."""
         psycopg = self._psycopg
-        deadline = time.monotonic() + timeout_s
+        waiting = time.monotonic()
         self._slots.acquire()
+        deadline = time.monotonic() + timeout_s  # the wait for a connection does not count
+        self._local.wait_s = deadline - timeout_s - waiting
         try:
             conn = self._take()
             try:
@@ -186,29 +237,52 @@ class PostgresWarehouse:
         if self._timeouts.get(id(conn)) != ms:
             conn.execute(f"SET statement_timeout = {ms}")
             self._timeouts[id(conn)] = ms
-        with conn.transaction():
-            with conn.cursor() as probe:
-                probe.execute(f"SELECT * FROM (\n{sql}\n) AS q LIMIT 0".encode())
-                described = [(d.name, d.type_display) for d in probe.description or []]
-            wrapped, flagged = _bounded_values(sql, described, max_bytes)
-            with conn.cursor(name=f"dabench_q{next(self._names)}") as cur:
-                cur.execute(wrapped.encode())
+        # statement_timeout covers each statement (DECLARE, every FETCH); the watchdog
+        # cancels the backend at the call's deadline, whichever statement it is in, and a
+        # backend busy where PostgreSQL does not check for a cancel (repeat, regexp_replace
+        # building a huge value) is abandoned KILL_GRACE_S later: the socket is shut down,
+        # so this call returns; the backend stops when its function returns
+        left = max(deadline - time.monotonic(), 0.001)
+        abandoned = threading.Event()
 
-                def fetchmany(n: int) -> list[Any]:
-                    if time.monotonic() > deadline:
-                        raise self._psycopg.errors.QueryCanceled("client deadline")
-                    return list(cur.fetchmany(n))
+        def abandon() -> None:
+            abandoned.set()
+            _shutdown_socket(conn)
 
-                rows, truncated_by = fetch_capped(fetchmany, limit, max_bytes, flagged)
-        columns = [{"name": name, "type": dtype} for name, dtype in described]
+        ticket = self._watchdog.arm(conn.cancel, left)
+        kill_ticket = self._watchdog.arm(abandon, left + KILL_GRACE_S)
+        try:
+            with conn.transaction():
+                described = _describe(conn, sql)
+                wrapped, flagged = _bounded_values(sql, described, max_bytes)
+                with conn.cursor(name=f"dabench_q{next(self._names)}") as cur:
+                    cur.execute(wrapped.encode())
+
+                    def fetchmany(n: int) -> list[Any]:
+                        if time.monotonic() > deadline:
+                            raise self._psycopg.errors.QueryCanceled("client deadline")
+                        return list(cur.fetchmany(n))
+
+                    rows, truncated_by = fetch_capped(fetchmany, limit, max_bytes, flagged)
+        except self._psycopg.OperationalError as exc:
+            if abandoned.is_set():
+                raise self._psycopg.errors.QueryCanceled("abandoned past the deadline") from exc
+            raise
+        finally:
+            cancelled = not self._watchdog.disarm(ticket)
+            if not self._watchdog.disarm(kill_ticket) or cancelled:
+                # the cancel was sent: it could still hit the connection's next query
+                conn.close()
+        columns = [{"name": name, "type": dtype} for name, dtype, _oid in described]
         return QueryResult(
             columns=columns, rows=rows, truncated=truncated_by is not None,
             truncated_by=truncated_by,
         )  # fmt: skip
 
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection and the guard processes."""
         self._closed = True
+        self._guards.close()
         while True:
             try:
                 self._pool.get_nowait().close()
@@ -216,17 +290,64 @@ class PostgresWarehouse:
                 return
 
 
-def _bounded_values(sql: str, described: list[tuple[str, str]], max_bytes: int) -> tuple[str, bool]:
+def _shutdown_socket(conn: Any) -> None:
+    """End a connection whose backend ignores the cancel: shutting its socket down (on a
+    duplicate descriptor: the connection still owns its own) makes the blocked libpq read
+    fail at once in the thread that waits on it."""
+    try:
+        sock = socket.socket(fileno=os.dup(conn.pgconn.socket))
+    except OSError:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+def _describe(conn: Any, sql: str) -> list[tuple[str, str, int]]:
+    """The result columns of ``sql`` as ``(name, type display, type oid)``, from the
+    protocol's Parse and Describe: the statement is parsed and analysed, neither planned nor
+    run, so its constant expressions are not evaluated (a ``LIMIT 0`` probe plans, and so
+    folds them, once more than the query itself)."""
+    psycopg = sys.modules["psycopg"]
+    pgconn = conn.pgconn
+    ok = psycopg.pq.ExecStatus.COMMAND_OK
+    res = pgconn.prepare(b"", sql.encode())
+    if res.status != ok:
+        field = psycopg.pq.DiagnosticField
+        state = (res.error_field(field.SQLSTATE) or b"XX000").decode()
+        message = res.error_field(field.MESSAGE_PRIMARY) or res.error_message or b""
+        raise psycopg.errors.lookup(state)(message.decode(errors="replace").strip())
+    res = pgconn.describe_prepared(b"")
+    if res.status != ok:  # pragma: no cover - a statement that just parsed
+        raise psycopg.OperationalError((res.error_message or b"").decode(errors="replace"))
+    types = conn.adapters.types
+    out = []
+    for i in range(res.nfields):
+        oid, fmod = res.ftype(i), res.fmod(i)
+        info = types.get(oid)
+        display = info.get_type_display(oid=oid, fmod=fmod) if info else str(oid)
+        out.append(((res.fname(i) or b"").decode(), display, oid))
+    return out
+
+
+def _bounded_values(
+    sql: str, described: list[tuple[str, str, int]], max_bytes: int
+) -> tuple[str, bool]:
     """Wrap ``sql`` so no value over ``max_bytes`` leaves the server: such a value becomes
-    ``NULL`` and a last boolean column flags its row (as the DuckDB backend does). The
-    derived table's column list renames columns by position, so duplicate names are fine.
-    ``sql`` is guard-checked (one statement, no unterminated quote or comment)."""
-    sized = [i for i, (_n, t) in enumerate(described) if t.split("(")[0] not in _FIXED_WIDTH_TYPES]
+    ``NULL`` and a last boolean column flags its row. The derived table's column list renames
+    columns by position, so duplicate names are fine; its ``OFFSET 0`` keeps PostgreSQL from
+    pulling the query up into the wrapper, where each expression would be evaluated once per
+    reference (the value, its size, the flag). ``sql`` is guard-checked (one statement, no
+    unterminated quote or comment)."""
+    sized = [i for i, (_n, _t, oid) in enumerate(described) if oid not in _FIXED_WIDTH_OIDS]
     if not sized or not described:
         return sql, False
     aliases = ", ".join(f"c{i}" for i in range(len(described)))
     cols = []
-    for i, (name, _t) in enumerate(described):
+    for i, (name, _t, _oid) in enumerate(described):
         alias = '"' + name.replace('"', '""') + '"'
         if i in sized:
             size = f"octet_length(CAST(c{i} AS text))"
@@ -236,7 +357,10 @@ def _bounded_values(sql: str, described: list[tuple[str, str]], max_bytes: int) 
     flag = " OR ".join(
         f"coalesce(octet_length(CAST(c{i} AS text)) > {max_bytes}, false)" for i in sized
     )
-    wrapped = f"SELECT {', '.join(cols)}, ({flag}) AS oversize FROM (\n{sql}\n) AS q({aliases})"
+    wrapped = (
+        f"SELECT {', '.join(cols)}, ({flag}) AS oversize "
+        f"FROM (SELECT * FROM (\n{sql}\n) AS q0 OFFSET 0) AS q({aliases})"
+    )
     return wrapped, True
 
 

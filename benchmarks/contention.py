@@ -1,0 +1,386 @@
+"""One agent cannot stall the others: a light session's latency under hostile sessions, the
+platform's memory, and how far each hostile query runs past its timeout.
+
+Starts ``dabench platform serve`` (profile a0 with ``sql.timeout_s`` set) on loopback, on
+DuckDB and on PostgreSQL (a throwaway cluster on loopback, as the tests start one). A light
+session (identity ``teacher``) alternates ``describe_table`` and ``SELECT 1``: first alone
+("idle"), then while N hostile sessions (identity ``learner``, in another process) loop over
+every hostile class below. Prints per engine: the light session's p50/p95 idle and loaded
+and their ratio (target <= 2), each hostile class's calls, error codes, slowest answer at the
+client and slowest run (from the audit log: duration minus queue time, i.e. the wait for a
+query slot or for a replaced worker) with its overrun past the timeout (target <= 2 s), and
+the peak RSS of the platform's processes together (the
+server and its worker processes, sampled every 0.1 s; PostgreSQL's own processes excluded)
+against its bound. The figures mean something only on a quiet machine: the load average is
+printed beside them.
+
+    python3 -m benchmarks.contention [--world DIR] [--engines duckdb,postgres] [--hostile 10]
+        [--seconds 30] [--timeout-s 5] [--quick]
+
+``--quick`` (seconds): 3 hostile sessions, a 2 s timeout, 6 s of load, DuckDB only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from dabench.targets.mcp_lean import LeanMcpConnection
+
+LIGHT_KEY = "dev-teacher-key"
+HOSTILE_KEY = "dev-learner-key"
+ADMIN_KEY = "dev-admin-key"
+
+
+def _guard_bomb(seed: int) -> str:
+    """About 18 kB of flat SQL with a literal that changes every call (no guard cache hit)."""
+    return " UNION ALL ".join(f"SELECT {seed + i} AS n" for i in range(700))
+
+
+HOSTILE: dict[str, tuple[str, str]] = {
+    "list_range": (
+        "SELECT len(range(100000000))",
+        "SELECT cardinality(array(SELECT generate_series(1, 100000000)))",
+    ),
+    "list_resize": (
+        "SELECT len(list_resize([1], 100000000))",
+        "SELECT cardinality(array_fill(1, ARRAY[100000000]))",
+    ),
+    "damerau": (
+        "SELECT damerau_levenshtein(repeat('ab', 6000), repeat('ba', 6000))",
+        "SELECT count(*) FROM generate_series(1, 30000) a, generate_series(1, 30000) b "
+        "WHERE a + b = 7",
+    ),
+    "regexp_expand": (
+        "SELECT length(regexp_replace(repeat('a', 100000), 'a', repeat('b', 10000), 'g'))",
+        "SELECT length(regexp_replace(repeat('a', 100000), 'a', repeat('b', 10000), 'g'))",
+    ),
+    "lpad": (
+        "SELECT length(lpad('x', 500000000, 'y'))",
+        "SELECT length(lpad('x', 500000000, 'y'))",
+    ),
+    "repeat": ("SELECT length(repeat('x', 1000000000))", "SELECT length(repeat('x', 500000000))"),
+    "slow_scan": (
+        "SELECT count(*) FROM range(1000000000) a, range(1000) b WHERE a.range + b.range = 7",
+        "SELECT count(*) FROM generate_series(1, 1000000000) a WHERE a % 1000000007 = 3",
+    ),
+    "guard_bomb": ("{guard}", "{guard}"),
+}
+"""Class -> (DuckDB SQL, PostgreSQL SQL): the resource attacks of issue 27."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _tree_rss_mib(pid: int) -> float:
+    """RSS of ``pid`` and all its descendants, in MiB."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return total / 1024.0
+
+
+def _audit_runs(base: str) -> list[tuple[str, float]]:
+    """Each hostile query's class and execution time (s): its audited duration minus its
+    queue time (the wait for a slot and a worker, which the timeout does not count)."""
+    resp = httpx.get(
+        base + "/api/v1/admin/audit/events",
+        params={"user_id": "learner", "tool_name": "sql_query", "limit": 10000},
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+        timeout=60,
+    )
+    resp.raise_for_status()
+    out = []
+    for event in resp.json()["events"]:
+        sql = str(event["parameters"].get("sql", ""))
+        name = next((n for n, (d, p) in HOSTILE.items() if sql in (d, p)), "guard_bomb")
+        queue_ms = event.get("queue_ms") or 0.0
+        out.append((name, (event["duration_ms"] - queue_ms) / 1000.0))
+    return out
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _open(base: str, key: str) -> tuple[LeanMcpConnection, str]:
+    conn = LeanMcpConnection(base + "/mcp", {"Authorization": f"Bearer {key}"}, call_timeout_s=300)
+    await conn.open()
+    sid = json.loads((await conn.call("platform_info", {})).text)["session_id"]
+    return conn, str(sid)
+
+
+async def _hostile_loop(base: str, engine: int, n: int, stop: Any, out: Any) -> None:
+    classes = list(HOSTILE)
+    results: list[tuple[str, float, str]] = []
+    seed = [0]
+
+    async def one(index: int) -> None:
+        conn, sid = await _open(base, HOSTILE_KEY)
+        k = index
+        try:
+            while not stop.is_set():
+                name = classes[k % len(classes)]
+                k += 1
+                seed[0] += 1000
+                sql = HOSTILE[name][engine].replace("{guard}", _guard_bomb(seed[0]))
+                t0 = time.perf_counter()
+                outcome = await conn.call("sql_query", {"session_id": sid, "sql": sql})
+                code = json.loads(outcome.text)["error"]["code"] if outcome.is_error else "OK"
+                results.append((name, time.perf_counter() - t0, code))
+        finally:
+            await conn.close()
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+    out.put(results)
+
+
+def _hostile_process(base: str, engine: int, n: int, stop: Any, out: Any) -> None:
+    """The hostile sessions in their own process (their client work stays off the light
+    session's event loop)."""
+    asyncio.run(_hostile_loop(base, engine, n, stop, out))
+
+
+async def _light(base: str, table: str, seconds: float) -> list[float]:
+    conn, sid = await _open(base, LIGHT_KEY)
+    calls = [
+        ("describe_table", {"session_id": sid, "table": table}),
+        ("sql_query", {"session_id": sid, "sql": "SELECT 1 AS one"}),
+    ]
+    out: list[float] = []
+    try:
+        deadline = time.monotonic() + seconds
+        i = 0
+        while time.monotonic() < deadline:
+            name, args = calls[i % 2]
+            i += 1
+            t0 = time.perf_counter()
+            outcome = await conn.call(name, args)
+            out.append((time.perf_counter() - t0) * 1000.0)
+            if outcome.is_error:
+                raise RuntimeError(f"light {name} failed: {outcome.text[:300]}")
+            await asyncio.sleep(0.02)
+    finally:
+        await conn.close()
+    return out
+
+
+def _serve(world: Path, tmp: Path, timeout_s: float, warehouse: str | None) -> Iterator[Any]:
+    profile = yaml.safe_load(
+        (Path(__file__).parents[1] / "src/dabench/platform/profiles/a0.yaml").read_text()
+    )
+    profile["name"] = "a0-contention"
+    profile["sql"] = {"timeout_s": timeout_s}
+    path = tmp / "contention.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    port = _free_port()
+    argv = [
+        sys.executable, "-m", "dabench.cli", "platform", "serve", "--world", str(world),
+        "--profile", str(path), "--port", str(port), "--state-dir", str(tmp / "state"),
+    ]  # fmt: skip
+    if warehouse:
+        argv += ["--warehouse", warehouse]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit(f"server did not start: {argv}")
+            time.sleep(0.2)
+        yield proc, base
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+
+
+def _run_engine(
+    engine: str, world: Path, table: str, opts: argparse.Namespace, warehouse: str | None
+) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix=f"dabench-contention-{engine}-"))
+    served = _serve(world, tmp, opts.timeout_s, warehouse)
+    proc, base = next(served)
+    try:
+        time.sleep(1.0)  # the workers settle
+        rss_idle = _tree_rss_mib(proc.pid)
+        asyncio.run(_light(base, table, 2.0))  # warm-up
+        load_idle = _load()
+        idle = asyncio.run(_light(base, table, opts.seconds / 2))
+        peak = [_tree_rss_mib(proc.pid)]
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.is_set():
+                peak.append(_tree_rss_mib(proc.pid))
+                time.sleep(0.1)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        ctx = multiprocessing.get_context("spawn")
+        stop, queue = ctx.Event(), ctx.Queue()
+        engine_index = 0 if engine == "duckdb" else 1
+        hostile = ctx.Process(
+            target=_hostile_process, args=(base, engine_index, opts.hostile, stop, queue)
+        )
+        hostile.start()
+        time.sleep(1.0)  # the hostile queries are running
+        loaded = asyncio.run(_light(base, table, opts.seconds))
+        load_loaded = _load()
+        stop.set()
+        results = queue.get(timeout=600)
+        hostile.join(timeout=60)
+        sampling.set()
+        sampler.join()
+        audit = _audit_runs(base)
+    finally:
+        with contextlib.suppress(StopIteration):
+            next(served)
+    return {
+        "engine": engine,
+        "idle": idle,
+        "loaded": loaded,
+        "load_idle": load_idle,
+        "load_loaded": load_loaded,
+        "hostile": results,
+        "audit": audit,
+        "rss_idle": rss_idle,
+        "rss_peak": max(peak),
+    }
+
+
+def _report(res: dict[str, Any], opts: argparse.Namespace, bound_mib: float | None) -> None:
+    idle, loaded = res["idle"], res["loaded"]
+    ratio = _p(loaded, 0.95) / _p(idle, 0.95)
+    print(f"\n== {res['engine']} (timeout {opts.timeout_s:g} s, {opts.hostile} hostile sessions)")
+    print(
+        f"light p50/p95 idle {statistics.median(idle):6.1f} / {_p(idle, 0.95):6.1f} ms "
+        f"({len(idle)} calls, load {res['load_idle']})   loaded "
+        f"{statistics.median(loaded):6.1f} / {_p(loaded, 0.95):6.1f} ms ({len(loaded)} calls, "
+        f"load {res['load_loaded']})   p95 ratio {ratio:.2f} "
+        f"({'within' if ratio <= 2 else 'OVER'} 2x)"
+    )
+    by_class: dict[str, list[tuple[float, str]]] = {}
+    for name, seconds, code in res["hostile"]:
+        by_class.setdefault(name, []).append((seconds, code))
+    executed: dict[str, list[float]] = {}
+    for name, seconds in res["audit"]:
+        executed.setdefault(name, []).append(seconds)
+    worst = 0.0
+    for name in HOSTILE:
+        rows = by_class.get(name, [])
+        if not rows:
+            print(f"  {name:14s} no call finished")
+            continue
+        run = max(executed.get(name, [0.0]))
+        over = run - opts.timeout_s
+        worst = max(worst, over)
+        codes = sorted({c for _, c in rows})
+        print(
+            f"  {name:14s} {len(rows):4d} calls  client max {max(s for s, _ in rows):6.2f} s  "
+            f"run max {run:6.2f} s  overrun {max(over, 0.0):5.2f} s  codes {','.join(codes)}"
+        )
+    print(
+        f"worst overrun of a run past the timeout {max(worst, 0.0):.2f} s "
+        f"({'within' if worst <= 2 else 'OVER'} 2 s; run = audited duration - queue time)"
+    )
+    line = (
+        f"platform RSS (all its processes) idle {res['rss_idle']:.0f} MiB, "
+        f"peak {res['rss_peak']:.0f} MiB"
+    )
+    if bound_mib is not None:
+        line += f" (bound {bound_mib:.0f} MiB: idle + memory_limit; "
+        line += f"{'within' if res['rss_peak'] <= bound_mib * 1.25 else 'OVER'} +25 %)"
+    print(line, flush=True)
+
+
+@contextlib.contextmanager
+def _postgres(world_dir: Path) -> Iterator[str]:
+    from psycopg.conninfo import conninfo_to_dict
+    from tests.postgres_server import postgres_cluster  # the tests' throwaway cluster
+
+    from dabench.platform.warehouse.postgres_roles import create_read_only_role
+    from dabench.world import load_world
+    from dabench.world.export_sql import export_postgres
+
+    world = load_world(world_dir)
+    with postgres_cluster() as admin:
+        export_postgres(world, admin)
+        reader = "dabench_contention_reader"
+        create_read_only_role(admin, reader, [ds.id for ds in world.catalog.datasets])
+        info = conninfo_to_dict(admin)
+        yield f"postgresql://{reader}@{info['host']}:{info['port']}/{info['dbname']}"
+
+
+def main() -> None:
+    """Measure and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--world", type=Path, default=None)
+    parser.add_argument("--engines", default="duckdb,postgres")
+    parser.add_argument("--hostile", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--timeout-s", type=float, default=5.0)
+    parser.add_argument("--quick", action="store_true")
+    opts = parser.parse_args()
+    if opts.quick:
+        opts.engines, opts.hostile, opts.seconds, opts.timeout_s = "duckdb", 3, 6.0, 2.0
+    world = opts.world
+    if world is None:
+        from dabench.world import build_world
+
+        world = Path(tempfile.mkdtemp(prefix="dabench-contention-")) / "w930"
+        print("building world 930 (scale 1)...", flush=True)
+        build_world(930, 1, world)
+    from dabench.platform.profile import DEFAULT_MEMORY_LIMIT
+    from dabench.platform.warehouse.duckdb_backend import _size_bytes
+    from dabench.world import load_world
+
+    table = load_world(world).catalog.datasets[0].id
+    memory_mib = _size_bytes(DEFAULT_MEMORY_LIMIT) / 2**20
+    print(f"cpus {os.cpu_count()}, load average {_load()}")
+    for engine in opts.engines.split(","):
+        if engine == "postgres":
+            with _postgres(world) as dsn:
+                res = _run_engine(engine, world, table, opts, dsn)
+            _report(res, opts, None)
+        else:
+            res = _run_engine(engine, world, table, opts, None)
+            _report(res, opts, res["rss_idle"] + memory_mib)
+
+
+if __name__ == "__main__":
+    main()

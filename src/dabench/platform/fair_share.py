@@ -1,0 +1,119 @@
+"""Fair sharing of the warehouse's query slots among identities and sessions.
+
+A query takes one of ``slots`` (the warehouse's workers or connections) before it runs. One
+identity holds at most ``per_user`` slots and one session at most ``per_session``; queries
+beyond that, or beyond the free slots, wait in their identity's queue, and a freed slot goes
+to the next identity in turn (round robin over the identities that wait), first in first out
+within an identity. So many sessions of one identity cannot starve another identity, and a
+query's timeout starts only when it holds its slot: the wait is reported apart.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from dabench.platform.errors import ToolError
+
+
+@dataclass
+class _Waiter:
+    session: str
+    granted: bool = False
+    event: threading.Event = field(default_factory=threading.Event)
+
+
+class QueryScheduler:
+    """Slots with per-identity and per-session quotas and round-robin queueing."""
+
+    def __init__(self, slots: int, per_user: int | None = None, per_session: int = 1) -> None:
+        if slots < 1 or per_session < 1 or (per_user is not None and per_user < 1):
+            raise ValueError("slots and quotas must be at least 1")
+        self.slots = slots
+        self.per_user = per_user if per_user is not None else max(1, slots - 1)
+        self.per_session = per_session
+        self._lock = threading.Lock()
+        self._running = 0
+        self._by_user: dict[str, int] = {}
+        self._by_session: dict[str, int] = {}
+        self._queues: dict[str, deque[_Waiter]] = {}
+        self._turn: deque[str] = deque()
+        """Identities with waiting queries, in the order they are served."""
+
+    @contextmanager
+    def slot(self, user: str, session: str, queue_timeout_s: float) -> Iterator[float]:
+        """Hold one slot for ``user``'s ``session``; yields the seconds waited for it.
+        Raises ``SQL_BUSY`` after ``queue_timeout_s`` without a slot."""
+        started = time.perf_counter()
+        waiter = _Waiter(session)
+        with self._lock:
+            if not self._queues.get(user) and self._fits(user, session):
+                self._grant(user, waiter)
+            else:
+                if user not in self._queues or not self._queues[user]:
+                    self._queues[user] = deque()
+                    self._turn.append(user)
+                self._queues[user].append(waiter)
+        if not waiter.granted and not waiter.event.wait(queue_timeout_s):
+            with self._lock:
+                if not waiter.granted:
+                    self._queues[user].remove(waiter)
+                    if not self._queues[user]:
+                        del self._queues[user]
+                        self._turn.remove(user)
+                    raise ToolError(
+                        "SQL_BUSY",
+                        f"no query slot became free within {queue_timeout_s:g} s "
+                        f"({self.per_user} at once per identity, {self.per_session} per session)",
+                        "wait for your other queries to finish, then retry",
+                    )
+        try:
+            yield time.perf_counter() - started
+        finally:
+            with self._lock:
+                self._running -= 1
+                self._by_user[user] -= 1
+                self._by_session[session] -= 1
+                if not self._by_user[user]:
+                    del self._by_user[user]
+                if not self._by_session[session]:
+                    del self._by_session[session]
+                self._dispatch()
+
+    def _fits(self, user: str, session: str) -> bool:
+        return (
+            self._running < self.slots
+            and self._by_user.get(user, 0) < self.per_user
+            and self._by_session.get(session, 0) < self.per_session
+        )
+
+    def _grant(self, user: str, waiter: _Waiter) -> None:
+        self._running += 1
+        self._by_user[user] = self._by_user.get(user, 0) + 1
+        self._by_session[waiter.session] = self._by_session.get(waiter.session, 0) + 1
+        waiter.granted = True
+        waiter.event.set()
+
+    def _dispatch(self) -> None:
+        """Give free slots to waiting queries, one identity after another."""
+        progress = True
+        while progress and self._running < self.slots and self._turn:
+            progress = False
+            for _ in range(len(self._turn)):
+                user = self._turn[0]
+                self._turn.rotate(-1)
+                queue = self._queues[user]
+                waiter = next((w for w in queue if self._fits(user, w.session)), None)
+                if waiter is None:
+                    continue
+                queue.remove(waiter)
+                self._grant(user, waiter)
+                if not queue:
+                    del self._queues[user]
+                    self._turn.remove(user)
+                progress = True
+                break

@@ -1,0 +1,232 @@
+"""A SQL worker process: the guard and one DuckDB query at a time, under OS limits (or,
+for PostgreSQL, the guard alone: its parsing costs the worker's CPU and memory, not the
+platform's, and is bounded by a timeout).
+
+Started by :class:`~dabench.platform.warehouse.process_pool.WorkerPool` as
+``python -m dabench.platform.warehouse.worker``. It speaks one JSON object per line: the
+first line it reads is its configuration (the world file, DuckDB's settings, the address-space
+budget), answered by the warehouse's tables; every later line is a query, answered by its
+result or a structured error. JSON, not pickle, in both directions: the parent never runs code
+a compromised worker could send.
+
+Limits that hold whatever function a query calls:
+
+- ``RLIMIT_AS`` caps the process's address space at its size after start-up plus the budget,
+  so a list, string or hash table that DuckDB's ``memory_limit`` does not cover fails to
+  allocate (``QUERY_MEMORY_LIMIT``) instead of growing the machine's memory;
+- a worker whose address space grew past half its budget after a query (DuckDB and malloc
+  keep what they mapped) asks to be replaced;
+- a query running longer than half a second drops to nice 10, so the short queries of
+  other sessions get the CPU first (its priority is restored afterwards, or the worker
+  replaced where that is not permitted);
+- a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
+  ignores the interrupt is killed by the parent after a grace period.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import sys
+import threading
+import time
+from typing import IO, Any
+
+import duckdb
+
+from dabench.platform.errors import ToolError
+from dabench.platform.sqlguard import SqlScope, check_sql
+from dabench.platform.warehouse.base import fetch_capped, memory_error, sql_error, timeout_error
+from dabench.platform.warehouse.watchdog import Watchdog
+
+SETTINGS_REPORTED = (
+    "threads",
+    "memory_limit",
+    "temp_directory",
+    "max_temp_directory_size",
+    "python_enable_replacements",
+    "enable_external_access",
+)
+"""DuckDB settings the worker reports at start-up (so callers can check what applies)."""
+
+
+GUARD_RECURSION_LIMIT = 30_000
+"""Python's recursion limit in a worker (the parsers recurse once per nested expression)."""
+
+
+LONG_QUERY_S = 0.5
+"""A query running longer than this drops to :data:`LONG_QUERY_NICE` for the rest of its
+run, so short queries of other sessions (and the platform process) get the CPU first."""
+LONG_QUERY_NICE = 10
+
+
+def _set_nice(tid: int, nice: int) -> bool:
+    """Set one thread's nice value; ``False`` when not permitted."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, nice)
+    except OSError:
+        return False
+    return True
+
+
+def _vm_size_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as fh:
+        match = re.search(r"VmSize:\s+(\d+) kB", fh.read())
+    return int(match.group(1)) * 1024 if match else 0
+
+
+class GuardWorker:
+    """The guard alone, for a warehouse that runs its queries elsewhere (PostgreSQL)."""
+
+    def __init__(self, scope: dict[str, Any]) -> None:
+        self.tables: list[tuple[str, list[list[str]]]] = []
+        self.catalog = str(scope["catalog"])
+        self.settings: dict[str, str] = {}
+        self.scope = SqlScope(
+            catalog=self.catalog, tables=frozenset(scope["tables"]), dialect=scope["dialect"]
+        )
+        check_sql("SELECT 1", 100, self.scope)  # load the guard's parsers before the limit
+
+    def query(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Guard-check one statement; the checked SQL and its tables, or the refusal."""
+        try:
+            checked = check_sql(str(req["sql"]), int(req["max_sql_chars"]), self.scope)
+        except ToolError as exc:
+            return {"error": exc.body.model_dump()}
+        return {"ok": {"sql": checked.sql, "tables": list(checked.tables)}}
+
+
+class Worker:
+    """One read-only connection to the world and the guard's scope over it."""
+
+    must_recycle = False
+    """Set when the worker could not restore its priority after a long query."""
+
+    def __init__(self, path: str, config: dict[str, Any]) -> None:
+        self.con = duckdb.connect(path, read_only=True, config=config)
+        self.watchdog = Watchdog()
+        cur = self.con.cursor()
+        try:
+            rows = cur.execute(
+                "SELECT table_schema, table_name, column_name, data_type "
+                "FROM information_schema.columns "
+                "WHERE table_catalog = current_database() "
+                "AND table_schema NOT IN ('information_schema', 'pg_catalog') "
+                "ORDER BY table_schema, table_name, ordinal_position"
+            ).fetchall()
+            catalog = cur.execute("SELECT current_database()").fetchone()
+            names = ", ".join(f"'{n}'" for n in SETTINGS_REPORTED)
+            settings = cur.execute(
+                f"SELECT name, value FROM duckdb_settings() WHERE name IN ({names})"
+            ).fetchall()
+        finally:
+            cur.close()
+        tables: dict[str, list[list[str]]] = {}
+        for schema, table, column, dtype in rows:
+            tables.setdefault(f"{schema}.{table}".lower(), []).append([column, dtype])
+        self.tables = sorted(tables.items())
+        self.catalog = str(catalog[0]) if catalog else ""
+        self.settings = {str(k): str(v) for k, v in settings}
+        self.scope = SqlScope(catalog=self.catalog, tables=frozenset(tables), dialect="duckdb")
+        check_sql("SELECT 1", 100, self.scope)  # load the guard's parsers before the limit
+
+    def query(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Guard-check (when ``max_sql_chars`` is given) and run one query; the answer."""
+        timeout_s = float(req["timeout_s"])
+        cur = self.con.cursor()
+        ticket = self.watchdog.arm(cur.interrupt, timeout_s)
+        tid = threading.get_native_id()
+        demote = self.watchdog.arm(lambda: _set_nice(tid, LONG_QUERY_NICE), LONG_QUERY_S)
+        try:
+            sql = str(req["sql"])
+            tables: list[str] = []
+            if req.get("max_sql_chars") is not None:
+                checked = check_sql(sql, int(req["max_sql_chars"]), self.scope)
+                sql, tables = checked.sql, list(checked.tables)
+            cur.execute(sql)
+            description = cur.description or []
+            rows, truncated_by = fetch_capped(
+                cur.fetchmany, int(req["limit"]), int(req["max_bytes"])
+            )
+        except ToolError as exc:
+            return {"error": exc.body.model_dump()}
+        except duckdb.InterruptException:
+            return {"error": timeout_error(timeout_s).body.model_dump()}
+        except duckdb.OutOfMemoryException as exc:
+            return {"error": memory_error(str(exc)).body.model_dump()}
+        except MemoryError:
+            return {"error": memory_error("").body.model_dump()}
+        except duckdb.Error as exc:
+            return {"error": sql_error(str(exc)).body.model_dump()}
+        finally:
+            self.watchdog.disarm(ticket)
+            if not self.watchdog.disarm(demote) and not _set_nice(tid, 0):
+                self.must_recycle = True  # may not raise its priority again: a fresh worker
+            cur.close()
+        columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
+        return {
+            "ok": {"tables": tables, "columns": columns, "rows": rows, "truncated_by": truncated_by}
+        }
+
+
+def _send(out: IO[bytes], obj: dict[str, Any]) -> None:
+    out.write(json.dumps(obj).encode("ascii") + b"\n")
+    out.flush()
+
+
+def main() -> None:
+    """Serve queries on stdin/stdout until stdin closes."""
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints go to stderr, never into the protocol
+    line = sys.stdin.buffer.readline()
+    if not line:
+        return
+    hello = json.loads(line)
+    # long flat expressions (a 4,750-term sum, a 1,000-way UNION ALL) parse recursively; the
+    # worker's time and memory limits bound what a deeper recursion costs
+    sys.setrecursionlimit(GUARD_RECURSION_LIMIT)
+    worker: Worker | GuardWorker
+    if hello.get("path") is None:
+        worker = GuardWorker(hello["scope"])
+    else:
+        worker = Worker(hello["path"], hello["config"])
+    budget = int(hello["address_space_budget"])
+    base = _vm_size_bytes()
+    limit = base + budget if budget > 0 else resource.RLIM_INFINITY
+    recycle_above = base + budget // 2
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _send(
+        out,
+        {
+            "ok": {
+                "pid": os.getpid(),
+                "tables": worker.tables,
+                "catalog": worker.catalog,
+                "settings": worker.settings,
+                "address_space_limit": limit,
+            }
+        },
+    )
+    for line in sys.stdin.buffer:
+        started = time.perf_counter()
+        try:
+            answer = worker.query(json.loads(line))
+        except MemoryError:
+            answer = {"error": memory_error("").body.model_dump()}
+        answer["worker_ms"] = (time.perf_counter() - started) * 1000.0
+        # DuckDB and malloc keep address space after a big query (or a failed allocation):
+        # a worker past half its budget is replaced, so the next query gets its full budget
+        if getattr(worker, "must_recycle", False) or (
+            budget > 0 and _vm_size_bytes() > recycle_above
+        ):
+            answer["recycle"] = True
+        try:
+            _send(out, answer)
+        except MemoryError:
+            _send(out, {"error": memory_error("").body.model_dump()})
+
+
+if __name__ == "__main__":
+    main()

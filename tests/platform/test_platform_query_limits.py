@@ -1,0 +1,151 @@
+"""Hard per-query limits (worker processes) and fair sharing of the query slots."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dabench.platform.admin.audit import AuditQuery
+from dabench.platform.admin.auth import DEV_AUTH
+from dabench.platform.errors import ToolError
+from dabench.platform.fair_share import QueryScheduler
+from dabench.platform.profile import load_profile
+from dabench.platform.service import PlatformService
+from dabench.platform.warehouse import DuckDBWarehouse, WarehouseLimits
+from dabench.platform.world_content import load_world_content
+
+
+@pytest.fixture()
+def one_worker(world_dir: Path) -> Iterator[DuckDBWarehouse]:
+    """A warehouse with one worker process of 512 MiB."""
+    warehouse = DuckDBWarehouse(
+        world_dir / "warehouse.duckdb", 1, WarehouseLimits(memory_limit="512MiB", workers=1)
+    )
+    yield warehouse
+    warehouse.close()
+
+
+@pytest.mark.parametrize(
+    "sql", ["SELECT len(range(1000000000))", "SELECT len(list_resize([1], 1000000000))"]
+)
+def test_list_blowup_is_stopped_and_the_next_query_answers(
+    one_worker: DuckDBWarehouse, sql: str
+) -> None:
+    with pytest.raises(ToolError) as err:
+        one_worker.guarded_run(sql, 20000, 10, 2.0, 65536)
+    assert err.value.code in {"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"}
+    _, result = one_worker.guarded_run("SELECT 42 AS answer", 20000, 10, 30.0, 65536)
+    assert result.rows == [[42]]
+
+
+def test_a_killed_worker_is_replaced(one_worker: DuckDBWarehouse) -> None:
+    (pid,) = one_worker.worker_pids
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(ToolError) as err:  # the query finds its worker dead
+        one_worker.guarded_run("SELECT 1", 20000, 10, 30.0, 65536)
+    assert err.value.code == "QUERY_MEMORY_LIMIT"
+    _, result = one_worker.guarded_run("SELECT 2 AS n", 20000, 10, 30.0, 65536)
+    assert result.rows == [[2]]
+    assert one_worker.workers_replaced == 1 and one_worker.worker_pids != [pid]
+
+
+def test_guard_refusals_come_back_from_the_worker(one_worker: DuckDBWarehouse) -> None:
+    for sql, code in [
+        ("SELECT getenv('HOME')", "SQL_FUNCTION_NOT_ALLOWED"),
+        ("SELECT 1; SELECT 2", "SQL_MULTIPLE_STATEMENTS"),
+        ("SELECT " + "1 + " * 3000 + "1", "SQL_TOO_LONG"),
+    ]:
+        with pytest.raises(ToolError) as err:
+            one_worker.guarded_run(sql, 10000, 10, 30.0, 65536)
+        assert err.value.code == code, sql
+    assert one_worker.workers_replaced == 0
+
+
+def test_quota_per_identity_and_round_robin() -> None:
+    sched = QueryScheduler(slots=3, per_user=2, per_session=2)
+    order: list[str] = []
+    release = {name: threading.Event() for name in ("a3", "a4", "b2")}
+    started = {name: threading.Event() for name in release}
+
+    def run(user: str, name: str) -> None:
+        with sched.slot(user, f"s-{name}", 30.0):
+            order.append(name)
+            started[name].set()
+            release[name].wait(30.0)
+
+    holders = [sched.slot("a", "s-a1", 1.0), sched.slot("a", "s-a2", 1.0)]
+    for h in holders:
+        h.__enter__()
+    # a's third query waits (quota 2) although a slot is free; b's first takes it
+    threads = [threading.Thread(target=run, args=("a", "a3"))]
+    threads[0].start()
+    b1 = sched.slot("b", "s-b1", 1.0)
+    b1.__enter__()
+    assert order == [] and not started["a3"].is_set()
+    threads += [threading.Thread(target=run, args=("a", "a4"))]
+    threads[-1].start()
+    threads += [threading.Thread(target=run, args=("b", "b2"))]
+    threads[-1].start()
+    while len(sched._queues.get("a", ())) < 2 or not sched._queues.get("b"):
+        threading.Event().wait(0.01)
+    holders[0].__exit__(None, None, None)  # a slot of a: a3 is next (a's turn comes first)
+    assert started["a3"].wait(30.0)
+    b1.__exit__(None, None, None)  # then b2: b's turn, although a4 waited before it
+    assert started["b2"].wait(30.0)
+    assert order == ["a3", "b2"]
+    holders[1].__exit__(None, None, None)
+    assert started["a4"].wait(30.0)
+    for name in release:
+        release[name].set()
+    for t in threads:
+        t.join(30.0)
+    assert order == ["a3", "b2", "a4"]
+
+
+def test_per_session_quota_and_queue_timeout() -> None:
+    sched = QueryScheduler(slots=4, per_user=4, per_session=1)
+    with sched.slot("a", "s1", 1.0), sched.slot("a", "s2", 1.0):
+        with pytest.raises(ToolError) as err, sched.slot("a", "s1", 0.05):
+            pass
+        assert err.value.code == "SQL_BUSY"
+    with sched.slot("a", "s1", 1.0) as waited:
+        assert waited >= 0.0
+
+
+def test_tools_without_sql_answer_while_every_sql_slot_is_busy(
+    world_dir: Path, tmp_path: Path
+) -> None:
+    service = PlatformService(load_world_content(world_dir), load_profile("a0"), DEV_AUTH, tmp_path)
+    try:
+        identity = DEV_AUTH.identities[0]
+        sid = json.loads(service.call(identity, "platform_info", {}).text)["session_id"]
+        table = next(iter(service.tables))
+        held = [service.scheduler.slot(f"other{i}", f"s{i}", 1.0) for i in range(4)]
+        for h in held:  # every slot busy until released below
+            h.__enter__()
+        results: dict[str, object] = {}
+
+        def query() -> None:
+            results["sql"] = service.call(
+                identity, "sql_query", {"session_id": sid, "sql": "SELECT 7"}
+            )
+
+        worker = threading.Thread(target=query)
+        worker.start()
+        outcome = service.call(identity, "describe_table", {"session_id": sid, "table": table})
+        assert not outcome.is_error and "sql" not in results  # answered while SQL waits
+        for h in held:
+            h.__exit__(None, None, None)
+        worker.join(60.0)
+        sql = results["sql"]
+        assert not sql.is_error and sql.payload["rows"] == [[7]]  # type: ignore[attr-defined]
+        rows = service.audit.events(AuditQuery(tool_name="sql_query")).events
+        assert rows[-1].queue_ms is not None and rows[-1].queue_ms > 0
+    finally:
+        service.close()
