@@ -13,10 +13,16 @@ binding cannot fill are reported as notes (set them as ``constants``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
-from dataclasses import dataclass, field
+import shlex
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from dabench.errors import HarnessError
 from dabench.providers.base import ToolSpec
 from dabench.roles import CANONICAL_ARGUMENTS, ROLES, Role, RoleBinding, ToolRoles
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
@@ -67,6 +73,18 @@ class RoleProposal:
     roles: ToolRoles
     reasons: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    target: dict[str, Any] = field(default_factory=dict)
+    """Proposed ``mcp`` target settings beside the map (``session_argument``,
+    ``session_tool``); ``--check`` uses them."""
+
+
+_CALL_FIRST = re.compile(
+    r"\b(call (it|this( tool)?) first|must be called (first|before)|call(ed)? (it )?before "
+    r"(any|every|all|using)( other)? tools?|first call)\b",
+    re.IGNORECASE,
+)
+"""A tool description saying it opens the session (the reference ``platform_info``: "Call it
+first; pass session_id to every other tool")."""
 
 
 _SEPARATE_SCHEMA = frozenset({"schema", "schema_name", "table_schema", "namespace"})
@@ -172,20 +190,78 @@ def propose_roles(tools: list[ToolSpec]) -> RoleProposal:
         arg: [s.name for s in tools if s.name in used and arg in _required(s)]
         for arg in sorted(SESSION_ARGUMENTS)
     }
+    target: dict[str, Any] = {}
     for arg, names in session.items():
         if names:
             notes.append(
                 f"{', '.join(names)} require {arg}, a session handle the target must supply "
                 f"(target.session_argument: {arg})"
             )
-    return RoleProposal(ToolRoles(chosen), reasons, notes)
+            target.setdefault("session_argument", arg)
+    opener = _session_opener(tools, used)
+    if opener is not None:
+        field_name = target.get("session_argument", "session_id")
+        target["session_tool"] = {"name": opener.name, "field": field_name}
+        notes.append(
+            f"{opener.name} says it must be called first: it opens each episode's session "
+            f"(target.session_tool: {{name: {opener.name}, field: {field_name}}})"
+        )
+    return RoleProposal(ToolRoles(chosen), reasons, notes, target)
+
+
+def _session_opener(tools: list[ToolSpec], used: set[str]) -> ToolSpec | None:
+    """The tool that says it must be called first and needs no argument, if exactly one."""
+    found = [
+        s
+        for s in tools
+        if s.name not in used and not _required(s) and _CALL_FIRST.search(s.description or "")
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+_SERVES_HTTP = re.compile(
+    r"(?:\bon|\bat|running|listening|serving)\s+(?:on\s+|at\s+)?(?P<url>https?://[^\s'\"()]+)",
+    re.IGNORECASE,
+)
+"""A stdio program's stderr saying it serves HTTP instead (uvicorn, the reference platform's
+``platform serve`` without ``--transport stdio``, Node servers)."""
 
 
 async def list_server_tools(endpoint: McpEndpoint, timeout_s: float = 60.0) -> list[ToolSpec]:
-    """Connect to an MCP server, list its tools and disconnect."""
+    """Connect to an MCP server, list its tools and disconnect. A stdio program that says on
+    stderr that it serves HTTP fails at once: ``no MCP on stdio: ... use --url``."""
+    if endpoint.command and endpoint.errlog is None:
+        with tempfile.TemporaryDirectory(prefix="dabench-inspect-") as tmp:
+            logged = replace(endpoint, errlog=Path(tmp) / "stderr.log")
+            return await list_server_tools(logged, timeout_s)
     conn = McpConnection(endpoint, call_timeout_s=timeout_s)
     try:
-        await conn.open(timeout_s)
+        if endpoint.command and endpoint.errlog is not None:
+            await _open_or_spot_http(conn, endpoint.errlog, timeout_s)
+        else:
+            await conn.open(timeout_s)
         return await conn.list_tools()
     finally:
         await conn.close()
+
+
+async def _open_or_spot_http(conn: McpConnection, errlog: Path, timeout_s: float) -> None:
+    """Open ``conn``, watching the program's stderr for an HTTP address meanwhile."""
+    opening = asyncio.create_task(conn.open(timeout_s))
+    try:
+        while not opening.done():
+            await asyncio.wait({opening}, timeout=0.25)
+            text = errlog.read_text(encoding="utf-8", errors="replace") if errlog.exists() else ""
+            m = _SERVES_HTTP.search(text)
+            if m is not None and not opening.done():
+                url = m.group("url").rstrip(".,;")
+                raise HarnessError(
+                    f"no MCP on stdio: {shlex.join(conn.endpoint.command)} says it serves "
+                    f"{url}; for an HTTP server use --url {url} (or start it in stdio mode)"
+                )
+        opening.result()
+    finally:
+        if not opening.done():
+            opening.cancel()
+            with contextlib.suppress(BaseException):
+                await opening
