@@ -336,3 +336,53 @@ def wait_for_port(port: int, timeout_s: float = 30.0) -> None:
         except OSError:
             time.sleep(0.1)
     raise AssertionError(f"nothing listens on port {port}")
+
+
+@pytest.mark.slow
+def test_inspect_proposes_a_result_adapter_from_the_probe(real_world: Path, tmp_path: Path) -> None:
+    """A server whose rows sit where the reader does not look: the probe query's known
+    answer locates them, the proposal carries the JMESPath, and --check passes unedited."""
+    warehouse = str(real_world / "warehouse.duckdb")
+    out = tmp_path / "roles.yaml"
+    result = CliRunner().invoke(
+        app,
+        [
+            "target", "inspect", "--out", str(out), "--check", "--world", str(real_world),
+            "--check-dir", str(tmp_path / "check"), "--format", "json",
+            "--", sys.executable, str(SERVER), warehouse, "--format", "envelope",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    adapter = {"path": "payload.batches[0].tuples", "format": "json"}
+    assert body["roles"]["sql"]["result"] == adapter
+    assert body["probe"]["ok"] and body["probe"]["adapter"] == adapter
+    assert all(c["passed"] for c in body["check"]), body["check"]
+    assert ToolRoles.model_validate(yaml.safe_load(out.read_text())).dump() == body["roles"]
+
+
+@pytest.mark.parametrize(
+    ("text", "adapter"),
+    [
+        ("[(1, 'x')]", None),
+        ('{"success": true, "data": {"statements": [{"rows": [{"a": 1, "b": "x"}]}]}}', None),
+        ('{"payload": {"batches": [{"tuples": [[1, "x"]]}]}}', "payload.batches[0].tuples"),
+        ('{"out": {"columns": ["a", "b"], "rows": [["1", "x"]]}}', "out"),
+        ('{"res": {"data-set": [{"a": 1, "b": "x"}]}}', 'res."data-set"'),
+    ],
+)
+def test_probe_answers_locate_the_rows(text: str, adapter: str | None) -> None:
+    from dabench.sqlresult.probe import propose_adapter
+
+    proposal = propose_adapter(text)
+    assert proposal.ok, proposal.read
+    found = proposal.adapter.path if proposal.adapter is not None else None
+    assert found == adapter
+
+
+def test_an_unreadable_probe_answer_is_reported() -> None:
+    from dabench.sqlresult.probe import propose_adapter
+
+    proposal = propose_adapter("Query executed successfully")
+    assert not proposal.ok and proposal.adapter is None
+    assert "no known table shape" in proposal.read

@@ -20,7 +20,8 @@ from dabench.providers.base import ToolSpec
 from dabench.roles import ToolRoles
 from dabench.runner.role_check import TaskCheck, check_roles
 from dabench.safe_yaml import load_file
-from dabench.targets.inspect import RoleProposal, list_server_tools, propose_roles
+from dabench.sqlresult.probe import PROBE_SQL
+from dabench.targets.inspect import RoleProposal, inspect_server
 from dabench.targets.mcp import expand_env
 from dabench.targets.mcp_connection import McpEndpoint
 
@@ -126,6 +127,8 @@ def roles_yaml(proposal: RoleProposal, source: str, env: dict[str, str] | None =
     lines = [f"# dabench target inspect {source}", "# use under target.roles"]
     lines += [f"# {role}: {why}" for role, why in proposal.reasons.items()]
     lines += [f"# NOTE {note}" for note in proposal.notes]
+    if proposal.probe is not None:
+        lines.append(f"# probe {PROBE_SQL!r}: {proposal.probe.read}")
     settings = dict(proposal.target)
     if env:
         settings["env"] = {k: f"${{{k}}}" for k in sorted(env)}
@@ -215,8 +218,7 @@ def inspect_cmd(
             env=dict(target.get("env") or {}),
             cwd=target.get("cwd"),
         )
-        tools = asyncio.run(list_server_tools(endpoint))
-        proposal = propose_roles(tools)
+        tools, proposal = asyncio.run(inspect_server(endpoint))
         if roles_file is not None:
             proposal = RoleProposal(
                 _read_roles(roles_file), {"all": f"from {roles_file}"}, [], proposal.target
@@ -244,6 +246,14 @@ def inspect_cmd(
             "reasons": proposal.reasons,
             "notes": proposal.notes,
             "target": proposal.target,
+            "probe": None
+            if proposal.probe is None
+            else vars(proposal.probe)
+            | {
+                "adapter": proposal.probe.adapter.model_dump(exclude_none=True)
+                if proposal.probe.adapter
+                else None
+            },
         }
         if checks is not None:
             body["check"] = [vars(c) for c in checks]

@@ -129,7 +129,8 @@ def json_table(body: Any, read_text: ReadText, depth: int = 0) -> SqlTable | Non
 
 
 def _statement(body: dict[str, Any]) -> bool:
-    return isinstance(body.get("rows"), list) and ("sql" in body or "count" in body)
+    """One statement's result in a list of them (dbhub: ``{sql, rows, count}``)."""
+    return isinstance(body.get("rows"), list)
 
 
 def _all_rows(rows: list[Any]) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import shlex
 import tempfile
@@ -25,6 +26,7 @@ from typing import Any
 from dabench.errors import HarnessError
 from dabench.providers.base import ToolSpec
 from dabench.roles import CANONICAL_ARGUMENTS, ROLES, Role, RoleBinding, ToolRoles
+from dabench.sqlresult.probe import PROBE_SQL, AdapterProposal, propose_adapter
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 
 SESSION_ARGUMENTS = frozenset({"session_id", "session", "sessionid"})
@@ -76,6 +78,8 @@ class RoleProposal:
     target: dict[str, Any] = field(default_factory=dict)
     """Proposed ``mcp`` target settings beside the map (``session_argument``,
     ``session_tool``); ``--check`` uses them."""
+    probe: AdapterProposal | None = None
+    """How the ``sql`` tool's answer to :data:`~dabench.sqlresult.probe.PROBE_SQL` reads."""
 
 
 _CALL_FIRST = re.compile(
@@ -230,19 +234,65 @@ _SERVES_HTTP = re.compile(
 async def list_server_tools(endpoint: McpEndpoint, timeout_s: float = 60.0) -> list[ToolSpec]:
     """Connect to an MCP server, list its tools and disconnect. A stdio program that says on
     stderr that it serves HTTP fails at once: ``no MCP on stdio: ... use --url``."""
+    tools, _ = await inspect_server(endpoint, timeout_s, probe=False)
+    return tools
+
+
+async def inspect_server(
+    endpoint: McpEndpoint, timeout_s: float = 60.0, probe: bool = True
+) -> tuple[list[ToolSpec], RoleProposal]:
+    """The server's tools and a proposed role map; with ``probe``, the ``sql`` tool is sent
+    :data:`~dabench.sqlresult.probe.PROBE_SQL` and a result adapter proposed from its answer
+    (set on the ``sql`` binding when the reader needs one)."""
     if endpoint.command and endpoint.errlog is None:
         with tempfile.TemporaryDirectory(prefix="dabench-inspect-") as tmp:
             logged = replace(endpoint, errlog=Path(tmp) / "stderr.log")
-            return await list_server_tools(logged, timeout_s)
+            return await inspect_server(logged, timeout_s, probe)
     conn = McpConnection(endpoint, call_timeout_s=timeout_s)
     try:
         if endpoint.command and endpoint.errlog is not None:
             await _open_or_spot_http(conn, endpoint.errlog, timeout_s)
         else:
             await conn.open(timeout_s)
-        return await conn.list_tools()
+        tools = await conn.list_tools()
+        proposal = propose_roles(tools)
+        if probe:
+            await _probe(conn, proposal)
+        return tools, proposal
     finally:
         await conn.close()
+
+
+async def _probe(conn: McpConnection, proposal: RoleProposal) -> None:
+    """Send the probe query through the proposed sql binding and read its answer."""
+    binding = proposal.roles.binding("sql")
+    if binding is None:
+        return
+    arguments = binding.call_arguments({"sql": PROBE_SQL, "limit": 10})
+    session_tool = proposal.target.get("session_tool")
+    if session_tool is not None:
+        opened = await conn.call(session_tool["name"], {})
+        try:
+            handle = json.loads(opened.text)[session_tool["field"]]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            proposal.notes.append(f"probe: {session_tool['name']} returned no session handle")
+            return
+        arguments[proposal.target["session_argument"]] = handle
+    outcome = await conn.call(binding.tool, arguments)
+    if outcome.is_error:
+        proposal.notes.append(f"probe: {binding.tool} refused {PROBE_SQL!r}: {outcome.text[:200]}")
+        return
+    proposal.probe = propose_adapter(outcome.text)
+    if proposal.probe.adapter is not None:
+        adapted = binding.model_copy(update={"result": proposal.probe.adapter})
+        proposal.roles = proposal.roles.merged(ToolRoles({"sql": adapted}))
+        needed = proposal.probe.adapter.model_dump(exclude_none=True)
+        proposal.notes.append(f"probe: the reader needs result: {needed}")
+    elif not proposal.probe.ok:
+        proposal.notes.append(
+            f"probe: cannot read {binding.tool}'s answer to {PROBE_SQL!r} ({proposal.probe.read});"
+            " set roles.sql.result (path, format) by hand"
+        )
 
 
 async def _open_or_spot_http(conn: McpConnection, errlog: Path, timeout_s: float) -> None:

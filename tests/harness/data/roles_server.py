@@ -6,11 +6,12 @@ arguments). It serves a world's warehouse opened read-only with the official MCP
 stdio, or with ``--port`` over streamable HTTP at ``/mcp`` (refusing requests without
 ``Authorization: Bearer <--token>`` when a token is given); ``--format markdown`` answers
 queries with a markdown table instead of JSON rows, ``--format python`` with
-``str(cursor.fetchall())`` as mcp-server-duckdb does (no column names), ``--format fixed``
+``str(cursor.fetchall())`` as mcp-server-duckdb does (no column names), ``--format envelope``
+with rows under ``payload.batches[0].tuples`` (which the reader does not guess), ``--format fixed``
 with the text of ``--fixed FILE`` whatever the query (for unreadable results).
 ``--warehouse-env NAME`` reads the warehouse path from that environment variable instead.
 
-    python roles_server.py WAREHOUSE.duckdb [--format json|markdown|python|fixed]
+    python roles_server.py WAREHOUSE.duckdb [--format json|markdown|python|envelope|fixed]
         [--port N [--token T]]
 """
 
@@ -50,7 +51,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("warehouse", nargs="?")
     parser.add_argument("--warehouse-env", default=None)
-    parser.add_argument("--format", choices=["json", "markdown", "python", "fixed"], default="json")
+    parser.add_argument(
+        "--format", choices=["json", "markdown", "python", "envelope", "fixed"], default="json"
+    )
     parser.add_argument("--fixed", default=None)
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--token", default=None)
@@ -79,6 +82,9 @@ def main() -> None:
         columns, rows = run(statement)
         if args.format == "python":
             return str(rows)
+        if args.format == "envelope":
+            tuples = [[_plain(v) for v in r] for r in rows]
+            return json.dumps({"payload": {"batches": [{"names": columns, "tuples": tuples}]}})
         if args.format == "markdown":
             return _markdown(columns, rows)
         return json.dumps([{c: _plain(v) for c, v in zip(columns, r, strict=True)} for r in rows])
