@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dabench.report.fmt import NA, ci, delta, pct
-from dabench.stats.model import Interval, RunStats
+from dabench.stats.model import GroupStats, Interval, RunStats, headline_ok
 
 
 def verdict_words(interval: Interval | None, baseline: str) -> str:
@@ -30,6 +30,15 @@ def _episodes(graded: int, excluded: int) -> str:
     return f"{graded} ({excluded} of {graded + excluded} excluded: harness errors)"
 
 
+def headline_accuracy(g: GroupStats) -> str:
+    """An arm's accuracy [95% CI], or, when too few of its episodes were graded to speak for
+    it (:data:`~dabench.stats.model.MIN_GRADED_SHARE`), "n of m graded" and no bare rate."""
+    total = g.n_episodes + g.n_excluded
+    if headline_ok(g.n_episodes, total):
+        return ci(g.accuracy)
+    return f"not headlined: {g.n_episodes} of {total} graded ({pct(g.accuracy.estimate)} of those)"
+
+
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -51,7 +60,7 @@ def closing_summary(stats: RunStats, paths: list[Path]) -> list[str]:
                 arm,
                 str(g.n_tasks),
                 _episodes(g.n_episodes, g.n_excluded),
-                ci(g.accuracy),
+                headline_accuracy(g),
                 f"{pct(g.pass_hat_k.estimate)} ({_tasks(g.pass_hat_k_tasks)})",
             ]
         )
@@ -62,6 +71,13 @@ def closing_summary(stats: RunStats, paths: list[Path]) -> list[str]:
         lines.append(f"accuracy vs baseline {base} (paired over shared tasks, in points):")
         drows: list[list[str]] = []
         for d in deltas:
+            g = stats.group(d.arm, "overall")
+            if g is not None and not headline_ok(g.n_episodes, g.n_episodes + g.n_excluded):
+                total = g.n_episodes + g.n_excluded
+                drows.append(
+                    [f"{d.arm} - {base}", "not compared", f"{g.n_episodes} of {total} graded"]
+                )
+                continue
             if not d.n_shared_tasks or d.accuracy.estimate is None:
                 drows.append([f"{d.arm} - {base}", "not compared", f"no task shared with {base}"])
                 continue
