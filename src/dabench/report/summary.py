@@ -34,8 +34,8 @@ def headline_accuracy(g: GroupStats) -> str:
     """An arm's accuracy [95% CI], or, when too few of its episodes were graded to speak for
     it (:data:`~dabench.stats.model.MIN_GRADED_SHARE`), "n of m graded" and no bare rate."""
     total = g.n_episodes + g.n_excluded
-    if headline_ok(g.n_episodes, total):
-        return ci(g.accuracy)
+    if headline_ok(g.n_episodes, total) or not g.n_episodes:
+        return ci(g.accuracy)  # n/a when nothing was graded
     return f"not headlined: {g.n_episodes} of {total} graded ({pct(g.accuracy.estimate)} of those)"
 
 
