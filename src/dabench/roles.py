@@ -14,9 +14,13 @@ unchanged), ``drop`` lists canonical arguments never sent, ``constants`` are ext
 always sent, and ``also`` names further tools that play the role for grading (never called
 by the harness). A binding may be written as just the tool's name (``sql: execute_query``).
 
-This module depends on nothing of dabench's, so targets, agents, the journal and grading all
-import it. Everything that used to know literal tool names (the oracle, the probe, exec_sql
-grading, the tool-overlap score, statistics and reports) works through these maps.
+The ``sql`` binding may also say how to read its result (``result: {path, format}``, see
+:class:`~dabench.sqlresult.ResultAdapter`).
+
+This module depends only on :mod:`dabench.sqlresult` (itself dependency-free), so targets,
+agents, the journal and grading all import it. Everything that used to know literal tool
+names (the oracle, the probe, exec_sql grading, the tool-overlap score, statistics and
+reports) works through these maps.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
+
+from dabench.sqlresult import ResultAdapter
 
 Role = Literal["sql", "search", "describe", "list", "fetch"]
 """What a tool does for an analyst, independent of its name."""
@@ -65,6 +71,9 @@ class RoleBinding(BaseModel):
     also: list[str] = Field(default_factory=list)
     """Further tools of the target that play this role too (counted by grading, never
     called by the harness), e.g. Kibana's ``platform.core.search`` for ``sql``."""
+    result: ResultAdapter | None = None
+    """``sql`` only: where the table is in the tool's result and in which shape (a JMESPath
+    ``path``, a ``format``); without it the reader guesses (:mod:`dabench.sqlresult`)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -110,6 +119,8 @@ class ToolRoles(RootModel[dict[Role, RoleBinding | None]]):
         for role, binding in self.root.items():
             if binding is None:
                 continue
+            if binding.result is not None and role != "sql":
+                raise ValueError(f"{role}.result: only the sql role reads a result as a table")
             known = CANONICAL_ARGUMENTS[role]
             for field, names in (("arguments", list(binding.arguments)), ("drop", binding.drop)):
                 bad = [n for n in names if n not in known]

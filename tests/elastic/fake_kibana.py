@@ -17,7 +17,9 @@ exists"). ``generation`` picks the documented shapes of one Kibana generation:
 - ``9.3`` (``agent_builder``): rounds with ``model_usage`` and timings, ``tabular_data`` and
   ``resource`` results.
 - ``main``: ``tabular_data`` results are ``esql_results`` and ``resource`` results are one
-  ``resource_list``; an unknown ``conversation_id`` silently starts a new conversation
+  ``resource_list``; an unknown ``conversation_id`` silently starts a new conversation (with
+  ``lost_same_id=True`` under the same id, as Kibana main can after losing one:
+  :meth:`FakeKibana.forget` loses it)
   (9.2/9.3: HTTP 404 on the sync route, HTTP 200 and an ``error`` event ``conversationNotFound``
   on the async route).
 """
@@ -176,7 +178,12 @@ class FakeKibana(LoopbackServer):
     """The server; use as a context manager."""
 
     def __init__(
-        self, responder: Responder, *, api_key: str = "test-key", generation: str = "9.3"
+        self,
+        responder: Responder,
+        *,
+        api_key: str = "test-key",
+        generation: str = "9.3",
+        lost_same_id: bool = False,
     ) -> None:
         assert generation in GENERATIONS, generation
         self.responder = responder
@@ -186,6 +193,7 @@ class FakeKibana(LoopbackServer):
         self.tools: dict[str, dict[str, Any]] = {}
         self.agents: dict[str, dict[str, Any]] = {}
         self.conversations: dict[str, list[str]] = {}
+        self.lost_same_id = lost_same_id
         self.faults: list[Fault] = []
         self._lock = threading.Lock()
         super().__init__()
@@ -217,6 +225,11 @@ class FakeKibana(LoopbackServer):
     def converse_bodies(self) -> list[dict[str, Any]]:
         """Bodies of every converse request, in order."""
         return [r["body"] for r in self.requests if r["path"].endswith(("/converse", "/async"))]
+
+    def forget(self, cid: str) -> None:
+        """Lose a conversation (as a Kibana restart or cleanup might)."""
+        with self._lock:
+            self.conversations.pop(cid, None)
 
     def _new_conversation(self) -> str:
         with self._lock:
@@ -274,6 +287,16 @@ class FakeKibana(LoopbackServer):
                 fault = fake._fault(method, path)
                 if fault is not None:
                     return self._error(fault.status, "scripted fault", fault.headers)
+                prefix = "/api/agent_builder/conversations/"
+                if path.startswith(prefix) and method == "GET":
+                    cid = path[len(prefix) :]
+                    if cid not in fake.conversations:
+                        return self._error(404, f"Conversation {cid} not found")
+                    rounds = [
+                        {"id": f"{cid}-round-{i + 1}", "input": {"message": m}}
+                        for i, m in enumerate(fake.conversations[cid])
+                    ]
+                    return self._json(200, {"id": cid, "rounds": rounds})
                 if path == "/api/status":
                     number = VERSION_NUMBER[fake.generation]
                     return self._json(200, {"version": {"number": number}, "status": {}})
@@ -333,8 +356,13 @@ class FakeKibana(LoopbackServer):
 
             def _converse(self, body: dict[str, Any], *, stream: bool) -> None:
                 cid = body.get("conversation_id")
+                recreated = False
                 if cid is not None and cid not in fake.conversations:
-                    if fake.generation == "main":  # silently starts a new conversation
+                    if fake.generation == "main" and fake.lost_same_id:  # re-created, same id
+                        with fake._lock:
+                            fake.conversations[cid] = []
+                        recreated = True
+                    elif fake.generation == "main":  # silently starts a new conversation
                         cid = None
                     elif stream:
                         return self._lost_conversation_stream(cid)
@@ -345,7 +373,7 @@ class FakeKibana(LoopbackServer):
                     time.sleep(script.delay_s)
                 if script.http_status:
                     return self._error(script.http_status, "connector failed: upstream 500")
-                new = cid is None
+                new = cid is None or recreated
                 cid = cid or fake._new_conversation()
                 fake.conversations[cid].append(body.get("input", ""))
                 steps = [

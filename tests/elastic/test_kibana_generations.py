@@ -201,3 +201,27 @@ def test_two_arm_run_against_a_fresh_kibana_succeeds(
     assert result.exit_code in (0, 1), result.output  # 1: answers graded wrong, not a crash
     episodes = [Episode.model_validate_json(line) for line in (out / "episodes.jsonl").open()]
     assert len(episodes) == 2 * 3 and all(e.status != "harness_error" for e in episodes)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_conversation_recreated_under_the_same_id_is_a_harness_error(
+    tmp_path: Path, stream: bool
+) -> None:
+    """Kibana main may lose a conversation and re-create it under the same id: the later turn
+    is then answered without the earlier ones. The stream's creation event (streamed) or the
+    conversation's history length (sync) gives it away."""
+    cause = "announced a new conversation on turn 3" if stream else "history holds 1 round"
+    with FakeKibana(answer, generation="main", lost_same_id=True) as server:
+        target = make(server, tmp_path)
+        await target.start()
+        try:
+            session = await target.open_session()
+            first = await session.converse("q1", connector_id="c", stream=stream)
+            assert first.conversation_id == "conv-1"
+            second = await session.converse("q2", connector_id="c", stream=stream)
+            assert second.conversation_id == "conv-1"  # kept: nothing was lost
+            server.forget("conv-1")
+            with pytest.raises(HarnessError, match=f"re-created it under the same id.*{cause}"):
+                await session.converse("q3", connector_id="c", stream=stream)
+        finally:
+            await target.stop()

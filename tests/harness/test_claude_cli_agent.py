@@ -28,7 +28,6 @@ PROVIDERS_FAKE = Path(__file__).parent.parent / "providers" / "fake_claude.py"
 PLATFORM_CLAUDE = """
 import asyncio, json, os, sys
 
-from dabench.agents.oracle import parse_sql_result
 from dabench.targets.mcp_lean import LeanMcpConnection
 
 
@@ -60,7 +59,7 @@ async def main():
         emit({"type": "result", "subtype": "error_max_turns", "is_error": True, "num_turns": 1,
               "session_id": "cli-1", "total_cost_usd": 0.01, "usage": {"input_tokens": 5}})
         return 1
-    _, rows = parse_sql_result(out.text)
+    rows = json.loads(out.text)["rows"]  # the reference platform's {columns, rows}
     text = f"There are {rows[0][0]} stores.\\nFINAL ANSWER: {rows[0][0]}"
     emit({"type": "result", "subtype": "success", "is_error": False, "result": text,
           "num_turns": 2, "duration_ms": 1500, "session_id": "cli-1", "total_cost_usd": 0.0125,

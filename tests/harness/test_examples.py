@@ -10,7 +10,9 @@ from dabench.platform.profile import load_profile
 from dabench.runner.experiment import load_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml")) + sorted(
+    (ROOT / "examples" / "targets").glob("*.yaml")
+)
 PROFILES = sorted((ROOT / "examples" / "profiles").glob("*.yaml"))
 
 

@@ -19,6 +19,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "platform": {"targets", "agents", "runner", "grading", "judge", "stats", "report",
                  "validation"},
     "targets": {"agents", "runner", "grading", "judge", "stats", "report", "validation"},
+    "sqlresult": {"world", "tasks", "platform", "targets", "agents", "runner", "grading", "judge",
+                  "stats", "report", "validation", "journal", "store", "providers"},
     "agents": {"runner", "grading", "judge", "stats", "report", "validation"},
     "journal": {"targets", "agents", "runner", "grading", "judge", "stats", "report",
                 "validation"},

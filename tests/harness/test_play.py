@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from dabench.agents.oracle import ABSTAIN, REFUSAL, parse_sql_result, render_answer
+from dabench.agents.oracle import ABSTAIN, REFUSAL, render_answer
 from dabench.cli import app
 from dabench.journal.store import Journal, load_grades, read_manifest
 from dabench.play.state import read_state
+from dabench.sqlresult import read_sql_result
 from dabench.targets.process import pid_alive, stop_pid
 from dabench.tasks.loader import load_builtin_tasks
 from dabench.tasks.lock import read_lock
@@ -57,7 +58,7 @@ def scripted_agent(run: Path, prompt: dict[str, Any] | None = None) -> list[str]
             args = json.dumps({"sql": g.truth_sql, "limit": 1000})
             call = play("call", "--run", str(run), "sql_query", args)
             assert not call["is_error"], call
-            columns, rows = parse_sql_result(call["result"])
+            columns, rows = read_sql_result(call["result"]).as_tuple()
             sql = g.truth_sql if g.kind == "exec_sql" else None
             text = render_answer(columns, rows, g.format, sql)
         else:

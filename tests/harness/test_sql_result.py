@@ -1,15 +1,29 @@
-"""SQL tool results in the shapes MCP servers return, read by the oracle."""
+"""SQL tool results in the shapes MCP servers return, read by the one reader
+(:mod:`dabench.sqlresult`): real results of four servers, constructed ambiguous cases, and the
+declarative adapter of a role map."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-from dabench.agents.sql_result import parse_sql_result
 from dabench.errors import HarnessError
+from dabench.roles import ToolRoles
+from dabench.sqlresult import (
+    ResultAdapter,
+    SqlToolError,
+    UnreadableResult,
+    read_sql_result,
+    server_error,
+)
 
+CORPUS = Path(__file__).parent / "data" / "sql_results"
+SERVERS = json.loads((CORPUS / "servers.json").read_text(encoding="utf-8"))
+AMBIGUOUS = json.loads((CORPUS / "ambiguous.json").read_text(encoding="utf-8"))
 TABLE = (["region", "revenue"], [["EU", 12.5], ["US", None]])
 
 
@@ -25,6 +39,11 @@ TABLE = (["region", "revenue"], [["EU", 12.5], ["US", None]])
         '{"columns": ["region", "revenue"], "values": [["EU", 12.5], ["US", null]]}',
         '{"result": "[{\\"region\\": \\"EU\\", \\"revenue\\": 12.5}, '
         '{\\"region\\": \\"US\\", \\"revenue\\": null}]"}',
+        '{"success": true, "data": {"statements": [{"sql": "SELECT 1", "rows": [{"a": 1}]},'
+        ' {"sql": "SELECT ...", "rows": [{"region": "EU", "revenue": "12.5"},'
+        ' {"region": "US", "revenue": null}], "count": 2}]}}',
+        "[{'region': 'EU', 'revenue': Decimal('12.50')}, {'region': 'US', 'revenue': None}]",
+        "1. row\nregion: EU\nrevenue: 12.5\n\n2. row\nregion: US\nrevenue: NULL\n\nResult: 2 rows",
         "| region | revenue |\n|:---|---:|\n| EU | 12.5 |\n| US | NULL |\n\n2 rows returned",
         " region | revenue \n--------+---------\n EU     |    12.5\n US     |\n(2 rows)\n",
         "region    revenue\n--------  ---------\nEU        12.5\nUS        None",
@@ -34,7 +53,9 @@ TABLE = (["region", "revenue"], [["EU", 12.5], ["US", None]])
     ],
 )
 def test_result_shapes(text: str) -> None:
-    assert parse_sql_result(text) == TABLE
+    table = read_sql_result(text)
+    assert table.as_tuple() == TABLE
+    assert not table.positional
 
 
 @pytest.mark.parametrize(
@@ -54,19 +75,137 @@ def test_result_shapes(text: str) -> None:
 def test_duckdb_box_rendering(sql: str, expected: tuple[list[str], list[list[Any]]]) -> None:
     text = str(duckdb.connect().sql(sql))
     assert "│" in text
-    assert parse_sql_result(text) == expected
+    table = read_sql_result(text)
+    assert table.as_tuple() == expected
+    assert table.format == "box"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 164 AS n",
+        "SELECT i, i * 0.5 AS half, DATE '2025-01-01' + i::INTEGER AS d, NULL AS z "
+        "FROM range(3) t(i)",
+        "SELECT 'a, b' AS s, 1.5::DECIMAL(10, 2) AS m",
+    ],
+)
+def test_str_of_fetchall_reads_positionally(sql: str) -> None:
+    """What mcp-server-duckdb answers: ``str(cursor.fetchall())``, no column names."""
+    con = duckdb.connect()
+    rows = con.sql(sql).fetchall()
+    table = read_sql_result(str(rows))
+    assert table.positional and table.format == "python"
+    assert table.columns == [f"column{i}" for i in range(len(rows[0]))]
+    expected = read_sql_result(str(con.sql(sql))).rows  # the same values as DuckDB prints
+    assert table.rows == expected
 
 
 def test_a_cut_short_table_is_a_harness_error() -> None:
     text = str(duckdb.connect().sql("SELECT i FROM range(100) t(i)"))
-    with pytest.raises(HarnessError, match="cut short"):
-        parse_sql_result(text)
+    with pytest.raises(UnreadableResult, match="cut short"):
+        read_sql_result(text)
 
 
-@pytest.mark.parametrize("text", ["Query executed successfully", "42", '{"ok": true}', "x" * 300])
-def test_unrecognised_results_quote_200_characters(text: str) -> None:
-    with pytest.raises(HarnessError) as info:
-        parse_sql_result(text, "probe")
-    message = str(info.value)
-    assert message.startswith("probe: unrecognised SQL tool result: ")
-    assert message.endswith(text[:200])
+@pytest.mark.parametrize("entry", SERVERS, ids=[f"{e['server']}/{e['case']}" for e in SERVERS])
+def test_real_server_results(entry: dict[str, Any]) -> None:
+    """Results captured from postgres-mcp, mcp-alchemy, dbhub and mcp-server-duckdb."""
+    _check(entry)
+
+
+@pytest.mark.parametrize("entry", AMBIGUOUS, ids=[e["case"] for e in AMBIGUOUS])
+def test_ambiguous_and_constructed_results(entry: dict[str, Any]) -> None:
+    _check(entry)
+
+
+def _check(entry: dict[str, Any]) -> None:
+    expect = entry["expect"]
+    if expect.get("tool_error"):
+        with pytest.raises(SqlToolError, match="probe: the SQL tool answered with an error: "):
+            read_sql_result(entry["text"], who="probe")
+        assert server_error(entry["text"])
+        return
+    if "unreadable" in expect:
+        with pytest.raises(UnreadableResult) as info:
+            read_sql_result(entry["text"], who="probe")
+        message = str(info.value)
+        assert message.startswith("probe: unreadable SQL tool result (")
+        assert expect["unreadable"] in message
+        assert message.endswith(entry["text"].strip()[:200])
+        return
+    table = read_sql_result(entry["text"])
+    got = {"format": table.format, "columns": table.columns, "rows": table.rows}
+    assert got == {k: expect[k] for k in ("format", "columns", "rows")}
+    assert table.positional == expect["positional"]
+    assert server_error(entry["text"]) is None
+
+
+def test_the_corpus_covers_every_server_and_the_worst_case() -> None:
+    servers = {e["server"] for e in SERVERS}
+    assert servers == {"postgres-mcp", "mcp-alchemy", "dbhub", "mcp-server-duckdb"}
+    for server in servers:
+        cases = {e["case"]: e for e in SERVERS if e["server"] == server}
+        assert cases["one_value"]["expect"]["rows"] == [[164]]
+        assert cases["bad_table"]["expect"] == {"tool_error": True}
+    duck = next(
+        e for e in SERVERS if e["server"] == "mcp-server-duckdb" and e["case"] == "one_value"
+    )
+    assert duck["text"] == "[(164,)]"
+
+
+def test_no_unreadable_result_is_ever_an_empty_table() -> None:
+    """Every text of the corpus either reads as a table the corpus states, or raises a
+    HarnessError (which the runner turns into an excluded episode); nothing in between."""
+    for entry in SERVERS + AMBIGUOUS:
+        try:
+            table = read_sql_result(entry["text"])
+        except HarnessError:
+            assert "rows" not in entry["expect"], entry["case"]
+            continue
+        assert table.rows == entry["expect"]["rows"], entry["case"]
+
+
+def test_python_reprs_are_never_evaluated(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    text = f"[(__import__('os').system('touch {marker}'),)]"
+    with pytest.raises(UnreadableResult):
+        read_sql_result(text)
+    with pytest.raises(UnreadableResult):
+        read_sql_result(text, ResultAdapter(format="python"))
+    assert not marker.exists()
+
+
+def test_the_adapter_reads_what_guessing_cannot() -> None:
+    text = json.dumps({"payload": {"batches": [{"tuples": [[1, "x"]], "names": ["a", "b"]}]}})
+    with pytest.raises(UnreadableResult, match="JSON with no table"):
+        read_sql_result(text)
+    table = read_sql_result(text, ResultAdapter(path="payload.batches[-1].tuples"))
+    assert table.as_tuple() == (["column0", "column1"], [[1, "x"]])
+    assert table.format == "json+adapter" and table.positional
+    shaped = "payload.batches[-1].{columns: names, rows: tuples}"
+    assert read_sql_result(text, ResultAdapter(path=shaped)).as_tuple() == (["a", "b"], [[1, "x"]])
+    inner = json.dumps({"answer": "| a | b |\n|---|---|\n| 1 | x |"})
+    adapter = ResultAdapter(path="answer", format="markdown")
+    assert read_sql_result(inner, adapter).as_tuple() == (["a", "b"], [[1, "x"]])
+
+
+def test_the_adapter_format_turns_guessing_off() -> None:
+    with pytest.raises(UnreadableResult, match="the role map says csv, the result reads as"):
+        read_sql_result("| a |\n|---|\n| 1 |", ResultAdapter(format="csv"))
+    with pytest.raises(UnreadableResult, match="selects nothing"):
+        read_sql_result('{"x": 1}', ResultAdapter(path="rows"))
+    assert read_sql_result("a,b\n1,x", ResultAdapter(format="csv")).rows == [[1, "x"]]
+
+
+def test_the_adapter_in_a_role_map() -> None:
+    roles = ToolRoles.model_validate(
+        {"sql": {"tool": "q", "result": {"path": "data.rows", "format": "json"}}}
+    )
+    binding = roles.binding("sql")
+    assert binding is not None and binding.result == ResultAdapter(path="data.rows", format="json")
+    assert roles.dump() == {"sql": {"tool": "q", "result": {"path": "data.rows", "format": "json"}}}
+    with pytest.raises(ValueError, match="not a JMESPath expression"):
+        ToolRoles.model_validate({"sql": {"tool": "q", "result": {"path": "data[?"}}})
+    with pytest.raises(ValueError, match="only the sql role"):
+        ToolRoles.model_validate({"list": {"tool": "t", "result": {"format": "csv"}}})
+    with pytest.raises(ValueError, match="format"):
+        ToolRoles.model_validate({"sql": {"tool": "q", "result": {"format": "xml"}}})

@@ -126,8 +126,112 @@ async def test_reference_platform_over_stdio_gets_the_identity(real_world: Path)
     assert proposal.roles == REFERENCE_ROLES
     assert proposal.notes == [
         "sql_query, describe_table, list_tables, search, fetch require session_id, a session "
-        "handle the target must supply (target.session_argument: session_id)"
+        "handle the target must supply (target.session_argument: session_id)",
+        "platform_info says it must be called first: it opens each episode's session "
+        "(target.session_tool: {name: platform_info, field: session_id})",
     ]
+    assert proposal.target == {
+        "session_argument": "session_id",
+        "session_tool": {"name": "platform_info", "field": "session_id"},
+    }
+
+
+@pytest.mark.slow
+def test_the_reference_platform_checks_over_stdio_unedited(
+    real_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proposal (roles and session settings) passes --check with no edit, and relative
+    --world/--check-dir resolve against the caller's directory."""
+    if real_world.parent.parent != tmp_path.parent:
+        pytest.skip("the world and tmp_path do not share a parent directory")
+    monkeypatch.chdir(real_world.parent)
+    result = CliRunner().invoke(
+        app,
+        [
+            "target", "inspect", "--check", "--world", real_world.name,
+            "--check-dir", str(Path("..") / tmp_path.name / "check"), "--env",
+            f"PYTHONPATH={SRC}", "--format", "json", "--", sys.executable, "-m", "dabench.cli",
+            "platform", "serve", "--world", real_world.name, "--profile", "a2",
+            "--transport", "stdio",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["target"]["session_tool"]["name"] == "platform_info"
+    assert body["check"] and all(c["passed"] for c in body["check"]), body["check"]
+    sql_reads = [r for c in body["check"] for r in c["read"]]
+    assert sql_reads and all(r.startswith("json: ") for r in sql_reads), sql_reads
+    checked = yaml.safe_load((tmp_path / "check" / "experiment.yaml").read_text())
+    assert checked["world"]["dir"] == str(real_world)
+
+
+@pytest.mark.slow
+def test_an_http_server_started_as_stdio_is_named_at_once(real_world: Path) -> None:
+    port = free_port()
+    result = CliRunner().invoke(
+        app,
+        [
+            "target", "inspect", "--env", f"PYTHONPATH={SRC}", "--", sys.executable, "-m",
+            "dabench.cli", "platform", "serve", "--world", str(real_world), "--profile", "a0",
+            "--port", str(port),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 3, result.output
+    assert "no MCP on stdio" in result.output
+    assert f"use --url http://127.0.0.1:{port}/mcp" in result.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["--env", "env-command"])
+def test_env_values_never_reach_the_files(real_world: Path, tmp_path: Path, form: str) -> None:
+    """A stdio server configured by its environment: the values reach the server, --out
+    and the check's run directory name the variables only."""
+    warehouse = str(real_world / "warehouse.duckdb")
+    secret = "postgresql://reader:s3cret-pw@db.example:5432/w"
+    assignments = [f"DABENCH_TEST_WAREHOUSE={warehouse}", f"DABENCH_TEST_DSN={secret}"]
+    server = [sys.executable, str(SERVER), "--warehouse-env", "DABENCH_TEST_WAREHOUSE"]
+    if form == "--env":
+        words = [w for a in assignments for w in ("--env", a)] + ["--", *server]
+    else:
+        words = ["--", "env", *assignments, *server]
+    out, check_dir = tmp_path / "roles.yaml", tmp_path / "check"
+    result = CliRunner().invoke(
+        app,
+        [
+            "target", "inspect", "--out", str(out), "--check", "--world", str(real_world),
+            "--check-dir", str(check_dir), "--format", "json", *words,
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["roles"] == ROLES and all(c["passed"] for c in body["check"])
+    text = out.read_text()
+    assert "DABENCH_TEST_DSN=${DABENCH_TEST_DSN}" in text
+    assert "DABENCH_TEST_WAREHOUSE: ${DABENCH_TEST_WAREHOUSE}" in text
+    written = [text] + [p.read_text() for p in check_dir.rglob("*") if p.is_file()]
+    assert not any("s3cret" in w or warehouse in w for w in written)
+    assert ToolRoles.model_validate(yaml.safe_load(text)).dump() == ROLES
+
+
+def test_passwords_in_a_command_line_are_masked() -> None:
+    from dabench.runner.target_commands import redact
+
+    assert redact("srv --dsn postgres://u:pw@h:5/db?x=1") == "srv --dsn postgres://u:***@h:5/db?x=1"
+    assert redact("srv --dsn postgres://u@h/db") == "srv --dsn postgres://u@h/db"
+
+
+def test_session_tool_is_proposed_from_a_call_first_description() -> None:
+    tools = [
+        spec("open_session", "Returns a session id. You must call this first."),
+        spec("run_sql", "Run SQL", sql="s*", session_id="s*"),
+    ]
+    proposal = propose_roles(tools)
+    assert proposal.target == {
+        "session_argument": "session_id",
+        "session_tool": {"name": "open_session", "field": "session_id"},
+    }
+    plain = propose_roles([spec("run_sql", "Run SQL first thing in the morning", sql="s*")])
+    assert plain.target == {}
 
 
 @pytest.mark.slow
@@ -148,6 +252,8 @@ def test_inspect_writes_and_checks_the_map(real_world: Path, tmp_path: Path) -> 
     assert body["roles"] == ROLES
     assert body["check"] and all(c["passed"] for c in body["check"]), body["check"]
     assert {c["task_id"].split(".")[0] for c in body["check"]} == {"s1", "s3"}
+    reads = [r for c in body["check"] for r in c["read"]]
+    assert reads and all(r.startswith("json: 1 row x ") for r in reads), reads
     # The file is usable verbatim under target.roles.
     assert ToolRoles.model_validate(yaml.safe_load(out.read_text())).dump() == ROLES
     # A wrong map fails the check with the cause, per task.
@@ -230,3 +336,53 @@ def wait_for_port(port: int, timeout_s: float = 30.0) -> None:
         except OSError:
             time.sleep(0.1)
     raise AssertionError(f"nothing listens on port {port}")
+
+
+@pytest.mark.slow
+def test_inspect_proposes_a_result_adapter_from_the_probe(real_world: Path, tmp_path: Path) -> None:
+    """A server whose rows sit where the reader does not look: the probe query's known
+    answer locates them, the proposal carries the JMESPath, and --check passes unedited."""
+    warehouse = str(real_world / "warehouse.duckdb")
+    out = tmp_path / "roles.yaml"
+    result = CliRunner().invoke(
+        app,
+        [
+            "target", "inspect", "--out", str(out), "--check", "--world", str(real_world),
+            "--check-dir", str(tmp_path / "check"), "--format", "json",
+            "--", sys.executable, str(SERVER), warehouse, "--format", "envelope",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    adapter = {"path": "payload.batches[0].tuples", "format": "json"}
+    assert body["roles"]["sql"]["result"] == adapter
+    assert body["probe"]["ok"] and body["probe"]["adapter"] == adapter
+    assert all(c["passed"] for c in body["check"]), body["check"]
+    assert ToolRoles.model_validate(yaml.safe_load(out.read_text())).dump() == body["roles"]
+
+
+@pytest.mark.parametrize(
+    ("text", "adapter"),
+    [
+        ("[(1, 'x')]", None),
+        ('{"success": true, "data": {"statements": [{"rows": [{"a": 1, "b": "x"}]}]}}', None),
+        ('{"payload": {"batches": [{"tuples": [[1, "x"]]}]}}', "payload.batches[0].tuples"),
+        ('{"out": {"columns": ["a", "b"], "rows": [["1", "x"]]}}', "out"),
+        ('{"res": {"data-set": [{"a": 1, "b": "x"}]}}', 'res."data-set"'),
+    ],
+)
+def test_probe_answers_locate_the_rows(text: str, adapter: str | None) -> None:
+    from dabench.sqlresult.probe import propose_adapter
+
+    proposal = propose_adapter(text)
+    assert proposal.ok, proposal.read
+    found = proposal.adapter.path if proposal.adapter is not None else None
+    assert found == adapter
+
+
+def test_an_unreadable_probe_answer_is_reported() -> None:
+    from dabench.sqlresult.probe import propose_adapter
+
+    proposal = propose_adapter("Query executed successfully")
+    assert not proposal.ok and proposal.adapter is None
+    assert "no known table shape" in proposal.read

@@ -124,3 +124,77 @@ def grant_reader(dsn: str) -> str:
             con.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(name, role))
     head, _, tail = dsn.partition("://")
     return f"{head}://{READER_ROLE}@{tail.split('@', 1)[1]}"
+
+
+PYTHON312 = ("python3.12", "python3.13")
+"""postgres-mcp, mcp-alchemy and mcp-server-duckdb need Python >= 3.12."""
+NODE22_PIN = "node@22"
+"""dbhub needs Node >= 22.5 (installed from npm into the cache, like the Inspector's)."""
+FOUR_SERVERS = {
+    "postgres-mcp": ("postgres-mcp==0.3.0", "postgres-mcp"),
+    "mcp-alchemy": ("mcp-alchemy==2026.10.15.202659", "mcp-alchemy"),
+    "mcp-server-duckdb": ("mcp-server-duckdb==1.1.0", "mcp-server-duckdb"),
+}
+"""The PyPI servers of examples/targets/: pinned requirement, console script."""
+EXTRA_REQUIREMENTS = {
+    # The wheel pins pglast==7.2.0, absent from some mirrors; its other needs, with mcp < 2.
+    "postgres-mcp": [
+        "mcp[cli]>=1.5,<2", "pglast>=7,<8", "attrs>=25.3", "humanize>=4.8", "instructor>=1.7.9",
+        "psycopg-pool>=3.2.6", "psycopg[binary]>=3.2.6",
+    ],
+    "mcp-alchemy": ["psycopg2-binary>=2.9"],
+    "mcp-server-duckdb": ["mcp<2"],  # 1.1.0 uses Server.list_resources, gone in mcp 2
+}  # fmt: skip
+DBHUB_PKG = "@bytebase/dbhub@1.4.0"
+
+
+def _python312() -> str:
+    """A Python >= 3.12 that runs (a pyenv shim may exist without its version selected)."""
+    names = [p for name in PYTHON312 if (p := shutil.which(name))]
+    names += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.1[2-9]*/bin/python3"))
+    check = "import sys; sys.exit(sys.version_info < (3, 12))"
+    for python in names:
+        if subprocess.run([python, "-c", check], capture_output=True).returncode == 0:
+            return python
+    skip_unless_ci("no Python >= 3.12 (python3.12 / python3.13) for the third-party servers")
+    raise AssertionError("unreachable")
+
+
+def pypi_server_command(name: str) -> list[str]:
+    """One of :data:`FOUR_SERVERS`' PyPI servers in its own venv under the cache."""
+    requirement, script = FOUR_SERVERS[name]
+    venv = cache_dir() / requirement.replace("==", "-")
+    binary = venv / "bin" / script
+    with _install_lock(venv.name):
+        if not binary.exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            _install([_python312(), "-m", "venv", str(venv)], f"a venv for {requirement}")
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+            extra = EXTRA_REQUIREMENTS[name]
+            if name == "postgres-mcp":  # dependencies first: the script marks a full install
+                _install([*pip, *extra], f"the dependencies of {requirement}")
+                _install([*pip, "--no-deps", requirement], requirement)
+            else:
+                _install([*pip, requirement, *extra], requirement)
+            if not binary.exists():
+                skip_unless_ci(f"{requirement} installed no {script} script")
+    return [str(binary)]
+
+
+def dbhub_command() -> list[str]:
+    """``@bytebase/dbhub`` run by Node 22, both from npm under the cache (installed once)."""
+    npm = shutil.which("npm")
+    if npm is None:
+        skip_unless_ci(f"npm is not installed: cannot install {DBHUB_PKG}")
+        raise AssertionError("unreachable")
+    prefix = cache_dir() / "dbhub-1.4.0"
+    node = prefix / "node_modules" / ".bin" / "node"
+    entry = prefix / "node_modules" / "@bytebase" / "dbhub" / "dist" / "index.js"
+    with _install_lock(prefix.name):
+        if not (node.exists() and entry.exists()):
+            prefix.mkdir(parents=True, exist_ok=True)
+            npm_install = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix)]
+            _install([*npm_install, NODE22_PIN, DBHUB_PKG], f"{NODE22_PIN} and {DBHUB_PKG}")
+            if not (node.exists() and entry.exists()):
+                skip_unless_ci(f"{DBHUB_PKG} or {NODE22_PIN} installed no entry point")
+    return [str(node), str(entry), "--transport", "stdio"]

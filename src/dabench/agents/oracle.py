@@ -7,10 +7,11 @@ target offers one (the a2 gate requires it), then one call of the ``sql`` role w
 (:attr:`~dabench.targets.base.Target.tool_roles`), never by literal name: arguments are
 renamed, dropped (``limit`` is sent only when the sql binding keeps it) and completed with
 constants as the binding says, and the result is read in any shape
-:func:`~dabench.agents.sql_result.parse_sql_result` knows. Entity tasks answer the first
-gold entity; refusal and abstain tasks answer with a refusal; format tasks render the result
-in the required format. Earlier turns of a multi-turn task are acknowledged, the last one
-answered.
+:func:`~dabench.sqlresult.read_sql_result` knows (with the binding's ``result``
+adapter); a result it cannot read unambiguously is a harness error, never an empty table.
+Entity tasks answer the first gold entity; refusal and abstain tasks answer with a refusal;
+format tasks render the result in the required format. Earlier turns of a multi-turn task
+are acknowledged, the last one answered.
 """
 
 from __future__ import annotations
@@ -22,16 +23,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript, ToolRecorder
-from dabench.agents.sql_result import parse_sql_result
 from dabench.errors import HarnessError
 from dabench.journal.records import EpisodeStatus, Message, ToolCall
 from dabench.roles import Role, ToolRoles
+from dabench.sqlresult import SqlTable, read_sql_result
 from dabench.targets.base import TargetSession
 from dabench.targets.registry import Kind
 from dabench.tasks.engines import Dialect, dialect_of_sql_tool, truth_sql_for
 from dabench.tasks.model import FormatSpec, Task
 
-__all__ = ["ABSTAIN", "REFUSAL", "OracleAgent", "parse_sql_result", "render_answer"]
+__all__ = ["ABSTAIN", "REFUSAL", "OracleAgent", "read_result", "render_answer"]
 
 REFUSAL = "I cannot answer this: the requested data does not exist in this warehouse."
 ABSTAIN = "I don't know: I could not find this information."
@@ -92,6 +93,19 @@ class RoleTools:
                 f"{', '.join(sorted(self.offered)) or 'no tools'}); set target.roles.{role}"
             )
         return await recorder.call(session, binding.tool, binding.call_arguments(canonical), turn)
+
+    def read(self, call: ToolCall) -> SqlTable:
+        """The table in a call of the ``sql`` role (its binding's adapter applied)."""
+        return read_result(self.roles, call, self.who)
+
+
+def read_result(roles: ToolRoles, call: ToolCall, who: str) -> SqlTable:
+    """The table in a ``sql`` call's result: a tool error or an unreadable result is a
+    :class:`HarnessError` quoting the text."""
+    if call.is_error:
+        raise HarnessError(f"{who}: SQL failed on the target: {call.result[:300]}")
+    binding = roles.binding("sql")
+    return read_sql_result(call.result, binding.result if binding else None, who)
 
 
 async def role_tools(recorder: ToolRecorder, session: TargetSession, who: str) -> RoleTools:
@@ -218,11 +232,17 @@ class OracleAgent(Agent):
         """Run ``sql`` through the target's sql role and render the result as the answer."""
         args = {"sql": sql, "limit": self.config.row_limit}
         call = await tools.call(recorder, session, "sql", args, turn)
-        if call.is_error:
-            raise HarnessError(f"{self.kind}: SQL failed on the target: {call.result[:300]}")
-        columns, rows = parse_sql_result(call.result, self.kind)
+        table = tools.read(call)
         g = task.grading
-        return render_answer(columns, rows, g.format, sql if g.kind == "exec_sql" else None)
+        fmt = g.format
+        keyed = fmt is not None and fmt.kind == "json" and not fmt.columns
+        if table.positional and keyed and table.columns:
+            raise HarnessError(
+                f"{self.kind}: the SQL tool gave no column names and the answer must be "
+                f"JSON keyed by them ({table.describe()})"
+            )
+        sql_shown = sql if g.kind == "exec_sql" else None
+        return render_answer(table.columns, table.rows, g.format, sql_shown)
 
 
 def _factory(config: OracleAgentConfig, context: AgentContext) -> Agent:

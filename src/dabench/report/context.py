@@ -14,7 +14,7 @@ from dabench.journal.sequential import SequentialRecord, read_sequential
 from dabench.report.fmt import num, pct, ttft
 from dabench.roles import ToolRoles
 from dabench.stats.frame import EpisodeFrame
-from dabench.stats.model import ArmSummary, Delta, Dimension, GroupStats, RunStats
+from dabench.stats.model import ArmSummary, Delta, Dimension, GroupStats, RunStats, headline_ok
 from dabench.stats.rundir import RunData, TaskInfo
 
 DIMENSIONS: tuple[Dimension, ...] = ("suite", "category", "difficulty", "trap_class")
@@ -371,7 +371,8 @@ def _task_rows(run: RunData, frame: EpisodeFrame) -> list[TaskRow]:
 
 def _task_set_groups(stats: RunStats, frame: EpisodeFrame) -> list[TaskSetGroup]:
     """Arms grouped by the set of tasks they were graded on, each group ranked by accuracy
-    (then pass^k, then name); groups ordered by size of task set, larger first."""
+    (then pass^k, then name; arms with too few graded episodes to headline last); groups
+    ordered by size of task set, larger first."""
     graded = frame.graded
     by_arm: dict[str, tuple[str, ...]] = {}
     for code, arm in enumerate(frame.arms):
@@ -384,9 +385,16 @@ def _task_set_groups(stats: RunStats, frame: EpisodeFrame) -> list[TaskSetGroup]
         if g is not None:
             keyed.setdefault(by_arm.get(s.arm, ()), []).append((s, g))
 
-    def order(p: tuple[ArmSummary, GroupStats]) -> tuple[float, float, str]:
-        acc, phk = p[1].accuracy.estimate, p[1].pass_hat_k.estimate
-        return (-(acc if acc is not None else -1.0), -(phk if phk is not None else -1.0), p[0].arm)
+    def order(p: tuple[ArmSummary, GroupStats]) -> tuple[bool, float, float, str]:
+        g = p[1]
+        acc, phk = g.accuracy.estimate, g.pass_hat_k.estimate
+        few = not headline_ok(g.n_episodes, g.n_episodes + g.n_excluded)  # ranked last
+        return (
+            few,
+            -(acc if acc is not None else -1.0),
+            -(phk if phk is not None else -1.0),
+            p[0].arm,
+        )
 
     out: list[TaskSetGroup] = []
     for i, (tasks, members) in enumerate(sorted(keyed.items(), key=lambda kv: -len(kv[0]))):

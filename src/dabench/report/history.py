@@ -1,4 +1,6 @@
-"""``dabench history``: the runs under a directory with their headline numbers."""
+"""``dabench history``: the runs under a directory with their headline numbers, one series
+per (arm, agent kind, model, target version); an arm with less than
+:data:`~dabench.stats.model.MIN_GRADED_SHARE` of its episodes graded shows no accuracy."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from pydantic import BaseModel, ConfigDict
 from dabench.errors import DabenchError, UserInputError
 from dabench.journal.store import MANIFEST_FILE
 from dabench.stats import RunStats, compute_stats, load_run, read_stats
+from dabench.stats.model import headline_ok
+from dabench.store.collect import arm_identity
 
 
 class HistoryRow(BaseModel):
@@ -22,7 +26,12 @@ class HistoryRow(BaseModel):
     k: int
     tasks: int
     arm: str
+    agent: str | None = None
+    model: str | None = None
+    target: str | None = None
+    """The target's label, ``@version`` when known (a series is arm, agent, model, target)."""
     episodes: int
+    graded: int = 0
     accuracy: float | None
     pass_hat_k: float | None
     score: float | None
@@ -75,10 +84,16 @@ def history(root: Path) -> list[HistoryRow]:
             )
             continue
         m = run.manifest
+        identity = {a.get("name"): arm_identity(a) for a in m.arms}
         for arm in stats.arms:
             g = stats.group(arm, "overall")
             if g is None:
                 continue
+            total = g.n_episodes + g.n_excluded
+            headline = headline_ok(g.n_episodes, total)
+            notes = [] if m.finished_at else ["unfinished"]
+            if not headline:
+                notes.append(f"{g.n_episodes} of {total} graded: accuracy not headlined")
             rows.append(
                 HistoryRow(
                     run_dir=str(run_dir),
@@ -87,14 +102,24 @@ def history(root: Path) -> list[HistoryRow]:
                     k=m.k,
                     tasks=len(m.task_ids),
                     arm=arm,
-                    episodes=g.n_episodes + g.n_excluded,
-                    accuracy=g.accuracy.estimate,
-                    pass_hat_k=g.pass_hat_k.estimate,
-                    score=g.score.estimate,
+                    **identity.get(arm, {}),
+                    episodes=total,
+                    graded=g.n_episodes,
+                    accuracy=g.accuracy.estimate if headline else None,
+                    pass_hat_k=g.pass_hat_k.estimate if headline else None,
+                    score=g.score.estimate if headline else None,
                     tool_calls_median=g.efficiency.tool_calls_median,
                     cost_total_usd=g.efficiency.cost_total_usd,
-                    note="" if m.finished_at else "unfinished",
+                    note="; ".join(notes),
                 )
             )
-    rows.sort(key=lambda r: (r.started_at, r.run_id, r.arm))
+    rows.sort(key=series_key)
     return rows
+
+
+def series_key(row: HistoryRow) -> tuple[str, ...]:
+    """Rows of one series (arm, agent kind, model, target and its version) together, oldest
+    first: a change of agent or target version is a new series, not a regression."""
+    return (
+        row.arm, row.agent or "", row.model or "", row.target or "", row.started_at, row.run_id
+    )  # fmt: skip

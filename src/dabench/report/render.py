@@ -9,7 +9,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from dabench.report.context import TTFT_CAPTION, score_help, score_label
 from dabench.report.fmt import FILTERS
-from dabench.stats.model import FAILURE_CLASSES
+from dabench.report.summary import headline_accuracy
+from dabench.stats.model import FAILURE_CLASSES, headline_ok
 
 
 @cache
@@ -24,9 +25,11 @@ def environment() -> Environment:
         lstrip_blocks=False,
     )
     env.filters.update(FILTERS)
+    env.filters["headline_accuracy"] = headline_accuracy
     env.filters["score_label"] = score_label
     env.filters["score_help"] = score_help
     env.globals["failure_classes"] = FAILURE_CLASSES
+    env.globals["headline_ok"] = headline_ok
     env.globals["ttft_caption"] = TTFT_CAPTION
     return env
 

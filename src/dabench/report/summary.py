@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dabench.journal.sequential import SequentialRecord
 from dabench.report.fmt import NA, ci, delta, pct
-from dabench.stats.model import Interval, RunStats
+from dabench.stats.model import GroupStats, Interval, RunStats, headline_ok
 
 
 def verdict_words(interval: Interval | None, baseline: str) -> str:
@@ -29,6 +29,15 @@ def _episodes(graded: int, excluded: int) -> str:
     if not excluded:
         return str(graded)
     return f"{graded} ({excluded} of {graded + excluded} excluded: harness errors)"
+
+
+def headline_accuracy(g: GroupStats) -> str:
+    """An arm's accuracy [95% CI], or, when too few of its episodes were graded to speak for
+    it (:data:`~dabench.stats.model.MIN_GRADED_SHARE`), "n of m graded" and no bare rate."""
+    total = g.n_episodes + g.n_excluded
+    if headline_ok(g.n_episodes, total) or not g.n_episodes:
+        return ci(g.accuracy)  # n/a when nothing was graded
+    return f"not headlined: {g.n_episodes} of {total} graded ({pct(g.accuracy.estimate)} of those)"
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -70,7 +79,7 @@ def closing_summary(
             else NA
         )
         rows.append(
-            [arm, str(g.n_tasks), _episodes(g.n_episodes, g.n_excluded), ci(g.accuracy)]
+            [arm, str(g.n_tasks), _episodes(g.n_episodes, g.n_excluded), headline_accuracy(g)]
             + [passk] * show_pass_k
         )
     lines += ["  " + line for line in _table(rows)]
@@ -84,6 +93,13 @@ def closing_summary(
         lines.append(f"accuracy vs baseline {base} (paired over shared tasks, in points):")
         drows: list[list[str]] = []
         for d in deltas:
+            g = stats.group(d.arm, "overall")
+            if g is not None and not headline_ok(g.n_episodes, g.n_episodes + g.n_excluded):
+                total = g.n_episodes + g.n_excluded
+                drows.append(
+                    [f"{d.arm} - {base}", "not compared", f"{g.n_episodes} of {total} graded"]
+                )
+                continue
             if not d.n_shared_tasks or d.accuracy.estimate is None:
                 drows.append([f"{d.arm} - {base}", "not compared", f"no task shared with {base}"])
                 continue

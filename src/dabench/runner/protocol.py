@@ -29,7 +29,7 @@ from typing import Any, cast
 from typing import Protocol as TypingProtocol
 
 from dabench.agents.base import EpisodeRequest, EpisodeTranscript, ToolRecorder
-from dabench.agents.oracle import ABSTAIN, parse_sql_result, render_answer, role_tools
+from dabench.agents.oracle import ABSTAIN, render_answer, role_tools
 from dabench.errors import HarnessError
 from dabench.grading import check_entity, check_numeric, check_refusal
 from dabench.journal.records import EpisodeStatus, GradeCheck, Message, StepRecord
@@ -266,10 +266,8 @@ class ProtocolOracle:
             sql = truth_sql_for(grading, roles.sql_dialect("duckdb")) or grading.truth_sql
             sql_args = {"sql": sql, "limit": 1000}
             call = await roles.call(self.recorder, session, "sql", sql_args, 0)
-            if call.is_error:
-                raise HarnessError(f"oracle: gold SQL failed on the target: {call.result[:300]}")
-            columns, rows = parse_sql_result(call.result)
-            return render_answer(columns, rows, grading.format, None), found
+            table = roles.read(call)
+            return render_answer(table.columns, table.rows, grading.format, None), found
         if grading.entities:
             return grading.entities[0], found
         return ABSTAIN, found

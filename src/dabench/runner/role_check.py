@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from rich.console import Console
 
+from dabench.errors import HarnessError
 from dabench.grading.run import agrade_run
+from dabench.journal.records import Episode
 from dabench.journal.store import Journal
 from dabench.roles import ToolRoles
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
+from dabench.sqlresult import read_sql_result
 from dabench.targets.mcp import expand_env
 
 CHECK_SUITES = ("s1", "s2", "s3")
@@ -36,6 +39,26 @@ class TaskCheck:
     task_id: str
     passed: bool
     detail: str
+    read: list[str] = field(default_factory=list)
+    """What the reader made of each result of the ``sql`` role (format, size, columns), or
+    why it could not read it."""
+
+
+def _reads(episode: Episode, roles: ToolRoles) -> list[str]:
+    """What :func:`~dabench.sqlresult.read_sql_result` reads from each sql call."""
+    binding = roles.binding("sql")
+    out = []
+    for call in episode.tool_calls:
+        if binding is None or call.name not in binding.tools:
+            continue
+        if call.is_error:
+            out.append(f"tool error: {call.result.strip()[:120]}")
+            continue
+        try:
+            out.append(read_sql_result(call.result, binding.result, "check").describe())
+        except HarnessError as exc:
+            out.append(str(exc)[:200])
+    return out
 
 
 def check_experiment(
@@ -61,16 +84,21 @@ def check_experiment(
     return exp
 
 
-def _headers_by_reference(target: dict[str, Any]) -> dict[str, Any]:
-    """``target`` with each HTTP header value moved into an environment variable and
-    referenced as ``${VAR}``, so no key is written into the check's experiment or manifest."""
-    headers = target.get("headers") or {}
-    refs = {}
-    for i, (name, value) in enumerate(sorted(headers.items())):
-        var = f"DABENCH_INSPECT_HEADER_{i}"
-        os.environ[var] = expand_env(value)
-        refs[name] = "${" + var + "}"
-    return {**target, "headers": refs} if headers else target
+def _secrets_by_reference(target: dict[str, Any]) -> dict[str, Any]:
+    """``target`` with each HTTP header and stdio environment value moved into an environment
+    variable of this process and referenced as ``${VAR}``, so no key or DSN is written into
+    the check's experiment or manifest."""
+    out = dict(target)
+    for key, prefix in (("headers", "DABENCH_INSPECT_HEADER"), ("env", "DABENCH_INSPECT_ENV")):
+        values = target.get(key) or {}
+        refs = {}
+        for i, (name, value) in enumerate(sorted(values.items())):
+            var = f"{prefix}_{i}"
+            os.environ[var] = expand_env(value) if key == "headers" else value
+            refs[name] = "${" + var + "}"
+        if values:
+            out[key] = refs
+    return out
 
 
 async def acheck_roles(
@@ -78,7 +106,7 @@ async def acheck_roles(
 ) -> list[TaskCheck]:
     """Run the oracle through ``roles`` on the smoke tasks into ``run_dir`` and grade it
     (header values reach the target through the environment, never the run directory)."""
-    target = _headers_by_reference(target)
+    target = _secrets_by_reference(target)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "experiment.yaml"
     path.write_text(yaml.safe_dump(check_experiment(target, roles, world), sort_keys=False))
@@ -90,13 +118,15 @@ async def acheck_roles(
     checks = []
     for ep in sorted(Journal(out).load(), key=lambda e: e.task_id):
         grade = grades.get(ep.key)
+        read = _reads(ep, roles)
         if ep.status == "harness_error":
-            checks.append(TaskCheck(ep.task_id, False, f"harness error: {ep.harness_error}"))
+            detail = f"harness error: {ep.harness_error}"
+            checks.append(TaskCheck(ep.task_id, False, detail, read))
         elif grade is None:
-            checks.append(TaskCheck(ep.task_id, False, "not graded"))
+            checks.append(TaskCheck(ep.task_id, False, "not graded", read))
         else:
             passed = grade.passed and not grade.excluded
-            checks.append(TaskCheck(ep.task_id, passed, grade.reason))
+            checks.append(TaskCheck(ep.task_id, passed, grade.reason, read))
     return checks
 
 

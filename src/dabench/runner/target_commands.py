@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import tempfile
 from pathlib import Path
@@ -33,8 +34,22 @@ def _headers(raw: list[str]) -> dict[str, str]:
     return out
 
 
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+_URL_SECRET = re.compile(r"(?P<head>[a-z][a-z0-9+.\-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)@", re.I)
+
+
+def _env(raw: list[str]) -> dict[str, str]:
+    out = {}
+    for item in raw:
+        m = _ASSIGNMENT.match(item)
+        if m is None:
+            raise UserInputError(f"--env {item!r}: expected NAME=VALUE")
+        out[m.group(1)] = m.group(2)
+    return out
+
+
 def _target(
-    command: str | None, args: list[str], url: str | None, headers: list[str]
+    command: str | None, args: list[str], url: str | None, headers: list[str], env: list[str]
 ) -> dict[str, Any]:
     words = shlex.split(command) if command else []
     words += args
@@ -43,10 +58,34 @@ def _target(
             "give exactly one server: --command CMD (or -- CMD ARGS...) or --url URL"
         )
     if url:
+        if env:
+            raise UserInputError("--env applies to stdio servers only (-- CMD or --command)")
         return {"url": url, "headers": _headers(headers)}
     if headers:
         raise UserInputError("--header applies to --url servers only")
-    return {"command": words}
+    variables = _env(env)
+    if words and Path(words[0]).name == "env":  # `-- env K=V cmd`: the same as --env K=V
+        words = words[1:]
+        while words and (m := _ASSIGNMENT.match(words[0])) is not None:
+            variables.setdefault(m.group(1), m.group(2))
+            words = words[1:]
+        if not words:
+            raise UserInputError("-- env K=V ...: no command after the assignments")
+    return {"command": words, "env": variables, "cwd": str(Path.cwd())}
+
+
+def redact(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@`` URL replaced."""
+    return _URL_SECRET.sub(lambda m: m.group("head") + "***@", text)
+
+
+def _source(target: dict[str, Any]) -> str:
+    """The server as written into ``--out``: environment values as ``${NAME}`` references
+    and URL passwords masked, so no secret or DSN reaches the file."""
+    if target.get("url"):
+        return redact(str(target["url"]))
+    env = " ".join(f"{k}=${{{k}}}" for k in sorted(target.get("env") or {}))
+    return (f"env {env} " if env else "") + redact(shlex.join(target["command"]))
 
 
 def _read_roles(path: Path) -> ToolRoles:
@@ -83,13 +122,25 @@ def _arguments(spec: ToolSpec) -> str:
     return ", ".join(parts) or "-"
 
 
-def roles_yaml(proposal: RoleProposal, source: str) -> str:
-    """The role map as YAML usable verbatim under ``target.roles``, with its provenance."""
+def roles_yaml(proposal: RoleProposal, source: str, env: dict[str, str] | None = None) -> str:
+    """The role map as YAML usable verbatim under ``target.roles``, with its provenance and
+    the proposed target settings as comments (environment values as ``${NAME}``)."""
     import yaml
+
+    from dabench.sqlresult.probe import PROBE_SQL
 
     lines = [f"# dabench target inspect {source}", "# use under target.roles"]
     lines += [f"# {role}: {why}" for role, why in proposal.reasons.items()]
     lines += [f"# NOTE {note}" for note in proposal.notes]
+    if proposal.probe is not None:
+        lines.append(f"# probe {PROBE_SQL!r}: {proposal.probe.read}")
+    settings = dict(proposal.target)
+    if env:
+        settings["env"] = {k: f"${{{k}}}" for k in sorted(env)}
+    if settings:
+        lines.append("# target settings beside the map (export the variables first):")
+        dumped = yaml.safe_dump(settings, sort_keys=False, default_flow_style=False)
+        lines += [f"#   {line}" for line in dumped.splitlines()]
     body = yaml.safe_dump(proposal.roles.dump(), sort_keys=False) if proposal.roles.root else "{}\n"
     return "\n".join(lines) + "\n" + body
 
@@ -102,7 +153,7 @@ def _print_tools(console: Console, tools: list[ToolSpec]) -> None:
     table.add_column("arguments")
     table.add_column("description")
     for spec in tools:
-        table.add_row(spec.name, _arguments(spec), spec.description)
+        table.add_row(spec.name, _arguments(spec), spec.description[:160])
     console.print(table)
 
 
@@ -112,9 +163,11 @@ def _print_checks(console: Console, checks: list[TaskCheck]) -> None:
     table = Table(title="oracle through the role map (smoke tasks)")
     table.add_column("task")
     table.add_column("result")
+    table.add_column("read from the sql result")
     table.add_column("detail")
     for c in checks:
-        table.add_row(c.task_id, "[green]pass[/]" if c.passed else "[red]FAIL[/]", c.detail)
+        mark = "[green]pass[/]" if c.passed else "[red]FAIL[/]"
+        table.add_row(c.task_id, mark, "\n".join(c.read) or "-", c.detail[:200])
     console.print(table)
 
 
@@ -127,6 +180,12 @@ def inspect_cmd(
     url: str | None = typer.Option(None, "--url", help="A streamable-HTTP MCP server URL."),
     header: list[str] = typer.Option(
         [], "--header", metavar="NAME:VALUE", help="HTTP header (repeatable; ${VAR} expanded)."
+    ),
+    env: list[str] = typer.Option(
+        [],
+        "--env",
+        metavar="NAME=VALUE",
+        help="Environment of a stdio server (repeatable); --out names it ${NAME}, never the value.",
     ),
     out: Path | None = typer.Option(None, "--out", help="Write the proposed role map (YAML)."),
     roles_file: Path | None = typer.Option(
@@ -156,7 +215,7 @@ def inspect_cmd(
     import asyncio
 
     from dabench.runner.role_check import check_roles
-    from dabench.targets.inspect import RoleProposal, list_server_tools, propose_roles
+    from dabench.targets.inspect import RoleProposal, inspect_server
     from dabench.targets.mcp import expand_env
     from dabench.targets.mcp_connection import McpEndpoint
 
@@ -164,28 +223,34 @@ def inspect_cmd(
     try:
         if fmt not in ("table", "json"):
             raise UserInputError(f"--format must be table or json, got {fmt!r}")
-        target = _target(command, list(args or []), url, header)
+        target = _target(command, list(args or []), url, header, env)
         extra = _read_target_config(target_config) if target_config is not None else {}
+        world = world.resolve() if world is not None else None  # the caller's cwd, not the
+        check_dir = check_dir.resolve() if check_dir is not None else None  # check's dir
         endpoint = McpEndpoint(
             url=target.get("url"),
             headers={k: expand_env(v) for k, v in target.get("headers", {}).items()},
             command=target.get("command", []),
+            env=dict(target.get("env") or {}),
+            cwd=target.get("cwd"),
         )
-        tools = asyncio.run(list_server_tools(endpoint))
-        proposal = propose_roles(tools)
+        tools, proposal = asyncio.run(inspect_server(endpoint))
         if roles_file is not None:
-            proposal = RoleProposal(_read_roles(roles_file), {"all": f"from {roles_file}"}, [])
-        source = url or shlex.join(target["command"])
-        text = roles_yaml(proposal, source)
+            proposal = RoleProposal(
+                _read_roles(roles_file), {"all": f"from {roles_file}"}, [], proposal.target
+            )
+        text = roles_yaml(proposal, _source(target), target.get("env"))
         if out is not None:
             out.write_text(text)
         checks: list[TaskCheck] | None = None
         if check:
+            checked = {**proposal.target, **target, **extra}
+            checked["env"] = {**target.get("env", {}), **extra.get("env", {})}
             if check_dir is not None:
-                checks = check_roles({**target, **extra}, proposal.roles, check_dir, world)
+                checks = check_roles(checked, proposal.roles, check_dir, world)
             else:
                 with tempfile.TemporaryDirectory(prefix="dabench-inspect-") as tmp:
-                    checks = check_roles({**target, **extra}, proposal.roles, Path(tmp), world)
+                    checks = check_roles(checked, proposal.roles, Path(tmp), world)
     except (DabenchError, HarnessError) as exc:
         err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code if isinstance(exc, DabenchError) else 3) from None
@@ -196,6 +261,15 @@ def inspect_cmd(
             "roles": proposal.roles.dump(),
             "reasons": proposal.reasons,
             "notes": proposal.notes,
+            "target": proposal.target,
+            "probe": None
+            if proposal.probe is None
+            else vars(proposal.probe)
+            | {
+                "adapter": proposal.probe.adapter.model_dump(exclude_none=True)
+                if proposal.probe.adapter
+                else None
+            },
         }
         if checks is not None:
             body["check"] = [vars(c) for c in checks]

@@ -105,6 +105,16 @@ class Efficiency(_Record):
     quality_per_second: float | None = None
 
 
+MIN_GRADED_SHARE = 0.8
+"""Below this share of graded episodes (the rest harness errors), an arm's accuracy is never
+headlined bare: reports say "n of m graded" instead (the graded few are not the arm)."""
+
+
+def headline_ok(graded: int, total: int) -> bool:
+    """True when ``graded`` of ``total`` episodes are enough to headline an accuracy."""
+    return total > 0 and graded / total >= MIN_GRADED_SHARE
+
+
 class GroupStats(_Record):
     """Statistics of one arm over one breakdown value (e.g. arm a2, suite s3)."""
 

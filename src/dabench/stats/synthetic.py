@@ -60,6 +60,8 @@ class SyntheticArm:
     gate: bool = False
     """The arm's platform has the search-first gate (produces SEARCH_REQUIRED refusals)."""
     mean_calls: float = 6.0
+    harness_errors: float = 0.008
+    """Share of episodes that end in a harness error (excluded from grading)."""
 
 
 @dataclass
@@ -154,7 +156,7 @@ def _episode(
     status: EpisodeStatus = "completed"
     if not passed and roll < 0.15:
         status = ("timeout", "budget_exhausted", "no_answer")[int(rng.integers(0, 3))]
-    elif roll > 0.992:
+    elif roll > 1.0 - arm.harness_errors:
         status, passed = "harness_error", False
     calls = _calls(arm, task, passed, rng)
     answer = (

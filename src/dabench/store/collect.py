@@ -14,18 +14,31 @@ DIMENSIONS = ("overall", "suite")
 """The breakdowns published per arm: the whole run and each suite."""
 
 
+TARGET_VERSION_KEYS = ("kibana_version", "platform_version", "server_version", "version")
+"""Where a manifest's target description holds the target's version."""
+
+
+def arm_identity(raw: dict[str, Any]) -> dict[str, str | None]:
+    """Agent kind, model and target (its label, ``@version`` when the manifest knows the
+    target's version, e.g. Kibana's) of a manifest arm: what makes a trend series, so a
+    change of agent, model or target version starts a new series instead of a regression."""
+    agent = raw.get("agent") if isinstance(raw.get("agent"), dict) else {}
+    target = raw.get("target") if isinstance(raw.get("target"), dict) else {}
+    assert isinstance(agent, dict) and isinstance(target, dict)
+    label = _str(target.get("label")) or _str(target.get("kind"))
+    version = next((_str(target[k]) for k in TARGET_VERSION_KEYS if target.get(k)), None)
+    return {
+        "agent": _str(agent.get("kind")),
+        "model": _str(agent.get("model")),
+        "target": f"{label}@{version}" if label and version else label,
+    }
+
+
 def _arm_fields(run: RunData, arm: str) -> dict[str, str | None]:
-    """Agent kind, model and target label of an arm (manifest first, else its episodes)."""
+    """Agent kind, model and target of an arm (manifest first, else its episodes)."""
     for raw in run.manifest.arms:
         if raw.get("name") == arm:
-            agent = raw.get("agent") if isinstance(raw.get("agent"), dict) else {}
-            target = raw.get("target") if isinstance(raw.get("target"), dict) else {}
-            assert isinstance(agent, dict) and isinstance(target, dict)
-            return {
-                "agent": _str(agent.get("kind")),
-                "model": _str(agent.get("model")),
-                "target": _str(target.get("label")) or _str(target.get("kind")),
-            }
+            return arm_identity(raw)
     ep = next((e for e in run.episodes if e.arm == arm), None)
     if ep is None:
         return {"agent": None, "model": None, "target": None}

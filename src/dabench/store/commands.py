@@ -83,7 +83,7 @@ def print_store_history(target: ResultsStore, label: str, html: Path | None) -> 
     out = stdout_console()
     series = trends(target.arm_stats())
     table = Table(title=f"history in {label}")
-    for col in ("arm", "model", "suite", "runs", "accuracy trend"):
+    for col in ("arm", "agent", "model", "target", "suite", "runs", "accuracy trend"):
         table.add_column(col, justify="right" if col == "runs" else "left", no_wrap=True)
     for col in ("latest accuracy [95% CI]", "latest pass^k", "change"):
         table.add_column(col, justify="right", no_wrap=True)
@@ -95,7 +95,7 @@ def print_store_history(target: ResultsStore, label: str, html: Path | None) -> 
         phk = "n/a" if p.pass_hat_k is None else f"{p.pass_hat_k * 100:.1f}% (k {p.k})"
         change = s.change()
         table.add_row(
-            s.arm, s.model, s.suite, str(len(s.points)),
+            s.arm, s.agent, s.model, s.target, s.suite, str(len(s.points)),
             sparkline(pt.accuracy for pt in s.points), acc, phk,
             "n/a" if change is None else f"{change * 100:+.1f} pts",
         )  # fmt: skip

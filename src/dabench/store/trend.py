@@ -30,11 +30,14 @@ class TrendPoint:
 
 @dataclass
 class TrendSeries:
-    """One (arm, model, suite) across runs, oldest first."""
+    """One (arm, agent kind, model, target with version, suite) across runs, oldest first:
+    a change of agent, model or target version is another series, never a regression."""
 
     arm: str
     model: str
     suite: str
+    agent: str = "—"
+    target: str = "—"
     points: list[TrendPoint] = field(default_factory=list)
 
     @property
@@ -63,10 +66,11 @@ def sparkline(values: Iterable[float | None], lo: float = 0.0, hi: float = 1.0) 
 
 
 def trends(stats: Iterable[ArmStatRecord]) -> list[TrendSeries]:
-    """Series per (arm, model, suite): the ``overall`` rows as suite ``all`` and each suite's
-    rows, each series oldest run first; series ordered by arm, model, suite."""
-    by_key: dict[tuple[str, str, str], TrendSeries] = {}
-    seen: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    """Series per (arm, agent kind, model, target and its version, suite): the ``overall``
+    rows as suite ``all`` and each suite's rows, each series oldest run first; series
+    ordered by arm, model, suite, agent, target."""
+    by_key: dict[tuple[str, str, str, str, str], TrendSeries] = {}
+    seen: dict[tuple[str, str, str, str, str], set[str]] = defaultdict(set)
     for s in sorted(stats, key=lambda r: (r.started_at, r.run_id)):
         if s.dimension == "overall":
             suite = "all"
@@ -74,7 +78,7 @@ def trends(stats: Iterable[ArmStatRecord]) -> list[TrendSeries]:
             suite = s.value
         else:
             continue
-        key = (s.arm, s.model or "—", suite)
+        key = (s.arm, s.model or "—", suite, s.agent or "—", s.target or "—")
         if s.run_id in seen[key]:
             continue
         seen[key].add(s.run_id)
@@ -92,4 +96,5 @@ def trends(stats: Iterable[ArmStatRecord]) -> list[TrendSeries]:
                 n_excluded=s.n_excluded,
             )
         )
-    return [by_key[k] for k in sorted(by_key, key=lambda k: (k[0], k[1], k[2] != "all", k[2]))]
+    order = sorted(by_key, key=lambda k: (k[0], k[1], k[2] != "all", k[2], k[3], k[4]))
+    return [by_key[k] for k in order]

@@ -13,12 +13,20 @@ binding cannot fill are reported as notes (set them as ``constants``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import re
-from dataclasses import dataclass, field
+import shlex
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from dabench.errors import HarnessError
 from dabench.providers.base import ToolSpec
 from dabench.roles import CANONICAL_ARGUMENTS, ROLES, Role, RoleBinding, ToolRoles
+from dabench.sqlresult.probe import PROBE_SQL, AdapterProposal, propose_adapter
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 
 SESSION_ARGUMENTS = frozenset({"session_id", "session", "sessionid"})
@@ -67,6 +75,20 @@ class RoleProposal:
     roles: ToolRoles
     reasons: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    target: dict[str, Any] = field(default_factory=dict)
+    """Proposed ``mcp`` target settings beside the map (``session_argument``,
+    ``session_tool``); ``--check`` uses them."""
+    probe: AdapterProposal | None = None
+    """How the ``sql`` tool's answer to :data:`~dabench.sqlresult.probe.PROBE_SQL` reads."""
+
+
+_CALL_FIRST = re.compile(
+    r"\b(call (it|this( tool)?) first|must be called (first|before)|call(ed)? (it )?before "
+    r"(any|every|all|using)( other)? tools?|first call)\b",
+    re.IGNORECASE,
+)
+"""A tool description saying it opens the session (the reference ``platform_info``: "Call it
+first; pass session_id to every other tool")."""
 
 
 _SEPARATE_SCHEMA = frozenset({"schema", "schema_name", "table_schema", "namespace"})
@@ -172,20 +194,124 @@ def propose_roles(tools: list[ToolSpec]) -> RoleProposal:
         arg: [s.name for s in tools if s.name in used and arg in _required(s)]
         for arg in sorted(SESSION_ARGUMENTS)
     }
+    target: dict[str, Any] = {}
     for arg, names in session.items():
         if names:
             notes.append(
                 f"{', '.join(names)} require {arg}, a session handle the target must supply "
                 f"(target.session_argument: {arg})"
             )
-    return RoleProposal(ToolRoles(chosen), reasons, notes)
+            target.setdefault("session_argument", arg)
+    opener = _session_opener(tools, used)
+    if opener is not None:
+        field_name = target.get("session_argument", "session_id")
+        target["session_tool"] = {"name": opener.name, "field": field_name}
+        notes.append(
+            f"{opener.name} says it must be called first: it opens each episode's session "
+            f"(target.session_tool: {{name: {opener.name}, field: {field_name}}})"
+        )
+    return RoleProposal(ToolRoles(chosen), reasons, notes, target)
+
+
+def _session_opener(tools: list[ToolSpec], used: set[str]) -> ToolSpec | None:
+    """The tool that says it must be called first and needs no argument, if exactly one."""
+    found = [
+        s
+        for s in tools
+        if s.name not in used and not _required(s) and _CALL_FIRST.search(s.description or "")
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+_SERVES_HTTP = re.compile(
+    r"(?:\bon|\bat|running|listening|serving)\s+(?:on\s+|at\s+)?(?P<url>https?://[^\s'\"()]+)",
+    re.IGNORECASE,
+)
+"""A stdio program's stderr saying it serves HTTP instead (uvicorn, the reference platform's
+``platform serve`` without ``--transport stdio``, Node servers)."""
 
 
 async def list_server_tools(endpoint: McpEndpoint, timeout_s: float = 60.0) -> list[ToolSpec]:
-    """Connect to an MCP server, list its tools and disconnect."""
+    """Connect to an MCP server, list its tools and disconnect. A stdio program that says on
+    stderr that it serves HTTP fails at once: ``no MCP on stdio: ... use --url``."""
+    tools, _ = await inspect_server(endpoint, timeout_s, probe=False)
+    return tools
+
+
+async def inspect_server(
+    endpoint: McpEndpoint, timeout_s: float = 60.0, probe: bool = True
+) -> tuple[list[ToolSpec], RoleProposal]:
+    """The server's tools and a proposed role map; with ``probe``, the ``sql`` tool is sent
+    :data:`~dabench.sqlresult.probe.PROBE_SQL` and a result adapter proposed from its answer
+    (set on the ``sql`` binding when the reader needs one)."""
+    if endpoint.command and endpoint.errlog is None:
+        with tempfile.TemporaryDirectory(prefix="dabench-inspect-") as tmp:
+            logged = replace(endpoint, errlog=Path(tmp) / "stderr.log")
+            return await inspect_server(logged, timeout_s, probe)
     conn = McpConnection(endpoint, call_timeout_s=timeout_s)
     try:
-        await conn.open(timeout_s)
-        return await conn.list_tools()
+        if endpoint.command and endpoint.errlog is not None:
+            await _open_or_spot_http(conn, endpoint.errlog, timeout_s)
+        else:
+            await conn.open(timeout_s)
+        tools = await conn.list_tools()
+        proposal = propose_roles(tools)
+        if probe:
+            await _probe(conn, proposal)
+        return tools, proposal
     finally:
         await conn.close()
+
+
+async def _probe(conn: McpConnection, proposal: RoleProposal) -> None:
+    """Send the probe query through the proposed sql binding and read its answer."""
+    binding = proposal.roles.binding("sql")
+    if binding is None:
+        return
+    arguments = binding.call_arguments({"sql": PROBE_SQL, "limit": 10})
+    session_tool = proposal.target.get("session_tool")
+    if session_tool is not None:
+        opened = await conn.call(session_tool["name"], {})
+        try:
+            handle = json.loads(opened.text)[session_tool["field"]]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            proposal.notes.append(f"probe: {session_tool['name']} returned no session handle")
+            return
+        arguments[proposal.target["session_argument"]] = handle
+    outcome = await conn.call(binding.tool, arguments)
+    if outcome.is_error:
+        proposal.notes.append(f"probe: {binding.tool} refused {PROBE_SQL!r}: {outcome.text[:200]}")
+        return
+    proposal.probe = propose_adapter(outcome.text)
+    if proposal.probe.adapter is not None:
+        adapted = binding.model_copy(update={"result": proposal.probe.adapter})
+        proposal.roles = proposal.roles.merged(ToolRoles({"sql": adapted}))
+        needed = proposal.probe.adapter.model_dump(exclude_none=True)
+        proposal.notes.append(f"probe: the reader needs result: {needed}")
+    elif not proposal.probe.ok:
+        proposal.notes.append(
+            f"probe: cannot read {binding.tool}'s answer to {PROBE_SQL!r} ({proposal.probe.read});"
+            " set roles.sql.result (path, format) by hand"
+        )
+
+
+async def _open_or_spot_http(conn: McpConnection, errlog: Path, timeout_s: float) -> None:
+    """Open ``conn``, watching the program's stderr for an HTTP address meanwhile."""
+    opening = asyncio.create_task(conn.open(timeout_s))
+    try:
+        while not opening.done():
+            await asyncio.wait({opening}, timeout=0.25)
+            text = errlog.read_text(encoding="utf-8", errors="replace") if errlog.exists() else ""
+            m = _SERVES_HTTP.search(text)
+            if m is not None and not opening.done():
+                url = m.group("url").rstrip(".,;")
+                raise HarnessError(
+                    f"no MCP on stdio: {shlex.join(conn.endpoint.command)} says it serves "
+                    f"{url}; for an HTTP server use --url {url} (or start it in stdio mode)"
+                )
+        opening.result()
+    finally:
+        if not opening.done():
+            opening.cancel()
+            with contextlib.suppress(BaseException):
+                await opening

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ from dabench.journal.records import AuditCheck
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
 from dabench.roles import REFERENCE_ROLES, ToolRoles
+from dabench.sqlresult import server_error
 from dabench.targets.audit import AuditReaderConfig, http_client, httpx_get, read_audit_http
 from dabench.targets.base import (
     SqlDialect,
@@ -180,7 +182,14 @@ class McpSession(TargetSession):
         """Call the tool, injecting the handle and episode arguments where it takes them."""
         declared = await self.target.argument_names(name)
         extra = {k: v for k, v in self._arguments.items() if k in declared}
-        return await self.conn.call(name, {**arguments, **extra})
+        outcome = await self.conn.call(name, {**arguments, **extra})
+        if not outcome.is_error and name in self.target.tool_roles.tools_for("sql"):
+            # A server that answers a failed query with text ("Error: ...", "Database
+            # error: ...", {"success": false, ...}) and no isError: a tool error, not data.
+            error = server_error(outcome.text)
+            if error is not None:
+                outcome = replace(outcome, is_error=True, error_code="SQL_ERROR_TEXT")
+        return outcome
 
     async def close(self) -> None:
         """End the MCP session (and stop its stdio process)."""

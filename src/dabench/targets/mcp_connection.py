@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -106,6 +107,9 @@ def _result_text(result: mcp_types.CallToolResult) -> str:
             parts.append(text)
         else:
             parts.append(block.model_dump_json(exclude_none=True))
+    if not parts and result.structured_content is not None:
+        # A tool that answers only in structuredContent (no content blocks).
+        return json.dumps(result.structured_content, default=str)
     return "\n".join(parts)
 
 

@@ -5,9 +5,14 @@ Its tools have other names and arguments than the reference platform's: ``execut
 arguments). It serves a world's warehouse opened read-only with the official MCP SDK over
 stdio, or with ``--port`` over streamable HTTP at ``/mcp`` (refusing requests without
 ``Authorization: Bearer <--token>`` when a token is given); ``--format markdown`` answers
-queries with a markdown table instead of JSON rows.
+queries with a markdown table instead of JSON rows, ``--format python`` with
+``str(cursor.fetchall())`` as mcp-server-duckdb does (no column names), ``--format envelope``
+with rows under ``payload.batches[0].tuples`` (which the reader does not guess), ``--format fixed``
+with the text of ``--fixed FILE`` whatever the query (for unreadable results).
+``--warehouse-env NAME`` reads the warehouse path from that environment variable instead.
 
-    python roles_server.py WAREHOUSE.duckdb [--format json|markdown] [--port N [--token T]]
+    python roles_server.py WAREHOUSE.duckdb [--format json|markdown|python|envelope|fixed]
+        [--port N [--token T]]
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import argparse
 import datetime as dt
 import decimal
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -42,12 +49,18 @@ def _markdown(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
 def main() -> None:
     """Serve the warehouse over stdio."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("warehouse")
-    parser.add_argument("--format", choices=["json", "markdown"], default="json")
+    parser.add_argument("warehouse", nargs="?")
+    parser.add_argument("--warehouse-env", default=None)
+    parser.add_argument(
+        "--format", choices=["json", "markdown", "python", "envelope", "fixed"], default="json"
+    )
+    parser.add_argument("--fixed", default=None)
     parser.add_argument("--port", type=int, default=None)
     parser.add_argument("--token", default=None)
     args = parser.parse_args()
-    con = duckdb.connect(args.warehouse, read_only=True, config={"enable_external_access": False})
+    warehouse = os.environ[args.warehouse_env] if args.warehouse_env else args.warehouse
+    fixed = Path(args.fixed).read_text(encoding="utf-8") if args.fixed else ""
+    con = duckdb.connect(warehouse, read_only=True, config={"enable_external_access": False})
     server = MCPServer("roles-test-server")
 
     def run(sql: str, params: list[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -64,7 +77,14 @@ def main() -> None:
         structured_output=False,
     )
     def execute_query(statement: str) -> str:
+        if args.format == "fixed":
+            return fixed
         columns, rows = run(statement)
+        if args.format == "python":
+            return str(rows)
+        if args.format == "envelope":
+            tuples = [[_plain(v) for v in r] for r in rows]
+            return json.dumps({"payload": {"batches": [{"names": columns, "tuples": tuples}]}})
         if args.format == "markdown":
             return _markdown(columns, rows)
         return json.dumps([{c: _plain(v) for c, v in zip(columns, r, strict=True)} for r in rows])

@@ -23,7 +23,7 @@ from dabench.fields import Seconds
 from dabench.providers.base import ToolSpec
 from dabench.roles import KIBANA_ROLES, ToolRoles
 from dabench.targets.base import Target, TargetContext, TargetSession, ToolOutcome
-from dabench.targets.kibana.client import KibanaClient
+from dabench.targets.kibana.client import API, KibanaClient
 from dabench.targets.kibana.retrying import KibanaRetryPolicy
 from dabench.targets.kibana.setup import KibanaSetup
 from dabench.targets.kibana.wire import ConverseRound
@@ -98,6 +98,8 @@ class KibanaSession(TargetSession):
         self.handle = "kbn-" + secrets.token_hex(8)
         """Harness-minted until the first round returns the ``conversation_id``."""
         self.conversation_id: str | None = None
+        self.rounds = 0
+        """Rounds answered in this conversation so far."""
 
     async def tools(self) -> list[ToolSpec]:
         """No tools: Kibana runs the agent loop and calls its own tools."""
@@ -133,10 +135,37 @@ class KibanaSession(TargetSession):
                 f"{rnd.conversation_id!r}, not {self.conversation_id!r} (Kibana lost the "
                 "conversation; the turn would be answered without the earlier turns)"
             )
+        if self.conversation_id and self.rounds:
+            await self._check_history(rnd)
         if rnd.conversation_id:
             self.conversation_id = rnd.conversation_id
             self.handle = rnd.conversation_id
+        self.rounds += 1
         return rnd
+
+    async def _check_history(self, rnd: ConverseRound) -> None:
+        """A later turn must continue the conversation: Kibana main may lose it and re-create
+        it under the same id, answering without the earlier turns. Caught by the stream's
+        creation event, or by the conversation's history (``GET .../conversations/{id}``)
+        holding fewer rounds than were answered."""
+        lost = (
+            f"{self.target.label}: Kibana lost conversation {self.conversation_id!r} and "
+            "re-created it under the same id"
+        )
+        if rnd.created:
+            raise HarnessError(
+                f"{lost} (the stream announced a new conversation on turn {self.rounds + 1}); "
+                "the turn was answered without the earlier turns"
+            )
+        body = await self.target.client.request(
+            "GET", f"{API}/conversations/{self.conversation_id}", ok404=True
+        )
+        rounds = body.get("rounds") if isinstance(body, dict) else None  # 404: cannot tell
+        if isinstance(rounds, list) and len(rounds) != self.rounds + 1:
+            raise HarnessError(
+                f"{lost}: its history holds {len(rounds)} round(s) after turn "
+                f"{self.rounds + 1}; the turn was answered without the earlier turns"
+            )
 
 
 class KibanaTarget(Target):

@@ -66,6 +66,9 @@ class ConverseRound:
     """Wall time of the round, retries and their backoff included."""
     retries: int = 0
     """Requests repeated before the round was accepted (429/503, connection failures)."""
+    created: bool = False
+    """The stream announced a new conversation (``conversation_id_set`` or
+    ``conversation_created``): on a later turn, Kibana lost the conversation."""
 
 
 def _num(value: Any) -> float | None:
@@ -172,6 +175,7 @@ class StreamAccumulator:
         rnd = self.round
         if event in ("conversation_id_set", "conversation_created", "conversation_updated"):
             rnd.conversation_id = _str(data.get("conversation_id")) or rnd.conversation_id
+            rnd.created = rnd.created or event != "conversation_updated"
         elif event == "reasoning":
             if isinstance(data.get("reasoning"), str) and not data.get("transient"):
                 self._reasoning.append(data["reasoning"])

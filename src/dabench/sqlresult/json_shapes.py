@@ -1,0 +1,137 @@
+"""Tables in JSON results: row objects, ``{columns, rows}``, and envelopes around them.
+
+Rows: a list of objects (columns in order of first appearance), or a list of lists with
+``columns`` beside them (names or ``{name, type}``; without names the columns are
+positional). Tables sit under ``rows``/``values``/``data``/``records`` next to
+``columns``/``fields``/``meta``/``schema``; envelopes ``data``, ``result``, ``results``,
+``content``, ``output``, ``statements`` (dbhub: ``data.statements[i].rows``, the last
+statement's), MCP content blocks (``[{"type": "text", "text": ...}]``, the shape FastMCP puts
+in ``structuredContent``) and JSON held in a string are opened, at most four deep. Text
+found inside (a content block's text) is handed back to the caller to read as text.
+Strings that read as numbers in canonical form (``"1000"``, ``"1.50"``) become numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from dabench.sqlresult.model import SqlTable, UnreadableResult, number_or_text, positional_columns
+
+ROW_KEYS = ("rows", "values", "data", "records", "items")
+COLUMN_KEYS = ("columns", "fields", "meta", "schema", "column_names", "headers")
+ENVELOPES = ("data", "result", "results", "content", "output", "statements", "structuredContent")
+MAX_DEPTH = 4
+
+ReadText = Callable[[str], SqlTable]
+
+
+def json_cell(value: Any) -> Any:
+    """A JSON cell: numeric strings in canonical form become numbers."""
+    return number_or_text(value) if isinstance(value, str) else value
+
+
+def _column_name(column: Any) -> str | None:
+    if isinstance(column, dict):
+        name = column.get("name", column.get("column", column.get("field")))
+        return None if name is None else str(name)
+    return column if isinstance(column, str) else None
+
+
+def _names(body: dict[str, Any]) -> list[str] | None:
+    for key in COLUMN_KEYS:
+        columns = body.get(key)
+        if isinstance(columns, list) and columns:
+            names = [_column_name(c) for c in columns]
+            if all(n is not None for n in names):
+                return [n for n in names if n is not None]
+    return None
+
+
+def rows_table(rows: list[Any], names: list[str] | None, fmt: str = "json") -> SqlTable | None:
+    """A table from a list of rows (objects, lists or tuples); ``None`` when the rows are not
+    all of one such kind. A list of bare scalars is ambiguous (one row or one column) and
+    raises :class:`UnreadableResult`."""
+    if not rows:
+        return SqlTable(names or [], [], fmt, positional=names is None)
+    if all(isinstance(r, dict) for r in rows):
+        columns = list(names or [])
+        for row in rows:
+            columns += [k for k in row if k not in columns]
+        return SqlTable(columns, [[json_cell(r.get(c)) for c in columns] for r in rows], fmt)
+    if all(isinstance(r, list | tuple) for r in rows):
+        widths = {len(r) for r in rows}
+        if len(widths) != 1 or (names is not None and widths != {len(names)}):
+            raise UnreadableResult(
+                f"rows of {sorted(widths)} values under {len(names or [])} column names"
+            )
+        width = widths.pop()
+        columns = names if names is not None else positional_columns(width)
+        return SqlTable(columns, [[json_cell(c) for c in r] for r in rows], fmt, names is None)
+    if all(not isinstance(r, dict | list | tuple) for r in rows):
+        raise UnreadableResult(
+            f"a list of {len(rows)} bare values: one row or one column cannot be told apart"
+        )
+    return None
+
+
+def _content_text(body: list[Any]) -> str | None:
+    """The text of a list of MCP content blocks (``{"type": "text", "text": ...}``)."""
+    if not body or not all(isinstance(b, dict) and "type" in b for b in body):
+        return None
+    texts: list[str] = []
+    for block in body:
+        text = block.get("text")
+        resource = block.get("resource")
+        if not isinstance(text, str) and isinstance(resource, dict):
+            text = resource.get("text")
+        if not isinstance(text, str):
+            return None
+        texts.append(text)
+    return "\n".join(texts)
+
+
+def json_table(body: Any, read_text: ReadText, depth: int = 0) -> SqlTable | None:
+    """The table in a JSON body (see the module docstring); ``None`` when there is none."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(body, str):
+        stripped = body.strip()
+        if stripped[:1] in "[{":
+            try:
+                return json_table(json.loads(stripped), read_text, depth + 1)
+            except json.JSONDecodeError:
+                pass
+        return read_text(body) if depth else None
+    if isinstance(body, list):
+        text = _content_text(body)
+        if text is not None:
+            return read_text(text)
+        if body and all(isinstance(s, dict) and _statement(s) for s in body):
+            return json_table(body[-1], read_text, depth + 1)
+        return rows_table(body, None)
+    if not isinstance(body, dict):
+        return None
+    names = _names(body)
+    for key in ROW_KEYS:
+        rows = body.get(key)
+        if isinstance(rows, list) and (names is not None or key == "rows" or _all_rows(rows)):
+            table = rows_table(rows, names)
+            if table is not None:
+                return table
+    for key in ENVELOPES:
+        if key in body:
+            table = json_table(body[key], read_text, depth + 1)
+            if table is not None:
+                return table
+    return None
+
+
+def _statement(body: dict[str, Any]) -> bool:
+    """One statement's result in a list of them (dbhub: ``{sql, rows, count}``)."""
+    return isinstance(body.get("rows"), list)
+
+
+def _all_rows(rows: list[Any]) -> bool:
+    return bool(rows) and all(isinstance(r, dict | list) for r in rows)

@@ -1,0 +1,154 @@
+"""Read a SQL tool's result text as a table, or fail loudly (see the package docstring)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from dabench.sqlresult.adapter import ResultAdapter
+from dabench.sqlresult.errors_text import error_in_json, error_in_text
+from dabench.sqlresult.json_shapes import json_table
+from dabench.sqlresult.model import (
+    SqlTable,
+    SqlToolError,
+    UnreadableResult,
+    positional_columns,
+    sample,
+    text_cell,
+)
+from dabench.sqlresult.pyrepr import looks_like_repr, python_table
+from dabench.sqlresult.text_tables import text_table
+from dabench.sqlresult.vertical import EMPTY, looks_vertical, vertical_table
+
+_SCALAR_TEXT = re.compile(
+    r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|\d{4}-\d\d-\d\d([ T]\d\d:\d\d(:\d\d(\.\d+)?)?)?"
+    r"|true|false|null|none",
+    re.IGNORECASE,
+)
+_TEXT_FORMATS = frozenset({"markdown", "box", "psql", "aligned", "csv", "tsv"})
+
+
+def read_sql_result(
+    text: str, adapter: ResultAdapter | None = None, who: str = "oracle"
+) -> SqlTable:
+    """The table in a SQL tool's result ``text``.
+
+    Raises :class:`SqlToolError` when the text is the server's own error answer and
+    :class:`UnreadableResult` (quoting the first 200 characters) when it cannot be read
+    unambiguously; both are harness errors, so such a result is never graded."""
+    try:
+        return _read(text, adapter)
+    except SqlToolError as exc:
+        raise SqlToolError(f"{who}: the SQL tool answered with an error: {exc}") from None
+    except UnreadableResult as exc:
+        raise UnreadableResult(
+            f"{who}: unreadable SQL tool result ({exc}): {sample(text)}"
+        ) from None
+
+
+def _read(text: str, adapter: ResultAdapter | None) -> SqlTable:
+    stripped = text.strip()
+    if not stripped:
+        raise UnreadableResult("empty text")
+    error = error_in_text(stripped)
+    if error is not None:
+        raise SqlToolError(error)
+    if adapter is not None and (adapter.path is not None or adapter.format is not None):
+        return _adapted(stripped, adapter)
+    return _guess(stripped)
+
+
+def _parse_json(text: str) -> tuple[bool, Any]:
+    try:
+        return True, json.loads(text)
+    except json.JSONDecodeError:
+        return False, None
+
+
+def _scalar(value: Any) -> SqlTable:
+    return SqlTable(positional_columns(1), [[value]], "scalar", positional=True)
+
+
+def _guess(text: str) -> SqlTable:
+    parsed, body = _parse_json(text)
+    if parsed:
+        return _from_json(body)
+    if looks_like_repr(text):
+        return python_table(text)
+    if EMPTY.match(text):
+        return SqlTable([], [], "vertical", positional=True, notes=["no rows"])
+    if looks_vertical(text):
+        return vertical_table(text)
+    table = text_table(text)
+    if table is not None:
+        return table
+    if "\n" not in text and _SCALAR_TEXT.fullmatch(text):
+        return _scalar(text_cell(text))
+    raise UnreadableResult("no known table shape")
+
+
+def _from_json(body: Any) -> SqlTable:
+    error = error_in_json(body)
+    if error is not None:
+        raise SqlToolError(error)
+    if body is None or isinstance(body, bool | int | float):
+        return _scalar(body)
+    table = json_table(body, _guess)
+    if table is None:
+        raise UnreadableResult("JSON with no table in it")
+    return table
+
+
+def _adapted(text: str, adapter: ResultAdapter) -> SqlTable:
+    fmt = adapter.format
+    if adapter.path is not None:
+        parsed, body = _parse_json(text)
+        if not parsed:
+            raise UnreadableResult(f"result.path {adapter.path!r} needs a JSON result")
+        error = error_in_json(body)
+        if error is not None:
+            raise SqlToolError(error)
+        selected = adapter.select(body)
+        if selected is None:
+            raise UnreadableResult(f"result.path {adapter.path!r} selects nothing")
+        if isinstance(selected, str):
+            return _tag(_in_format(selected, fmt) if fmt else _guess(selected))
+        table = json_table(selected, _guess) if not isinstance(selected, int | float) else None
+        if table is None:
+            if isinstance(selected, int | float) and fmt in (None, "scalar"):
+                return _tag(_scalar(selected))
+            raise UnreadableResult(f"result.path {adapter.path!r} selects no table")
+        return _tag(table)
+    assert fmt is not None
+    return _tag(_in_format(text, fmt))
+
+
+def _tag(table: SqlTable) -> SqlTable:
+    return SqlTable(table.columns, table.rows, f"{table.format}+adapter", table.positional)
+
+
+def _in_format(text: str, fmt: str) -> SqlTable:
+    """``text`` read only as ``fmt``."""
+    stripped = text.strip()
+    if fmt == "json":
+        parsed, body = _parse_json(stripped)
+        if not parsed:
+            raise UnreadableResult("the role map says json, the result is not JSON")
+        return _from_json(body)
+    if fmt == "python":
+        return python_table(stripped)
+    if fmt == "vertical":
+        if EMPTY.match(stripped):
+            return SqlTable([], [], "vertical", positional=True, notes=["no rows"])
+        return vertical_table(stripped)
+    if fmt == "scalar":
+        if "\n" in stripped:
+            raise UnreadableResult("the role map says scalar, the result has several lines")
+        parsed, body = _parse_json(stripped)
+        return _scalar(body if parsed else text_cell(stripped))
+    table = text_table(stripped) if fmt in _TEXT_FORMATS else None
+    if table is None or table.format != fmt:
+        found = table.format if table is not None else "no table"
+        raise UnreadableResult(f"the role map says {fmt}, the result reads as {found}")
+    return table
