@@ -5,18 +5,22 @@ from __future__ import annotations
 import decimal
 from pathlib import Path
 
+import duckdb
 import pytest
 from tests.grading.builders import make_episode, sql_call
 
 from dabench.grading.exec_sql import (
+    FIRST_ROW_RULE,
     SqlRefused,
     Tolerance,
     check_exec_sql,
     compare_results,
+    is_ordered,
     normalize_rows,
     predicted_sql,
     run_query,
 )
+from dabench.journal.records import GradeCheck
 
 GOLD_SQL = "SELECT region, SUM(amount) AS total FROM sales.orders GROUP BY region"
 
@@ -188,3 +192,139 @@ def test_postgres_sql_is_translated_for_a_postgres_arm(warehouse: Path) -> None:
     as_postgres = check_exec_sql(ep, cols, gold, warehouse=warehouse, sql_dialect="postgres")
     assert as_postgres.passed, as_postgres.reason
     assert "translated from PostgreSQL" in as_postgres.reason
+
+
+# --- one-row gold, ordered multi-row result: the first-row rule (issue 25) -------------------
+
+TOP_AGENT_GOLD = (
+    "SELECT a.full_name FROM support.tickets t JOIN support.agents a USING (agent_id) "
+    "GROUP BY a.agent_id, a.full_name ORDER BY count(*) DESC, a.agent_id LIMIT 1"
+)
+TOP_AGENT_SQL = """SELECT a.agent_id, a.full_name, a.team, count(*) AS tickets
+FROM support.tickets t
+JOIN support.agents a ON a.agent_id = t.agent_id
+GROUP BY 1, 2, 3
+ORDER BY tickets DESC
+LIMIT 5;"""
+TOP_AGENT_ANSWER = f"""Counted tickets per agent_id (not per name: two different agents, \
+ids 5 and 12, are both called 'Sasha Lind', so grouping by name would wrongly merge them into 44).
+
+SQL:
+{TOP_AGENT_SQL}
+
+Result: agent 18 Riley Lind (returns team) 25 tickets; next are agent 8 Jesse Park 23 and \
+agent 5 Sasha Lind 23.
+FINAL ANSWER: Riley Lind (agent_id 18, 25 tickets)
+"""
+
+
+@pytest.fixture(scope="module")
+def support_wh(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Agents with a shared name (ids 5 and 12 are both Sasha Lind) and their tickets:
+    per agent 18 has 25, 8 and 5 have 23, 12 has 21, 3 has 2 (per name Sasha Lind has 44)."""
+    path = tmp_path_factory.mktemp("support") / "warehouse.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE SCHEMA support")
+    con.execute("CREATE TABLE support.agents (agent_id INTEGER, full_name VARCHAR, team VARCHAR)")
+    con.execute(
+        """INSERT INTO support.agents VALUES (3, 'Kim Ode', 'billing'),
+        (5, 'Sasha Lind', 'billing'), (8, 'Jesse Park', 'billing'),
+        (12, 'Sasha Lind', 'returns'), (18, 'Riley Lind', 'returns')"""
+    )
+    con.execute("CREATE TABLE support.tickets (ticket_id INTEGER, agent_id INTEGER)")
+    tickets = {18: 25, 8: 23, 5: 23, 12: 21, 3: 2}
+    next_id = 0
+    for agent, count in tickets.items():
+        con.execute(
+            "INSERT INTO support.tickets SELECT range + ?, ? FROM range(?)",
+            [next_id, agent, count],
+        )
+        next_id += count
+    con.close()
+    return path
+
+
+def _top_agent(warehouse: Path, answer: str, sql: str | None = None) -> GradeCheck:
+    cols, gold = _gold(warehouse, TOP_AGENT_GOLD)
+    assert gold == [["Riley Lind"]]
+    if sql is not None:
+        answer = answer.replace(TOP_AGENT_SQL, sql)
+    ep = make_episode(answer)
+    return check_exec_sql(ep, cols, gold, warehouse=warehouse, mode="set")
+
+
+def test_first_row_of_an_ordered_result_passes_a_one_row_gold(support_wh: Path) -> None:
+    check = _top_agent(support_wh, TOP_AGENT_ANSWER)
+    assert check.passed, check.reason
+    assert FIRST_ROW_RULE in check.reason and "the answer's SQL" in check.reason
+    assert check.found["rule"] == FIRST_ROW_RULE and check.found["alignment"] == [1]
+    assert check.found["rows"] == 5
+
+
+def test_first_row_rule_needs_a_top_level_order_by(support_wh: Path) -> None:
+    unordered = TOP_AGENT_SQL.replace("ORDER BY tickets DESC\nLIMIT 5;", ";")
+    check = _top_agent(support_wh, TOP_AGENT_ANSWER, unordered)
+    assert not check.passed and "5 rows x 4 columns" in check.reason
+    inner = f"SELECT * FROM ({TOP_AGENT_SQL.rstrip(';')}) LIMIT 5"
+    assert not _top_agent(support_wh, TOP_AGENT_ANSWER, inner).passed
+    assert is_ordered(f"({TOP_AGENT_SQL.rstrip(';')})")
+    assert is_ordered("SELECT 1 AS a UNION SELECT 2 ORDER BY a")
+    assert not is_ordered(inner)
+
+
+def test_first_row_rule_fails_when_the_first_row_is_wrong(support_wh: Path) -> None:
+    ascending = TOP_AGENT_SQL.replace("tickets DESC", "tickets ASC")
+    check = _top_agent(support_wh, TOP_AGENT_ANSWER, ascending)
+    assert not check.passed and FIRST_ROW_RULE not in check.reason
+
+
+def test_first_row_rule_fails_when_the_second_row_has_the_same_value(support_wh: Path) -> None:
+    """Rows 1 and 2 are both Sasha Lind (ids 5 and 12): the first row alone does not say
+    which row answers, so the rule is not used and the whole result is compared."""
+    sql = (
+        "SELECT a.agent_id, a.full_name, count(*) AS tickets FROM support.tickets t "
+        "JOIN support.agents a USING (agent_id) WHERE a.full_name LIKE '%Lind' "
+        "GROUP BY 1, 2 ORDER BY a.full_name DESC, a.agent_id"
+    )
+    ep = make_episode(f"```sql\n{sql}\n```\nFINAL ANSWER: Sasha Lind (agent 5, 23 tickets)")
+    check = check_exec_sql(ep, ["full_name"], [["Sasha Lind"]], warehouse=support_wh)
+    assert not check.passed and "3 rows x 3 columns" in check.reason, check.reason
+    distinct = sql.replace("ORDER BY a.full_name DESC", "ORDER BY tickets DESC")
+    control = make_episode(f"```sql\n{distinct}\n```\nFINAL ANSWER: Riley Lind (agent 18)")
+    passed = check_exec_sql(control, ["full_name"], [["Riley Lind"]], warehouse=support_wh)
+    assert passed.passed and FIRST_ROW_RULE in passed.reason, passed.reason
+
+
+@pytest.mark.parametrize(
+    "final",
+    [
+        "FINAL ANSWER: Riley Lind (25 tickets), ahead of Jesse Park (23)",
+        "FINAL ANSWER: Riley Lind or Jesse Park",
+        "FINAL ANSWER:\n1. Riley Lind\n2. Jesse Park\n3. Sasha Lind\n4. Sasha Lind\n5. Kim Ode",
+        "FINAL ANSWER: agent 18 (25 tickets)",
+        "The top agent is Riley Lind.",
+    ],
+    ids=["names-another-row", "two-names", "list-of-five", "gold-not-named", "no-marker"],
+)
+def test_first_row_rule_needs_a_final_answer_naming_only_the_gold(
+    support_wh: Path, final: str
+) -> None:
+    answer = TOP_AGENT_ANSWER.replace("FINAL ANSWER: Riley Lind (agent_id 18, 25 tickets)", final)
+    check = _top_agent(support_wh, answer)
+    assert not check.passed and FIRST_ROW_RULE not in check.reason, check.reason
+
+
+def test_first_row_rule_on_sql_from_the_calls(support_wh: Path) -> None:
+    """No SQL in the answer: the rule reads the last sql-role call; an ordered call followed
+    by a check query leaves the grade uncertain, as for any earlier passing call."""
+    cols, gold = _gold(support_wh, TOP_AGENT_GOLD)
+    final = "FINAL ANSWER: Riley Lind (agent_id 18, 25 tickets)"
+    one = make_episode(final, tool_calls=[sql_call(0, TOP_AGENT_SQL.rstrip(";"))])
+    check = check_exec_sql(one, cols, gold, warehouse=support_wh)
+    assert check.passed and FIRST_ROW_RULE in check.reason and "#0" in check.reason
+    calls = [
+        sql_call(0, TOP_AGENT_SQL.rstrip(";")),
+        sql_call(1, "SELECT count(*) FROM support.tickets"),
+    ]
+    two = check_exec_sql(make_episode(final, tool_calls=calls), cols, gold, warehouse=support_wh)
+    assert not two.passed and two.uncertain and FIRST_ROW_RULE in two.reason
