@@ -130,7 +130,10 @@ arms:
         encoding="utf-8",
     )
     run_dir = tmp_path / "run"
-    result = CliRunner().invoke(app, ["run", str(exp), "--out", str(run_dir), "--no-progress"])
+    # These agents use the official MCP client from the harness's environment: unsealed (the
+    # sealed path is tests/harness/test_isolation.py, whose hostile agent tries the same routes).
+    args = ["run", str(exp), "--out", str(run_dir), "--no-progress", "--unsealed"]
+    result = CliRunner().invoke(app, args)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return run_dir
 

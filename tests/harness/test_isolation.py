@@ -228,9 +228,13 @@ def test_a_second_session_adds_no_uncounted_call(
     ep, report, _ = _play_hostile(tmp_path, tmp_path_factory, real_world, listeners, monkeypatch)
     second = report["second_session"]
     assert isinstance(second, dict)
-    # Refused by the platform, or counted in the episode.
-    counted = [c for c in ep.tool_calls if c.session == second["session"]]
-    assert second["calls"] == 0 or len(counted) == second["calls"]
+    # Accepted (the key is the episode's own) and counted in the episode: every call made
+    # there, plus the platform_info that opened the session.
+    there = [c for c in ep.tool_calls if c.session == second["session"]]
+    assert second["calls"] == 3, second
+    assert [c.name for c in there].count("platform_info") == 1
+    assert len([c for c in there if c.name != "platform_info"]) == second["calls"]
+    assert ep.audit is not None and ep.audit.ok, ep.audit
 
 
 @pytest.mark.slow
