@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.harness.agent_runs import write_agent_experiment
 from typer.testing import CliRunner
 
 from dabench.agents.command import CommandAgentConfig
@@ -69,21 +70,8 @@ TWO_TURNS = """
 def _run(
     tmp_path: Path, world: Path, agent: dict[str, object], task: str = "w.stores", *extra: str
 ) -> tuple[int, Path]:
-    text = (DATA / "tasks_w930.yaml").read_text(encoding="utf-8") + TWO_TURNS
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "tasks.yaml").write_text(text, encoding="utf-8")
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(
-        f"""name: command
-world: {{dir: {json.dumps(str(world))}}}
-tasks: {{builtin: false, files: [tasks.yaml], tasks: [{task}]}}
-k: 1
-arms:
-  - name: a0
-    target: {{kind: reference, profile: a0}}
-    agent: {json.dumps(agent)}
-""",
-        encoding="utf-8",
+    exp = write_agent_experiment(
+        tmp_path, world, agent, [task], name="command", extra_tasks=TWO_TURNS
     )
     run_dir = tmp_path / "run"
     # The SDK agent runs on the harness's environment (the official MCP client): unsealed.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.harness.agent_runs import write_agent_experiment
 from typer.testing import CliRunner
 
 from dabench.agents.command import CommandAgentConfig
@@ -111,24 +112,7 @@ asyncio.run(main())
 
 
 def _run(tmp_path: Path, world: Path, agent: dict[str, object], tasks: list[str]) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "tasks.yaml").write_text(
-        (DATA / "tasks_w930.yaml").read_text(encoding="utf-8"), encoding="utf-8"
-    )
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(
-        f"""name: episode-keys
-world: {{dir: {json.dumps(str(world))}}}
-tasks: {{builtin: false, files: [tasks.yaml], tasks: {json.dumps(tasks)}}}
-k: 1
-concurrency: 1
-arms:
-  - name: a0
-    target: {{kind: reference, profile: a0}}
-    agent: {json.dumps(agent)}
-""",
-        encoding="utf-8",
-    )
+    exp = write_agent_experiment(tmp_path, world, agent, tasks, name="episode-keys", concurrency=1)
     run_dir = tmp_path / "run"
     # These agents use the official MCP client from the harness's environment: unsealed (the
     # sealed path is tests/harness/test_isolation.py, whose hostile agent tries the same routes).

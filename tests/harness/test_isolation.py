@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.harness.agent_runs import write_agent_experiment
 from typer.testing import CliRunner
 
 from dabench.cli import app
@@ -154,18 +155,7 @@ def _play_hostile(
         "timeout_s": 300,
         "sandbox": {"ro_binds": [str(program)]},
     }
-    (exp_dir / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
-    (exp_dir / "exp.yaml").write_text(
-        f"""name: hostile
-world: {{dir: {json.dumps(str(world))}}}
-tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
-arms:
-  - name: a0
-    target: {{kind: reference, profile: a0}}
-    agent: {json.dumps(agent)}
-""",
-        encoding="utf-8",
-    )
+    write_agent_experiment(exp_dir, world, agent, name="hostile")
     result = CliRunner().invoke(
         app,
         [
@@ -344,20 +334,7 @@ def test_the_answer_key_is_written_only_after_the_last_episode(
         "argv": ["/usr/bin/python3", "-I", "-S", "-c", LOOKER.replace("{", "{{").replace("}", "}}"),
                  str(run_dir), str(log), str(switch)],
     }  # fmt: skip
-    (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(
-        f"""name: key
-world: {{dir: {json.dumps(str(real_world))}}}
-tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
-k: 2
-arms:
-  - name: a0
-    target: {{kind: reference, profile: a0}}
-    agent: {json.dumps(agent)}
-""",
-        encoding="utf-8",
-    )
+    exp = write_agent_experiment(tmp_path, real_world, agent, name="key", k=2)
     first = CliRunner().invoke(
         app, ["run", str(exp), "--out", str(run_dir), "--no-progress", "--unsealed"]
     )
@@ -464,19 +441,7 @@ def test_claude_cli_runs_sealed_with_only_its_model_host(
         "env": {"MODEL_PORT": str(port), "OTHER_PORT": str(listeners["port"])},
         "sandbox": {"ro_binds": [str(program)], "allow_hosts": [f"127.0.0.1:{port}"]},
     }  # fmt: skip
-    (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(
-        f"""name: sealed-claude
-world: {{dir: {json.dumps(str(real_world))}}}
-tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
-arms:
-  - name: a0
-    target: {{kind: reference, profile: a0}}
-    agent: {json.dumps(agent)}
-""",
-        encoding="utf-8",
-    )
+    exp = write_agent_experiment(tmp_path, real_world, agent, name="sealed-claude")
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["run", str(exp), "--out", str(run_dir), "--no-progress"])
     model.close()
@@ -553,19 +518,7 @@ def test_a_sealed_program_that_hangs_is_killed_with_its_sandbox(
     marker = "3171.5"  # a sleep only this test starts
     agent = {"kind": "command", "argv": ["/bin/sh", "-c", f"sleep {marker} & sleep {marker}"],
              "timeout_s": 5}  # fmt: skip
-    (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(
-        f"""name: hang
-world: {{dir: {json.dumps(str(real_world))}}}
-tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
-arms:
-  - name: a0
-    target: {{kind: reference, profile: a0}}
-    agent: {json.dumps(agent)}
-""",
-        encoding="utf-8",
-    )
+    exp = write_agent_experiment(tmp_path, real_world, agent, name="hang")
     run_dir = tmp_path / "run"
     CliRunner().invoke(app, ["run", str(exp), "--out", str(run_dir), "--no-progress"])
     (ep,) = Journal(run_dir).load()
@@ -649,19 +602,7 @@ def test_the_model_proxy_forwards_and_meters_tokens_into_the_episode(
         "argv": ["/usr/bin/python3", "-I", "-S", "-c", code],
         "sandbox": {"model_proxy": proxy},
     }
-    (tmp_path / "tasks.yaml").write_text((DATA / "tasks_w930.yaml").read_text(), encoding="utf-8")
-    exp = tmp_path / "exp.yaml"
-    exp.write_text(
-        f"""name: metered
-world: {{dir: {json.dumps(str(real_world))}}}
-tasks: {{builtin: false, files: [tasks.yaml], tasks: [w.stores]}}
-arms:
-  - name: a0
-    target: {{kind: reference, profile: a0}}
-    agent: {json.dumps(agent)}
-""",
-        encoding="utf-8",
-    )
+    exp = write_agent_experiment(tmp_path, real_world, agent, name="metered")
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["run", str(exp), "--out", str(run_dir), "--no-progress"])
     server.shutdown()

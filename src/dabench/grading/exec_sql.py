@@ -561,35 +561,18 @@ def check_exec_sql(
             ),
             expected={"mode": mode, "rows": len(gold_rows)},
         )
-    check = _grade_one(
-        predicted,
-        answer,
-        gold_columns,
-        gold_rows,
-        warehouse,
-        mode,
-        tolerance_abs,
-        tolerance_rel,
-        row_cap,
-        timeout_s,
-        sql_dialect,
-    )
+
+    def grade(sql: PredictedSql) -> GradeCheck:
+        return _grade_one(
+            sql, answer, gold_columns, gold_rows, warehouse, mode, tolerance_abs,
+            tolerance_rel, row_cap, timeout_s, sql_dialect,
+        )  # fmt: skip
+
+    check = grade(predicted)
     if check.passed:
         return check
     for other in predicted.earlier:
-        alternative = _grade_one(
-            other,
-            answer,
-            gold_columns,
-            gold_rows,
-            warehouse,
-            mode,
-            tolerance_abs,
-            tolerance_rel,
-            row_cap,
-            timeout_s,
-            sql_dialect,
-        )
+        alternative = grade(other)
         if alternative.passed:
             check.uncertain = True
             check.reason = (
