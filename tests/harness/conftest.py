@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -85,16 +86,19 @@ def everything_server() -> list[str]:
         skip_unless_ci("npm is not installed: cannot install " + EVERYTHING_PKG)
     cache = Path(os.environ.get("DABENCH_CACHE", Path.home() / ".cache" / "dabench")) / "npm"
     binary = cache / "node_modules" / ".bin" / "mcp-server-everything"
-    if not binary.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache), EVERYTHING_PKG],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if proc.returncode != 0 or not binary.exists():
-            skip_unless_ci(f"npm could not install {EVERYTHING_PKG}: {proc.stderr[-500:]}")
+    cache.mkdir(parents=True, exist_ok=True)
+    # One installer at a time: parallel test workers (pytest -n) share the cache.
+    with (cache / ".everything.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            proc = subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache), EVERYTHING_PKG],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if proc.returncode != 0 or not binary.exists():
+                skip_unless_ci(f"npm could not install {EVERYTHING_PKG}: {proc.stderr[-500:]}")
     return [str(binary), "stdio"]
 
 

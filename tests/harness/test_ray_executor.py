@@ -9,6 +9,7 @@ harness errors, graded exactly like a local run of the same experiment.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -152,12 +153,20 @@ def test_node_loss_requeues_and_matches_local(
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     journal = ray_run / "episodes.jsonl"
-    deadline = time.monotonic() + 90
+    # Kill the second node once it has played an episode (so it holds more in flight): on a
+    # loaded machine the head may take every early episode, and a count alone would then kill
+    # an idle node.
+    deadline = time.monotonic() + 300
+    nodes: set[str] = set()
     while time.monotonic() < deadline and proc.poll() is None:
-        if journal.exists() and len(journal.read_text().splitlines()) >= 4:
-            break
+        if journal.exists():
+            text = journal.read_text()
+            complete = text.splitlines() if text.endswith("\n") else text.splitlines()[:-1]
+            nodes = {json.loads(line)["node"] for line in complete}
+            if len(nodes) == 2:
+                break
         time.sleep(0.05)
-    assert proc.poll() is None, proc.communicate()[0]
+    assert proc.poll() is None and len(nodes) == 2, (nodes, proc.communicate()[0])
     cluster.kill(cluster.nodes[1])  # the second node: its raylet, workers and platforms
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out

@@ -191,6 +191,8 @@ class Episode(_Record):
     audit: AuditCheck | None = None
     rounds: list[TargetRound] = Field(default_factory=list)
     """Target-side rounds (targets that run their own agent loop, e.g. ``kibana``)."""
+    node: str | None = None
+    """The cluster node that played the episode (``IP/first 6 of its id``), on a Ray run."""
     started_at: datetime
     finished_at: datetime
 

@@ -38,7 +38,7 @@ from dabench.providers.base import ToolSpec
 from dabench.runner.protocols import ProtocolRequest, register_protocol_runner
 from dabench.stats.lifecycle import LIFECYCLE_METRICS as LIFECYCLE_METRICS
 from dabench.stats.lifecycle import lifecycle_metrics as lifecycle_metrics
-from dabench.targets.base import Target, TargetSession
+from dabench.targets.base import DelegatingTarget, Target, TargetSession
 from dabench.tasks.engines import truth_sql_for
 from dabench.tasks.loader import TaskSet
 from dabench.tasks.lock import compute_lock
@@ -76,31 +76,12 @@ def _world_dir(target: Target) -> Path:
 # -- identity-bound target (for the LLM agent) --------------------------------------------------
 
 
-class IdentityTarget(Target):
+class IdentityTarget(DelegatingTarget):
     """A view of a target whose sessions always open as one identity."""
 
     def __init__(self, inner: Target, identity: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.identity = identity
-        self.kind = inner.kind
-        self.efficiency_source = inner.efficiency_source
-
-    @property
-    def label(self) -> str:
-        """The inner target's label."""
-        return self.inner.label
-
-    async def start(self) -> None:
-        """The inner target is already started by the runner."""
-        await self.inner.start()
-
-    async def stop(self) -> None:
-        """The runner stops the inner target; nothing to do here."""
-        return None
-
-    def describe(self) -> dict[str, Any]:
-        """The inner target's description."""
-        return self.inner.describe()
 
     async def open_session(self, identity: str = "default") -> TargetSession:
         """A session as the bound identity, whatever the agent asks for."""

@@ -366,7 +366,7 @@ class RayExecutor:
                         if ep.key in delivered:  # pragma: no cover - one dispatch per key
                             continue
                         delivered.add(ep.key)
-                        await run.deliver(ep)
+                        await run.deliver(ep.model_copy(update={"node": node.label}))
                         run.summary.per_node[node.label] += 1
                         progress.update(total, advance=1, errors=run.error_count())
                         progress.update(node.bar, advance=1)

@@ -222,3 +222,37 @@ class Target(ABC):
             ok=True,
             detail="the target has no audit API: efficiency comes from the harness trace",
         )
+
+
+class DelegatingTarget(Target):
+    """A view of another target (``inner``) that forwards what it does not change: the
+    label, role map, description and start. The view never stops the inner target (the
+    runner does). Subclasses bind something to the view, such as an identity or an episode."""
+
+    def __init__(self, inner: Target) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.efficiency_source = inner.efficiency_source
+        self.sql_dialect = inner.sql_dialect
+
+    @property
+    def label(self) -> str:
+        """The inner target's label."""
+        return self.inner.label
+
+    @property
+    def tool_roles(self) -> ToolRoles:
+        """The inner target's role map."""
+        return self.inner.tool_roles
+
+    async def start(self) -> None:
+        """Start the inner target (idempotent; the runner has usually started it)."""
+        await self.inner.start()
+
+    async def stop(self) -> None:
+        """The runner stops the inner target; nothing to do here."""
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """The inner target's description."""
+        return self.inner.describe()

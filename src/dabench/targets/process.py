@@ -185,7 +185,22 @@ def stop_pid(pid: int, grace_s: float = 5.0) -> None:
     if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
+        # SIGKILL cannot be refused, but a process that holds much memory takes a moment to
+        # exit on a loaded machine: wait for it (bounded), so "stopped" means gone.
+        deadline = time.monotonic() + _KILL_WAIT_S
+        while pid_alive(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.05)
     # Reap it when it is our own child (a test that started and stops it in one process).
+    _reap(pid)
+
+
+_KILL_WAIT_S = 60.0
+"""How long :func:`stop_pid` waits for a killed process to exit (a safety net only)."""
+
+
+def _reap(pid: int) -> None:
+    """Collect ``pid``'s exit status when it is our own child (no-op otherwise)."""
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
 

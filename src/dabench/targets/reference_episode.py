@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 from dabench.errors import HarnessError
 from dabench.journal.records import AuditCheck
 from dabench.providers.base import ToolSpec
-from dabench.roles import ToolRoles
-from dabench.targets.base import Target, TargetContext, ToolConnection
+from dabench.targets.base import DelegatingTarget, TargetContext, ToolConnection
 
 if TYPE_CHECKING:
     from dabench.targets.reference import ReferenceSession, ReferenceTarget
@@ -26,49 +25,26 @@ if TYPE_CHECKING:
 EPISODES = "/api/v1/admin/episodes"
 
 
-class ReferenceEpisode(Target):
+class ReferenceEpisode(DelegatingTarget):
     """The reference target as one episode sees it (keys bound to ``episode_id``)."""
 
+    inner: ReferenceTarget
+
     def __init__(self, inner: ReferenceTarget, episode_id: str, keys: dict[str, str]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.episode_id = episode_id
         self._episode = episode_id
         self.keys = dict(keys)
         """Identity -> this episode's key (minted so far)."""
-        self.kind = inner.kind
-        self.efficiency_source = inner.efficiency_source
-        self.sql_dialect = inner.sql_dialect
         self.context: TargetContext = inner.context
         self._conns: dict[str, ToolConnection] = {}
         self._lock = asyncio.Lock()
         self.closed = False
 
     @property
-    def label(self) -> str:
-        """The platform's label."""
-        return self.inner.label
-
-    @property
     def base_url(self) -> str:
         """The platform's base URL."""
         return self.inner.base_url
-
-    @property
-    def tool_roles(self) -> ToolRoles:
-        """The platform's role map."""
-        return self.inner.tool_roles
-
-    async def start(self) -> None:
-        """The platform is started by the runner."""
-        await self.inner.start()
-
-    async def stop(self) -> None:
-        """The runner stops the platform; the episode ends with :meth:`end_episode`."""
-        return None
-
-    def describe(self) -> dict[str, Any]:
-        """The platform's description."""
-        return self.inner.describe()
 
     def known_tools(self, identity: str = "default") -> list[ToolSpec] | None:
         """The tools an earlier session of ``identity`` showed."""
