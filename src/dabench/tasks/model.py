@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-Suite = Literal["s1", "s2", "s3", "s4", "s5"]
+Suite = Literal["s1", "s2", "s3", "s4", "s5", "s6"]
 Difficulty = Literal["easy", "medium", "hard", "expert"]
 Category = Literal[
     "single_tool",
