@@ -144,7 +144,7 @@ def start_cmd(
         typer.echo(f"play run {run_dir}: arm {state.arm}, {len(state.plan)} episode(s) planned")
     if state.skipped and not as_json:
         typer.echo(
-            f"skipped {len(state.skipped)} S5 lifecycle protocol(s): `dabench play` plays "
+            f"skipped {len(state.skipped)} lifecycle protocol(s): `dabench play` plays "
             "single-session tasks only"
         )
     if sandbox:
