@@ -130,3 +130,24 @@ def test_plan_subset_prints_the_most_informative_tasks(tmp_path: Path) -> None:
     assert "easy" not in picked and "never" not in picked
     alone = CliRunner().invoke(app, ["plan", "--rates", "0.5", "--subset", "2"])
     assert alone.exit_code != 0 and "--subset N needs --baseline-run" in str(alone.exception)
+
+
+def test_html_report_shows_the_discrimination_table(tmp_path: Path) -> None:
+    from dabench.report.build import write_reports
+
+    run = outcome_run(tmp_path, OUTCOMES, k=2)
+    html = write_reports(run, resamples=200).html_path.read_text(encoding="utf-8")
+    section = html.split('<section id="discrimination"', 1)[1].split("</section>", 1)[0]
+    assert '<a href="#discrimination">Discrimination</a>' in html
+    assert "6 tasks; 3 discriminate" in section
+    rows = {
+        row.split("<code>", 1)[1].split("</code>", 1)[0]: row
+        for row in section.split("<tr class=")[1:]
+    }
+    assert set(rows) == set(OUTCOMES["strong"])
+    good = rows["good"]
+    assert good.startswith('"disc-ok"') and f"{_rest_corr('good'):.2f}" in good
+    assert ">100%<" in good and ">0%<" in good and ">3/6<" in good
+    assert 'title="does not discriminate in this run">negative<' in rows["bad"]
+    assert 'title="does not discriminate in this run">all pass<' in rows["easy"]
+    assert 'title="does not discriminate in this run">all fail<' in rows["never"]

@@ -114,3 +114,27 @@ def test_s3_control_tag_matches_the_world(builtin: TaskSet, suites_world: Path) 
         if "trap-control" in t.tags:
             assert "crm" not in (t.grading.truth_sql or ""), f"{t.id}: needs the test-account rule"
     assert sum("trap-control" in t.tags for t in s3) * 3 < len(s3)
+
+
+S6_KINDS = {"policies", "multi-hop", "cohort", "period", "multi-turn", "refusal", "caveat"}
+
+
+def test_s6_expert_tier_covers_the_issue_kinds(builtin: TaskSet) -> None:
+    """Issue 32: at least 30 expert tasks of every listed kind, plus lifecycle protocols; ids
+    that name the question, never its kind or answer (blind players may see them)."""
+    s6 = [t for t in builtin.tasks if t.suite == "s6"]
+    assert len(s6) >= 30
+    kinds = {tag.split(":", 1)[1] for t in s6 for tag in t.tags if tag.startswith("expert:")}
+    assert kinds == S6_KINDS
+    assert all(t.difficulty in ("hard", "expert") for t in s6)
+    for t in s6:
+        assert sum(tag.startswith("expert:") for tag in t.tags) == 1, t.id
+        assert not any(w in t.id for w in ("refus", "caveat", "trap", "naive", "erased")), t.id
+        if "expert:multi-turn" in t.tags:
+            assert len(t.turns) >= 4, t.id
+        if "expert:refusal" in t.tags:
+            assert t.grading.kind == "refusal", t.id
+        else:
+            assert t.grading.truth_sql, t.id
+    protocols = [p for p in builtin.protocols if p.suite == "s6"]
+    assert len(protocols) >= 2 and all("expert:lifecycle" in p.tags for p in protocols)

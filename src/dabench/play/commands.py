@@ -64,7 +64,7 @@ def start_cmd(
     ctx: typer.Context,
     run_dir: Path = RUN,
     profile: str = typer.Option("a0", "--profile", help="Platform profile (a0..a3) or a file."),
-    suite: list[str] = typer.Option([], "--suite", help="Suites to play (repeatable): s1..s4."),
+    suite: list[str] = typer.Option([], "--suite", help="Suites to play (repeatable): s1..s4, s6."),
     task: list[str] = typer.Option([], "--task", help="Task ids to play (repeatable)."),
     smoke: bool = typer.Option(False, "--smoke", help="Only the smoke tasks."),
     k: int = typer.Option(1, "--k", min=1, help="Attempts per task."),
@@ -144,7 +144,7 @@ def start_cmd(
         typer.echo(f"play run {run_dir}: arm {state.arm}, {len(state.plan)} episode(s) planned")
     if state.skipped and not as_json:
         typer.echo(
-            f"skipped {len(state.skipped)} S5 lifecycle protocol(s): `dabench play` plays "
+            f"skipped {len(state.skipped)} lifecycle protocol(s): `dabench play` plays "
             "single-session tasks only"
         )
     if sandbox:
@@ -362,7 +362,7 @@ def interactive(
         None, "--run", metavar="DIR", help="Play run directory (default runs/<time>-play-human)."
     ),
     profile: str = typer.Option("a2", "--profile", metavar="a0..a3|FILE", help="Platform profile."),
-    suite: list[str] = typer.Option([], "--suite", metavar="S", help="Suites to play (s1..s4)."),
+    suite: list[str] = typer.Option([], "--suite", metavar="S", help="Suites (s1..s4, s6)."),
     task: list[str] = typer.Option([], "--task", metavar="ID", help="Task ids to play."),
     smoke: bool = typer.Option(False, "--smoke", help="Only the smoke tasks."),
     world: Path | None = typer.Option(None, "--world", metavar="DIR", help="A built world."),

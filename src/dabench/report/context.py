@@ -13,6 +13,7 @@ from dabench.grading.tool_equivalents import manifest_roles
 from dabench.journal.sequential import SequentialRecord, read_sequential
 from dabench.report.fmt import num, pct, ttft
 from dabench.roles import ToolRoles
+from dabench.stats.compute import SUITE_ORDER
 from dabench.stats.frame import EpisodeFrame
 from dabench.stats.model import ArmSummary, Delta, Dimension, GroupStats, RunStats, headline_ok
 from dabench.stats.rundir import RunData, TaskInfo
@@ -364,7 +365,7 @@ def _task_rows(run: RunData, frame: EpisodeFrame) -> list[TaskRow]:
                 )
             )
         rows.append(row)
-    suite_rank = {s: i for i, s in enumerate(("s1", "s2", "s3", "s4", "s5"))}
+    suite_rank = {s: i for i, s in enumerate(SUITE_ORDER)}
     rows.sort(key=lambda r: (suite_rank.get(r.suite, 9), r.id))
     return rows
 

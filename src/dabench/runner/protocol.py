@@ -408,7 +408,7 @@ def protocol_truths(protocol: Protocol, world_dir: Path) -> dict[str, Truth]:
 def _step_task(protocol: Protocol, step: ProtocolStep) -> Task:
     return Task(
         id=f"{protocol.id}.{step.name}",
-        suite="s5",
+        suite=protocol.suite,
         category="lifecycle",
         difficulty=protocol.difficulty,
         prompt=step.prompt,

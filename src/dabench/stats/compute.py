@@ -43,7 +43,7 @@ from dabench.stats.rundir import RunData
 from dabench.stats.seed003 import arm_adjusted_overall
 from dabench.tasks.model import DIFFICULTY_WEIGHT
 
-SUITE_ORDER = ("s1", "s2", "s3", "s4", "s5")
+SUITE_ORDER = ("s1", "s2", "s3", "s4", "s5", "s6")
 
 
 class _Estimators:

@@ -52,7 +52,7 @@ def schema_cmd() -> None:
 def list_cmd(
     tasks: list[Path] | None = TASK_PATHS,
     suite: list[str] = typer.Option(
-        [], "--suite", metavar="s1..s5", help="Only this suite (repeat for more)."
+        [], "--suite", metavar="s1..s6", help="Only this suite (repeat for more)."
     ),
     smoke: bool = typer.Option(False, "--smoke", help="Only the smoke subset."),
     fmt: ListFormat = FORMAT_OPTION,

@@ -1,6 +1,6 @@
 """The task and protocol schema: what a suite file holds.
 
-Suites are YAML lists of :class:`Task` (S1-S4) or :class:`Protocol` (S5). Ground truth is
+Suites are YAML lists of :class:`Task` (S1-S4, S6) or :class:`Protocol` (S5, S6). Ground truth is
 never typed by hand: numeric truths come from ``grading.truth_sql`` evaluated against the
 world by ``dabench tasks lock``; entity truths name catalog ids that must exist.
 """
@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-Suite = Literal["s1", "s2", "s3", "s4", "s5"]
+Suite = Literal["s1", "s2", "s3", "s4", "s5", "s6"]
 Difficulty = Literal["easy", "medium", "hard", "expert"]
 Category = Literal[
     "single_tool",
@@ -232,10 +232,11 @@ class ProtocolStep(_AuthoredSpec):
 
 
 class Protocol(_AuthoredSpec):
-    """An S5 multi-episode lifecycle script with two identities."""
+    """A multi-episode lifecycle script with two identities: S5, or an S6 expert protocol
+    whose graded steps need the taught fact and real analysis."""
 
     id: ItemId
-    suite: Literal["s5"] = "s5"
+    suite: Literal["s5", "s6"] = "s5"
     category: Category = "lifecycle"
     difficulty: Difficulty = "hard"
     fact: NonBlank

@@ -26,7 +26,7 @@ def validate_cmd(
     ),
     tasks: list[Path] | None = TASK_PATHS,
     arms: str = typer.Option("a0,a1,a2,a3", "--arms", help="Reference-platform profiles."),
-    suite: list[str] = typer.Option([], "--suite", help="Only these suites (s1..s5)."),
+    suite: list[str] = typer.Option([], "--suite", help="Only these suites (s1..s6)."),
     smoke: bool = typer.Option(False, "--smoke", help="Only the smoke subset."),
     run_dir: Path | None = typer.Option(None, "--run-dir", help="Keep the oracle's run here."),
     concurrency: int = typer.Option(
