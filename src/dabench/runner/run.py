@@ -51,7 +51,7 @@ from dabench.runner.episode import (
     play_episode,
     run_job,
 )
-from dabench.runner.experiment import Experiment
+from dabench.runner.experiment import EXTERNAL_WORLD_KEYS, Experiment
 from dabench.runner.manifest import new_manifest
 from dabench.runner.protocols import protocol_runner
 from dabench.sandbox import UNSEALED_CAVEAT
@@ -206,6 +206,7 @@ class ExperimentRun:
         self.experiment_dir = experiment_dir
         self.resume = resume
         self._fingerprint: DataFingerprint | None = None
+        self._world_source: str | None = None
         self.console = console or stderr_console()
         self.show_progress = progress
         self.journal = Journal(run_dir)
@@ -366,6 +367,12 @@ class ExperimentRun:
         world = open_world(world_dir)
         world_hash = world.world_hash
         self._fingerprint = world.fingerprint()
+        if self._fingerprint is not None:
+            self._world_source = (
+                f"external {world.source.engine} warehouse "
+                f"({len(self._fingerprint.tables)} tables, data fingerprint "
+                f"{self._fingerprint.hash[:12]}, {len(world.rules)} hidden rules)"
+            )
         tasks = load_task_set(self.exp, self.experiment_dir)
         previous = read_manifest(self.run_dir) if self.resume else None
         if previous is not None:
@@ -405,6 +412,7 @@ class ExperimentRun:
             task_set_hash=tasks.hash(),
             task_ids=tasks.ids,
             arms=self._arm_manifest(),
+            world_source=self._world_source,
         )
         if previous is None and self._unsealed_agents():
             manifest = manifest.model_copy(update={"caveats": [UNSEALED_CAVEAT]})
@@ -475,6 +483,8 @@ class ExperimentRun:
             return str(p if Path(p).is_absolute() else (self.experiment_dir / p).resolve())
 
         data = self.exp.model_dump(mode="json")
+        for key in EXTERNAL_WORLD_KEYS:  # an inline external world is now its directory
+            data["world"][key] = None
         data["world"]["dir"] = str(world_dir.resolve())
         data["tasks"]["files"] = [absolute(f) for f in data["tasks"]["files"]]
         if data.get("lock"):
