@@ -255,7 +255,7 @@ def test_bad_world_directories_are_named(tmp_path: Path, external: Path) -> None
     with pytest.raises(UserInputError, match="neither a built world"):
         open_world(tmp_path)
     (external / SOURCE_FILE).write_text("kind: warehouse\nengine: oracle\n", encoding="utf-8")
-    with pytest.raises(UserInputError, match="world.yaml"):
+    with pytest.raises(UserInputError, match=r"world\.yaml"):
         open_world(external)
 
 
