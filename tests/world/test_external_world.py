@@ -272,3 +272,18 @@ def test_a_copied_builtin_world_keeps_its_identity(world_dir: Path, tmp_path: Pa
     copy = tmp_path / "w"
     shutil.copytree(world_dir, copy)
     assert open_world(copy).world_hash == open_world(world_dir).world_hash
+
+
+def test_agent_programs_are_kept_from_the_knowledge_and_the_warehouse(
+    external: Path, tmp_path: Path
+) -> None:
+    from dabench.sandbox import names_protected_path, protected_paths
+
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(external, elsewhere)
+    spec = yaml.safe_load((external / SOURCE_FILE).read_text(encoding="utf-8"))
+    spec["knowledge"] = str(elsewhere)
+    (external / SOURCE_FILE).write_text(yaml.safe_dump(spec), encoding="utf-8")
+    roots = protected_paths(external)
+    assert names_protected_path(str(elsewhere / "catalog.json"), roots)
+    assert names_protected_path(spec["location"], roots)
