@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import yaml
 
+from dabench.defaults import POSTGRES_PREFIXES
 from dabench.errors import UserInputError
 from dabench.world.build import CATALOG_FILE, KNOWLEDGE_DIR
 from dabench.world.files import canonical_json
@@ -25,10 +26,9 @@ from dabench.world.model import Catalog, ColumnMeta, DatasetMeta, KnowledgePage,
 from dabench.world.source import (
     KNOWLEDGE_FORMAT_VERSION,
     POLICIES_FILE,
-    POSTGRES_PREFIXES,
     RULES_FILE,
     SOURCE_FILE,
-    Engine,
+    EngineName,
     WorldSource,
     parquet_views,
     quote_table,
@@ -42,7 +42,7 @@ Column = tuple[str, str]
 """(name, type)."""
 
 
-def detect_engine(source: str) -> Engine:
+def detect_engine(source: str) -> EngineName:
     """``postgres`` for a DSN, ``parquet`` for a directory, ``duckdb`` for a file."""
     if source.startswith(POSTGRES_PREFIXES):
         return "postgres"
@@ -130,7 +130,7 @@ def _stats(run: Any, tid: str, columns: list[Column]) -> tuple[int, dt.date]:
     return int(row[0]), last
 
 
-def introspect(source: str) -> tuple[Engine, Catalog]:
+def introspect(source: str) -> tuple[EngineName, Catalog]:
     """The engine of ``source`` and a catalog skeleton of its tables."""
     engine = detect_engine(source)
     pg: Any = None
@@ -210,7 +210,7 @@ _RULES_HEAD = """\
 """
 
 
-def _location(source: str, engine: Engine) -> str:
+def _location(source: str, engine: EngineName) -> str:
     if engine == "postgres":
         return source
     return str(Path(source).resolve())

@@ -46,9 +46,8 @@ KNOWLEDGE_FORMAT_VERSION = 1
 SOURCE_FILE = "world.yaml"
 POLICIES_FILE = "policies.yaml"
 RULES_FILE = "rules.yaml"
-POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 
-Engine = Literal["duckdb", "postgres", "parquet"]
+EngineName = Literal["duckdb", "postgres", "parquet"]
 
 
 class _Record(BaseModel):
@@ -59,7 +58,7 @@ class WorldSource(_Record):
     """``world.yaml``: where an external world's data and knowledge live."""
 
     kind: Literal["warehouse"] = "warehouse"
-    engine: Engine
+    engine: EngineName
     location: str
     """A DuckDB file, a ``postgresql://`` DSN, or a directory of ``<schema>/<table>.parquet``
     (relative paths are relative to the directory holding ``world.yaml``)."""
