@@ -287,3 +287,34 @@ def test_agent_programs_are_kept_from_the_knowledge_and_the_warehouse(
     roots = protected_paths(external)
     assert names_protected_path(str(elsewhere / "catalog.json"), roots)
     assert names_protected_path(spec["location"], roots)
+
+
+def test_an_inline_external_world_in_an_experiment(
+    external: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dabench.runner.experiment import Experiment
+    from dabench.runner.run import resolve_world
+
+    monkeypatch.setenv("DABENCH_CACHE", str(tmp_path / "cache"))
+    arms = [
+        {
+            "name": "a0",
+            "target": {"kind": "reference", "profile": "a0"},
+            "agent": {"kind": "oracle"},
+        }
+    ]
+    location = yaml.safe_load((external / SOURCE_FILE).read_text(encoding="utf-8"))["location"]
+    inline = {"kind": "warehouse", "engine": "duckdb", "location": location, "knowledge": "world"}
+    exp = Experiment.model_validate({"name": "x", "world": inline, "arms": arms})
+    resolved = resolve_world(exp, tmp_path)
+    assert resolved.parent == tmp_path / "cache" / "external-worlds"
+    assert open_world(resolved).world_hash == open_world(external).world_hash
+    builtin = Experiment.model_validate({"name": "x", "arms": arms})
+    from dabench.tasks.hashing import canonical_hash
+
+    dumped = builtin.model_dump(mode="json", exclude={"executor", "ray", "unsealed"})
+    for key in ("kind", "engine", "location", "knowledge", "snapshot_id"):
+        del dumped["world"][key]
+    assert builtin.hash() == canonical_hash(dumped)  # the built-in experiment's hash is as before
+    with pytest.raises(ValueError, match="needs engine, location and knowledge"):
+        Experiment.model_validate({"name": "x", "world": {"kind": "warehouse"}, "arms": arms})
