@@ -69,10 +69,34 @@ def cache_root() -> Path:
 
 
 def protected_paths(*extra: Path | None) -> list[Path]:
-    """Every path an agent process must not be pointed at."""
+    """Every path an agent process must not be pointed at (an external world's directory
+    brings its knowledge directory and its warehouse file or Parquet directory along)."""
     paths = [package_root(), cache_root()]
-    paths += [p.resolve() for p in extra if p is not None]
+    for p in extra:
+        if p is not None:
+            paths.append(p.resolve())
+            paths += _external_world_paths(p)
     return paths
+
+
+def _external_world_paths(world_dir: Path) -> list[Path]:
+    """The knowledge directory and warehouse location an external world's ``world.yaml``
+    names (relative to the world directory); none for other directories."""
+    import yaml
+
+    spec_file = world_dir / "world.yaml"
+    try:
+        spec = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return []
+    if not isinstance(spec, dict):
+        return []
+    out = []
+    for key in ("knowledge", "location"):
+        value = spec.get(key)
+        if isinstance(value, str) and "://" not in value:
+            out.append((world_dir / value).resolve())
+    return out
 
 
 def _under(value: str, roots: Sequence[Path]) -> bool:

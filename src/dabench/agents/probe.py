@@ -12,7 +12,8 @@ the deciding fact of every trap class of the task during the episode, and with t
    description of that dataset or column (the platform's enrichment).
 
 It reads the trap fact locations and catalog descriptions from the experiment's world
-(``AgentContext.world_dir``, or the ``world_dir`` config option). Tools are found through the
+(``AgentContext.world_dir``, or the ``world_dir`` config option): a built world's planted
+traps, or an external world's hidden rules (``rules.yaml``). Tools are found through the
 target's role map, as for the oracle.
 """
 
@@ -31,8 +32,8 @@ from dabench.targets.base import TargetSession
 from dabench.targets.registry import Kind
 from dabench.tasks.engines import to_postgres, truth_sql_for
 from dabench.tasks.model import Task
-from dabench.world import World, load_world
 from dabench.world.model import Trap
+from dabench.world.source import HiddenRule, OpenWorld, open_world
 
 TRAP_TAG = "world-trap:"
 _SEARCH_PREFIX = {"knowledge": "page", "glossary": "glossary"}
@@ -57,7 +58,7 @@ def search_id(location: str) -> str:
     return f"{_SEARCH_PREFIX.get(kind, kind)}:{ref}"
 
 
-def fact_locations(task: Task, traps: list[Trap]) -> dict[str, list[str]]:
+def fact_locations(task: Task, traps: list[Trap | HiddenRule]) -> dict[str, list[str]]:
     """Per trap class of ``task``: the locations of its deciding fact (the traps the task is
     tagged with, else every world trap of that class)."""
     tagged = {t[len(TRAP_TAG) :] for t in task.tags if t.startswith(TRAP_TAG)}
@@ -91,7 +92,7 @@ class ProbeAgent(OracleAgent):
 
     kind = "probe"
 
-    def __init__(self, config: ProbeAgentConfig, world: World) -> None:
+    def __init__(self, config: ProbeAgentConfig, world: OpenWorld) -> None:
         super().__init__(OracleAgentConfig(row_limit=config.row_limit))
         self.probe_config = config
         self.world = world
@@ -193,7 +194,7 @@ def _factory(config: ProbeAgentConfig, context: AgentContext) -> Agent:
         raise UserInputError("agent probe: no world to read traps from; set agent.world_dir")
     if not world_dir.is_absolute():
         world_dir = context.experiment_dir / world_dir
-    return ProbeAgent(config, load_world(world_dir))
+    return ProbeAgent(config, open_world(world_dir))
 
 
 KIND: Kind[Agent, AgentContext] = Kind("probe", ProbeAgentConfig, _factory)

@@ -250,6 +250,9 @@ class RunManifest(_Record):
     world_seed: int
     world_scale: int
     world_hash: str
+    world_source: str | None = None
+    """An external world (docs/own-data.md): engine, tables and data fingerprint; the seed
+    and scale then do not apply."""
     task_set_hash: str
     task_ids: list[str]
     k: int

@@ -84,6 +84,9 @@ class WorldContent:
     pages: list[KnowledgePage]
     warehouse_path: Path
     world_hash: str
+    warehouse_dsn: str | None = None
+    """An external PostgreSQL world's DSN (its data fingerprint stands for the export's
+    recorded world hash)."""
 
 
 @dataclass(frozen=True)
@@ -137,13 +140,15 @@ class PlatformService:
         self.world = world
         self.profile = profile
         self.auth = auth
+        external_dsn = warehouse_dsn is None and world.warehouse_dsn is not None
+        warehouse_dsn = warehouse_dsn or world.warehouse_dsn
         self.warehouse = open_warehouse(
             world.warehouse_path,
             dsn=warehouse_dsn,
             threads=sql_threads,
             limits=warehouse_limits(profile, state_dir),
             expected_tables=frozenset(ds.id for ds in world.catalog.datasets),
-            world_hash=world.world_hash,
+            world_hash=None if external_dsn else world.world_hash,
         )
         sql = profile.sql
         self.scheduler = QueryScheduler(

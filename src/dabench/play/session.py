@@ -61,7 +61,7 @@ from dabench.targets.reference import ReferenceSession, ReferenceTarget
 from dabench.targets.reference_episode import ReferenceEpisode
 from dabench.targets.registry import make_target
 from dabench.tasks.loader import TaskSet, dump_tasks
-from dabench.tasks.lock import LOCK_FILE, compute_lock, read_world_manifest, write_lock
+from dabench.tasks.lock import LOCK_FILE, compute_lock, world_identity, write_lock
 from dabench.tasks.model import Protocol, Suite, Task
 from dabench.tasks.selection import TaskSelection, applies_to_arm
 
@@ -345,7 +345,7 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
         exp = _experiment(opts, opts.world_dir)
         world_dir = resolve_world(exp, Path.cwd()).resolve()
         exp = _experiment(opts, world_dir)
-        world_hash = read_world_manifest(world_dir).world_hash
+        world_hash = world_identity(world_dir)
         tasks = load_task_set(exp, Path.cwd())
         arm = exp.arms[0]
         plan: list[PlannedPlay] = []

@@ -43,12 +43,33 @@ class _Spec(BaseModel):
 
 
 class WorldSpec(_Spec):
-    """Which world the experiment runs on."""
+    """Which world the experiment runs on: the built-in world (seed, scale, or a built
+    ``dir``), a directory holding an external world's ``world.yaml``, or an external world
+    inline: ``{kind: warehouse, engine: duckdb|postgres|parquet, location: ..., knowledge:
+    DIR}`` (docs/own-data.md)."""
 
     seed: int = 930
     scale: int = Field(default=1, ge=1)
     dir: str | None = None
-    """A built world directory; default: built once into the world cache."""
+    """A built world directory or an external world's directory; default: the built-in
+    world, built once into the world cache."""
+    kind: Literal["warehouse"] | None = None
+    engine: Literal["duckdb", "postgres", "parquet"] | None = None
+    location: str | None = None
+    knowledge: str | None = None
+    snapshot_id: str | None = None
+
+    @model_validator(mode="after")
+    def _external(self) -> WorldSpec:
+        inline = (self.engine, self.location, self.knowledge)
+        if self.kind == "warehouse":
+            if None in inline:
+                raise ValueError("world kind warehouse needs engine, location and knowledge")
+            if self.dir:
+                raise ValueError("give world.dir or an inline warehouse world, not both")
+        elif any(v is not None for v in (*inline, self.snapshot_id)):
+            raise ValueError("engine, location, knowledge and snapshot_id need kind: warehouse")
+        return self
 
 
 class ArmConfig(_Spec):
@@ -119,12 +140,18 @@ class Experiment(_Spec):
         """Canonical hash of the resolved experiment (where it runs is not part of it;
         ``unsealed`` only when set, so sealed experiments keep their hash)."""
         exclude = {"executor", "ray"} | (set() if self.unsealed else {"unsealed"})
-        return canonical_hash(self.model_dump(mode="json", exclude=exclude))
+        data = self.model_dump(mode="json", exclude=exclude)
+        for key in EXTERNAL_WORLD_KEYS:  # absent for the built-in world: its hash stays
+            if data["world"].get(key) is None:
+                data["world"].pop(key, None)
+        return canonical_hash(data)
 
     def uses_model(self) -> bool:
         """Whether any arm's agent calls a model."""
         return any(a.agent.get("kind") in MODEL_AGENT_KINDS for a in self.arms)
 
+
+EXTERNAL_WORLD_KEYS = ("kind", "engine", "location", "knowledge", "snapshot_id")
 
 MODEL_AGENT_KINDS = frozenset({"llm", "kibana", "claude-cli", "command"})
 """Agent kinds that call a model (the ``kibana`` agent's model runs inside Kibana, the

@@ -43,6 +43,7 @@ def new_manifest(
     task_set_hash: str,
     task_ids: list[str],
     arms: list[dict[str, Any]],
+    world_source: str | None = None,
 ) -> RunManifest:
     """A manifest for a run that starts now."""
     return RunManifest(
@@ -55,6 +56,7 @@ def new_manifest(
         world_seed=experiment.world.seed,
         world_scale=experiment.world.scale,
         world_hash=world_hash,
+        world_source=world_source,
         task_set_hash=task_set_hash,
         task_ids=task_ids,
         k=experiment.k,

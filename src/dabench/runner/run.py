@@ -51,7 +51,7 @@ from dabench.runner.episode import (
     play_episode,
     run_job,
 )
-from dabench.runner.experiment import Experiment
+from dabench.runner.experiment import EXTERNAL_WORLD_KEYS, Experiment
 from dabench.runner.manifest import new_manifest
 from dabench.runner.protocols import protocol_runner
 from dabench.sandbox import UNSEALED_CAVEAT
@@ -67,11 +67,11 @@ from dabench.tasks.lock import (
     check_lock,
     compute_lock,
     read_lock,
-    read_world_manifest,
     write_lock,
 )
 from dabench.tasks.model import Protocol, TruthLock
 from dabench.tasks.selection import applies_to_arm, select_tasks
+from dabench.world.source import SOURCE_FILE, DataFingerprint, open_world, write_source_dir
 
 TASKS_FILE = "tasks.yaml"
 """The run's selected tasks, as they were when it started (graders read them)."""
@@ -127,16 +127,42 @@ class RunSummary:
 
 
 def resolve_world(exp: Experiment, experiment_dir: Path) -> Path:
-    """The world directory: the experiment's ``world.dir``, else built once into the cache."""
+    """The world directory: the experiment's ``world.dir`` (built or external), an inline
+    external world written as a ``world.yaml`` directory, else built once into the cache."""
+    if exp.world.kind == "warehouse":
+        return inline_world_dir(exp.world, experiment_dir)
     if exp.world.dir:
         path = Path(exp.world.dir)
         path = path if path.is_absolute() else experiment_dir / path
-        if not (path / "world.json").exists():
-            raise UserInputError(f"world.dir {path}: not a built world (no world.json)")
+        if not (path / "world.json").exists() and not (path / SOURCE_FILE).exists():
+            raise UserInputError(
+                f"world.dir {path}: not a built world (no world.json) nor an external world "
+                f"(no {SOURCE_FILE})"
+            )
         return path
     from dabench.world.cache import default_world  # builds (once) on demand
 
     return default_world(exp.world.seed, exp.world.scale)
+
+
+def inline_world_dir(spec: Any, experiment_dir: Path) -> Path:
+    """A directory with the ``world.yaml`` of an inline external world (paths made absolute
+    against the experiment's directory), under the cache."""
+    from dabench.sandbox import cache_root
+    from dabench.world.source import WorldSource
+
+    def absolute(value: str) -> str:
+        path = Path(value)
+        return str(path if path.is_absolute() else (experiment_dir / path).resolve())
+
+    location = spec.location if spec.engine == "postgres" else absolute(spec.location)
+    source = WorldSource(
+        engine=spec.engine,
+        location=location,
+        knowledge=absolute(spec.knowledge),
+        snapshot_id=spec.snapshot_id,
+    )
+    return write_source_dir(source, cache_root() / "external-worlds")
 
 
 def load_task_set(exp: Experiment, experiment_dir: Path) -> TaskSet:
@@ -179,6 +205,8 @@ class ExperimentRun:
         self.run_id = run_dir.name
         self.experiment_dir = experiment_dir
         self.resume = resume
+        self._fingerprint: DataFingerprint | None = None
+        self._world_source: str | None = None
         self.console = console or stderr_console()
         self.show_progress = progress
         self.journal = Journal(run_dir)
@@ -220,13 +248,13 @@ class ExperimentRun:
         run_lock = self.run_dir / LOCK_FILE
         if self.resume and run_lock.exists():
             lock = read_lock(run_lock)
-            check_lock(lock, tasks, world_hash, run_lock)
+            check_lock(lock, tasks, world_hash, run_lock, self._fingerprint)
             return lock
         if self.exp.lock:
             given = Path(self.exp.lock)
             given = given if given.is_absolute() else self.experiment_dir / given
             lock = read_lock(given)
-            check_lock(lock, tasks, world_hash, given)
+            check_lock(lock, tasks, world_hash, given, self._fingerprint)
             return lock
         return compute_lock(tasks, world_dir)
 
@@ -336,7 +364,15 @@ class ExperimentRun:
         is written to the run directory before the experiment has been fully validated."""
         done = self._prepare_journal()
         world_dir = resolve_world(self.exp, self.experiment_dir)
-        world_hash = read_world_manifest(world_dir).world_hash
+        world = open_world(world_dir)
+        world_hash = world.world_hash
+        self._fingerprint = world.fingerprint()
+        if self._fingerprint is not None:
+            self._world_source = (
+                f"external {world.source.engine} warehouse "
+                f"({len(self._fingerprint.tables)} tables, data fingerprint "
+                f"{self._fingerprint.hash[:12]}, {len(world.rules)} hidden rules)"
+            )
         tasks = load_task_set(self.exp, self.experiment_dir)
         previous = read_manifest(self.run_dir) if self.resume else None
         if previous is not None:
@@ -376,6 +412,7 @@ class ExperimentRun:
             task_set_hash=tasks.hash(),
             task_ids=tasks.ids,
             arms=self._arm_manifest(),
+            world_source=self._world_source,
         )
         if previous is None and self._unsealed_agents():
             manifest = manifest.model_copy(update={"caveats": [UNSEALED_CAVEAT]})
@@ -446,6 +483,8 @@ class ExperimentRun:
             return str(p if Path(p).is_absolute() else (self.experiment_dir / p).resolve())
 
         data = self.exp.model_dump(mode="json")
+        for key in EXTERNAL_WORLD_KEYS:  # an inline external world is now its directory
+            data["world"][key] = None
         data["world"]["dir"] = str(world_dir.resolve())
         data["tasks"]["files"] = [absolute(f) for f in data["tasks"]["files"]]
         if data.get("lock"):

@@ -56,7 +56,9 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _duckdb_engine(con: duckdb.DuckDBPyConnection, label: str) -> Engine:
+def duckdb_engine(con: duckdb.DuckDBPyConnection, label: str) -> Engine:
+    """An engine over an open DuckDB connection (closed with the engine)."""
+
     def run(sql: str) -> tuple[list[str], list[list[Any]]]:
         cur = con.execute(sql)
         cols = [d[0] for d in cur.description or []]
@@ -69,11 +71,11 @@ def open_engine(where: str) -> Engine:
     """The warehouse at ``where``: ``postgresql://...``, a ``.duckdb`` file or a Parquet
     export directory."""
     if where.startswith(("postgresql://", "postgres://")):
-        return _postgres_engine(where)
+        return postgres_engine(where)
     path = Path(where)
     if path.is_file():
         con = duckdb.connect(str(path), read_only=True, config=dict(OFFLINE_CONFIG))
-        return _duckdb_engine(con, f"duckdb {path}")
+        return duckdb_engine(con, f"duckdb {path}")
     if path.is_dir() and (path / "export.json").exists():
         return _parquet_engine(path)
     raise UserInputError(
@@ -94,10 +96,11 @@ def _parquet_engine(root: Path) -> Engine:
         con.execute(
             f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM read_parquet(\'{literal}\')'
         )
-    return _duckdb_engine(con, f"parquet {root}")
+    return duckdb_engine(con, f"parquet {root}")
 
 
-def _postgres_engine(dsn: str) -> Engine:
+def postgres_engine(dsn: str) -> Engine:
+    """A read-only autocommit PostgreSQL engine."""
     import psycopg
 
     try:

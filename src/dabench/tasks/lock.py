@@ -12,15 +12,17 @@ import decimal
 import json
 import os
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from dabench.errors import UserInputError
 from dabench.recordfile import read_record_file
 from dabench.tasks.loader import SuiteItem, TaskSet, item_hash
 from dabench.tasks.model import Grading, Protocol, Truth, TruthLock
-from dabench.world.model import Catalog, WorldManifest
+from dabench.world.model import WorldManifest
+from dabench.world.source import DataFingerprint, OpenWorld, open_world
+
+if TYPE_CHECKING:
+    from dabench.tasks.engines import Engine
 
 LOCK_FILE = "tasks.lock.json"
 
@@ -37,19 +39,13 @@ def read_world_manifest(world_dir: Path) -> WorldManifest:
 
 def catalog_ids(world_dir: Path) -> set[str]:
     """Every id a task may name: datasets, columns, glossary terms, curated queries, pages."""
-    path = world_dir / "catalog.json"
-    ids: set[str] = set()
-    if path.exists():
-        catalog = Catalog.model_validate_json(path.read_bytes())
-        for ds in catalog.datasets:
-            ids.add(ds.id)
-            ids.update(f"{ds.id}.{c.name}" for c in ds.columns)
-        ids.update(g.id for g in catalog.glossary)
-        ids.update(q.id for q in catalog.curated_queries)
-    pages = world_dir / "knowledge"
-    if pages.is_dir():
-        ids.update(p.stem for p in pages.glob("*.md"))
-    return ids
+    return open_world(world_dir).ids()
+
+
+def world_identity(world_dir: Path) -> str:
+    """The hash a lock and a run bind to: a built world's ``world_hash``, or an external
+    world's hash over its knowledge files and data fingerprint."""
+    return open_world(world_dir).world_hash
 
 
 def _jsonable(value: Any) -> Any:
@@ -74,29 +70,45 @@ def _first_number(rows: list[list[Any]], where: str) -> float:
         raise UserInputError(f"{where}: truth SQL's first cell is {cell!r}, not a number") from exc
 
 
-def _run(con: duckdb.DuckDBPyConnection, sql: str, where: str) -> tuple[list[str], list[list[Any]]]:
+def _run(con: Engine, sql: str, where: str) -> tuple[list[str], list[list[Any]]]:
     try:
-        cur = con.execute(sql)
-        columns = [d[0] for d in cur.description or []]
-        rows = [[_jsonable(v) for v in row] for row in cur.fetchall()]
-    except duckdb.Error as exc:
+        columns, rows = con.run(sql)
+        rows = [[_jsonable(v) for v in row] for row in rows]
+    except Exception as exc:  # duckdb.Error, psycopg.Error
         raise UserInputError(f"{where}: truth SQL failed on the world: {exc}") from exc
     return columns, rows
 
 
-def _truth(
-    grading: Grading, con: duckdb.DuckDBPyConnection, ids: set[str], where: str, thash: str
-) -> Truth:
+def world_engine(world: OpenWorld) -> Engine:
+    """How truth SQL runs on ``world``: DuckDB (file or Parquet views) or PostgreSQL."""
+    from dabench.tasks.engines import duckdb_engine, postgres_engine
+
+    if world.dsn is not None:
+        return postgres_engine(world.dsn)
+    return duckdb_engine(world.connect(), f"{world.source.engine} {world.location}")
+
+
+def _sql_for(grading: Grading, sql: str, con: Engine) -> str:
+    from dabench.tasks.engines import to_postgres, truth_sql_for
+
+    if con.dialect != "postgres":
+        return sql
+    if sql == grading.truth_sql:
+        return truth_sql_for(grading, "postgres") or to_postgres(sql)
+    return to_postgres(sql)
+
+
+def _truth(grading: Grading, con: Engine, ids: set[str], where: str, thash: str) -> Truth:
     truth = Truth(kind=grading.kind, task_hash=thash, entities=list(grading.entities))
     unknown = [e for e in grading.entities if e not in ids]
     if unknown:
         raise UserInputError(f"{where}: entities not in the world's catalog: {', '.join(unknown)}")
     if grading.truth_sql:
-        truth.columns, truth.rows = _run(con, grading.truth_sql, where)
+        truth.columns, truth.rows = _run(con, _sql_for(grading, grading.truth_sql, con), where)
         if grading.kind == "numeric" or grading.also_numeric:
             truth.value = _first_number(truth.rows, where)
     if grading.naive_sql:
-        _, naive_rows = _run(con, grading.naive_sql, where + " (naive_sql)")
+        _, naive_rows = _run(con, _sql_for(grading, grading.naive_sql, con), where + " (naive_sql)")
         truth.naive_value = _first_number(naive_rows, where + " (naive_sql)")
     return truth
 
@@ -109,14 +121,12 @@ def gradings(item: SuiteItem) -> list[tuple[str, Grading]]:
 
 
 def compute_lock(task_set: TaskSet, world_dir: Path) -> TruthLock:
-    """Evaluate every task's truth against the world (read-only) and bind it to the world."""
-    manifest = read_world_manifest(world_dir)
-    ids = catalog_ids(world_dir)
-    warehouse = world_dir / "warehouse.duckdb"
-    if not warehouse.exists():
-        raise UserInputError(f"{world_dir}: no warehouse.duckdb")
+    """Evaluate every task's truth against the world (read-only) and bind it to the world
+    (a built world's hash; an external world's hash and data fingerprint)."""
+    world = open_world(world_dir)
+    ids = world.ids()
     truths: dict[str, Truth] = {}
-    con = duckdb.connect(str(warehouse), read_only=True)
+    con = world_engine(world)
     try:
         for item in task_set.items:
             thash = item_hash(item)
@@ -125,7 +135,12 @@ def compute_lock(task_set: TaskSet, world_dir: Path) -> TruthLock:
                 truths[key] = _truth(grading, con, ids, f"{where}: task {key!r}", thash)
     finally:
         con.close()
-    return TruthLock(world_hash=manifest.world_hash, task_set_hash=task_set.hash(), truths=truths)
+    return TruthLock(
+        world_hash=world.world_hash,
+        task_set_hash=task_set.hash(),
+        truths=truths,
+        data_fingerprint=world.fingerprint(),
+    )
 
 
 def write_lock(lock: TruthLock, path: Path) -> Path:
@@ -133,7 +148,15 @@ def write_lock(lock: TruthLock, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(
-        json.dumps(lock.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",
+        json.dumps(
+            lock.model_dump(
+                mode="json",
+                exclude={"data_fingerprint"} if lock.data_fingerprint is None else None,
+            ),
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n",
         encoding="utf-8",
     )
     os.replace(tmp, path)
@@ -150,12 +173,27 @@ def read_lock(path: Path) -> TruthLock:
     )
 
 
-def check_lock(lock: TruthLock, task_set: TaskSet, world_hash: str, path: Path | str) -> None:
-    """Refuse a stale lock: another world, a changed task, or a task it does not cover."""
+def check_lock(
+    lock: TruthLock,
+    task_set: TaskSet,
+    world_hash: str,
+    path: Path | str,
+    fingerprint: DataFingerprint | None = None,
+) -> None:
+    """Refuse a stale lock: another world, a changed task, or a task it does not cover. With
+    the world's current ``fingerprint``, a changed warehouse is reported table by table."""
     if lock.world_hash != world_hash:
+        changed = ""
+        if fingerprint is not None and lock.data_fingerprint is not None:
+            diffs = fingerprint.changes(lock.data_fingerprint)
+            changed = (
+                " (the warehouse changed: " + "; ".join(diffs[:8]) + ")"
+                if diffs
+                else " (same data; the knowledge files changed)"
+            )
         raise UserInputError(
             f"{path}: stale lock: it was computed on world {lock.world_hash[:12]}, the run uses "
-            f"world {world_hash[:12]}; re-run `dabench tasks lock --world DIR`"
+            f"world {world_hash[:12]}{changed}; re-run `dabench tasks lock --world DIR`"
         )
     for item in task_set.items:
         thash = item_hash(item)

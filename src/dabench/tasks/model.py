@@ -18,6 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from dabench.world.source import DataFingerprint
+
 Suite = Literal["s1", "s2", "s3", "s4", "s5", "s6"]
 Difficulty = Literal["easy", "medium", "hard", "expert"]
 Category = Literal[
@@ -288,3 +290,6 @@ class TruthLock(_Spec):
     task_set_hash: str
     truths: dict[str, Truth]
     """Task id (or ``<protocol id>/<step name>``) -> truth."""
+    data_fingerprint: DataFingerprint | None = None
+    """An external world's data when the lock was computed (per-table rows and content
+    hashes): a changed warehouse is reported table by table. Absent for built-in worlds."""

@@ -43,13 +43,15 @@ from dabench.platform.profile import load_profile
 from dabench.runner.experiment import Experiment
 from dabench.stats.lifecycle import lifecycle_metrics
 from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
-from dabench.tasks.lock import LOCK_FILE, catalog_ids, compute_lock, read_world_manifest, write_lock
+from dabench.tasks.lock import LOCK_FILE, compute_lock, write_lock
 from dabench.tasks.model import Protocol, Task, Truth, TruthLock
 from dabench.tasks.selection import applies_to_arm
 from dabench.validation.tolerance import margins, tolerance_issues
 from dabench.world.consistency import consistency_issues
+from dabench.world.external_checks import data_policy_issues, discoverability_issues
 from dabench.world.load import load_world
 from dabench.world.policies import policy_issues
+from dabench.world.source import OpenWorld, open_world
 
 DUPLICATE_PROMPT_RATIO = 0.9
 """Prompts at least this similar (difflib ratio on normalised text) with the same truth SQL
@@ -167,7 +169,9 @@ def _referenced_ids(item: SuiteItem) -> list[tuple[str, str]]:
     return refs
 
 
-def _trap_issues(item: SuiteItem, rubric_ids: set[str]) -> list[ValidationIssue]:
+def _trap_issues(
+    item: SuiteItem, rubric_ids: set[str], *, caveats: bool = True
+) -> list[ValidationIssue]:
     issues: list[ValidationIssue] = []
     if not isinstance(item, Task):
         return issues
@@ -180,7 +184,7 @@ def _trap_issues(item: SuiteItem, rubric_ids: set[str]) -> list[ValidationIssue]
         if not item.grading.naive_sql:
             issues.append(ValidationIssue(item.id, "trap", "a trap task needs grading.naive_sql"))
         missing = [c for c in item.trap_classes if f"caveat.{c}" not in item.rubric]
-        if missing:
+        if missing and caveats:
             issues.append(
                 ValidationIssue(
                     item.id,
@@ -191,8 +195,9 @@ def _trap_issues(item: SuiteItem, rubric_ids: set[str]) -> list[ValidationIssue]
     return issues
 
 
-def _policy_issues(item: SuiteItem) -> list[ValidationIssue]:
-    """Every declared world policy that a truth SQL is in scope of but does not apply."""
+def _policy_issues(item: SuiteItem, world: OpenWorld) -> list[ValidationIssue]:
+    """Every declared world policy that a truth SQL is in scope of but does not apply (the
+    built-in policies on a built world, the knowledge directory's on an external one)."""
     checks: list[tuple[str, str]] = []
     if isinstance(item, Task):
         if item.grading.truth_sql:
@@ -203,11 +208,15 @@ def _policy_issues(item: SuiteItem) -> list[ValidationIssue]:
             for s in item.steps
             if s.grading is not None and s.grading.truth_sql
         ]
-    return [
-        ValidationIssue(item.id, "policy", detail)
-        for sql, prompt in checks
-        for detail in policy_issues(sql, prompt, item.tags)
-    ]
+    if world.builtin:
+        found = [d for sql, prompt in checks for d in policy_issues(sql, prompt, item.tags)]
+    else:
+        found = [
+            d
+            for sql, prompt in checks
+            for d in data_policy_issues(world.policies, sql, prompt, item.tags)
+        ]
+    return [ValidationIssue(item.id, "policy", detail) for detail in found]
 
 
 def static_checks(
@@ -220,19 +229,22 @@ def static_checks(
         lock = compute_lock(task_set, world_dir)
     except UserInputError as exc:
         issues.append(ValidationIssue("*", "truth", str(exc)))
-    ids = catalog_ids(world_dir)
+    world = open_world(world_dir)
+    ids = world.ids()
     rubric_ids = {i.id for i in load_rubric().items}
+    if not world.builtin:  # the user's rules may have judged caveats, not required
+        rubric_ids |= {f"caveat.{r.trap_class}" for r in world.rules}
     for item in task_set.items:
         for what, ref in _referenced_ids(item):
             if ref not in ids:
                 issues.append(
                     ValidationIssue(item.id, "entity", f"{what}: {ref!r} is not in the catalog")
                 )
-        issues += _trap_issues(item, rubric_ids)
-        issues += _policy_issues(item)
+        issues += _trap_issues(item, rubric_ids, caveats=world.builtin)
+        issues += _policy_issues(item, world)
     issues += duplicate_issues(task_set.items)
     issues += knowledge_issues(world_dir)
-    if lock is not None:
+    if lock is not None and world.dsn is None:
         issues += [
             ValidationIssue(item, "tolerance", detail)
             for item, detail in tolerance_issues(margins(task_set, lock, world_dir))
@@ -241,7 +253,14 @@ def static_checks(
 
 
 def knowledge_issues(world_dir: Path) -> list[ValidationIssue]:
-    """Every disagreement between the world's knowledge layer and its policies."""
+    """Every disagreement between the world's knowledge layer and its policies (built
+    world), or every hidden rule not stated on a2 or given away on a0 (external world)."""
+    opened = open_world(world_dir)
+    if not opened.builtin:
+        return [
+            ValidationIssue("world", "discoverability", detail)
+            for detail in discoverability_issues(opened)
+        ]
     world = load_world(world_dir)
     con = duckdb.connect(str(world_dir / "warehouse.duckdb"), read_only=True)
     try:
@@ -254,7 +273,7 @@ def knowledge_issues(world_dir: Path) -> list[ValidationIssue]:
 # -- dynamic checks ------------------------------------------------------------------------------
 
 
-def naive_rejected(episode: Episode, task: Task, truth: Truth, warehouse: Path) -> bool:
+def naive_rejected(episode: Episode, task: Task, truth: Truth, warehouse: Path | None) -> bool:
     """Whether the grader rejects the oracle's episode with its answer replaced by the naive
     number (the plausible wrong answer of a trap)."""
     assert truth.naive_value is not None
@@ -300,7 +319,8 @@ def _judge_dynamic(
     episodes: list[Episode],
     world_dir: Path,
 ) -> None:
-    warehouse = world_dir / "warehouse.duckdb"
+    world = open_world(world_dir)
+    warehouse = None if world.dsn else world.warehouse_path
     items = {i.id: i for i in task_set.items}
     for ep in episodes:
         item = items[ep.task_id]
@@ -346,7 +366,7 @@ def validate(
 
     t0 = time.perf_counter()
     chosen = list(arms or DEFAULT_ARMS)
-    read_world_manifest(world_dir)  # a clear error for a directory that is not a world
+    open_world(world_dir)  # a clear error for a directory that is not a world
     for arm in chosen:
         load_profile(arm)  # a clear error for an unknown profile, before any server starts
     report = ValidationReport(items=len(task_set.items), arms=chosen, run_dir=run_dir)

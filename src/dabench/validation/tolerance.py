@@ -32,6 +32,7 @@ from dabench.tasks.loader import SuiteItem, TaskSet
 from dabench.tasks.lock import gradings
 from dabench.tasks.model import Grading, Protocol, Task, TruthLock
 from dabench.world.policies import ignored_readings
+from dabench.world.source import open_world
 
 VariantSource = Literal["policy", "declared", "naive"]
 
@@ -167,7 +168,7 @@ def _margin(
 def margins(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[Margin]:
     """Every numeric truth of the task set with its careless variants, in task-set order."""
     out: list[Margin] = []
-    con = duckdb.connect(str(world_dir / "warehouse.duckdb"), read_only=True)
+    con = open_world(world_dir).connect()
     try:
         for item in task_set.items:
             prompts = _prompts(item)

@@ -126,11 +126,26 @@ def verify(
         None, help="A built world directory (default: the cache).", show_default=False
     ),
 ) -> None:
-    """Re-hash every file of a world against its world.json; exit 1 on any mismatch."""
+    """Re-hash every file of a world against its world.json; exit 1 on any mismatch.
+    An external world (world.yaml): print its data fingerprint, computed in the engine."""
     from dabench.world.cache import default_world
     from dabench.world.load import read_manifest, verify_files
+    from dabench.world.source import SOURCE_FILE, open_world
 
     path = path or default_world()
+    if (path / SOURCE_FILE).is_file() and not (path / "world.json").is_file():
+        world = open_world(path)
+        fp = world.fingerprint()
+        assert fp is not None
+        out = stdout_console()
+        for table, tf in sorted(fp.tables.items()):
+            out.print(f"{table}  rows {tf.rows}  content {tf.content_hash}", highlight=False)
+        out.print(
+            f"ok: {len(fp.tables)} tables on {fp.engine}, data {fp.hash[:16]}, "
+            f"world {world.world_hash[:16]}",
+            highlight=False,
+        )
+        return
     manifest = read_manifest(path)
     problems = verify_files(path, manifest)
     if problems:
@@ -140,6 +155,31 @@ def verify(
     stdout_console().print(
         f"ok: {len(manifest.files)} files match world {manifest.world_hash[:16]}",
         highlight=False,
+    )
+
+
+@app.command("init")
+@_one_line_errors
+def init(
+    source: str = typer.Option(
+        ...,
+        "--from",
+        metavar="FILE|DIR|DSN",
+        help="A DuckDB file, a directory of <schema>/<table>.parquet, or a postgresql:// DSN.",
+    ),
+    out: Path = typer.Option(..., "--out", help="The knowledge directory to write."),
+    force: bool = typer.Option(False, "--force", help="Write into a non-empty directory."),
+) -> None:
+    """Introspect a warehouse and write a knowledge-directory skeleton (an external world)."""
+    from dabench.world.init import init_world
+
+    catalog = init_world(source, out, force=force)
+    columns = sum(len(d.columns) for d in catalog.datasets)
+    stdout_console().print(
+        f"wrote {out}: {len(catalog.datasets)} tables, {columns} columns; fill in the "
+        "descriptions, pages, policies.yaml and rules.yaml (docs/own-data.md)",
+        highlight=False,
+        soft_wrap=True,
     )
 
 
