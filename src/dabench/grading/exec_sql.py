@@ -53,6 +53,7 @@ from dabench.grading.numbers import find_all_numbers
 from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, GradeCheck
 from dabench.roles import LEGACY_ROLES, ToolRoles
+from dabench.tasks.engines import sqlite_to_duckdb
 from dabench.tasks.model import ExecSqlMode
 from dabench.world.warehouse import connect_warehouse
 
@@ -601,6 +602,11 @@ def _grade_one(
         predicted = PredictedSql(
             sql=postgres_to_duckdb(predicted.sql),
             source=f"{predicted.source}, translated from PostgreSQL",
+        )
+    elif sql_dialect == "sqlite":
+        predicted = PredictedSql(
+            sql=sqlite_to_duckdb(predicted.sql),
+            source=f"{predicted.source}, translated from SQLite",
         )
     try:
         columns, rows = run_query(warehouse, predicted.sql, row_cap=row_cap, timeout_s=timeout_s)
