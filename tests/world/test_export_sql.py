@@ -165,6 +165,8 @@ def test_translation_to_sqlite_and_back() -> None:
     assert "ROW_NUMBER() OVER (ORDER BY _m)" in lite and "MEDIAN" not in lite.upper()
     shifted = to_sqlite("SELECT hour(ts - INTERVAL (8) HOUR) FROM marketing.web_events")
     assert "DATETIME(ts, '-8 hours')" in shifted
+    inlined = to_sqlite("WITH a AS (SELECT 1 AS x), b AS (SELECT * FROM a) SELECT * FROM b, a")
+    assert inlined.startswith("SELECT") and "WITH" not in inlined and inlined.count("SELECT 1") == 2
     back = sqlite_to_duckdb("SELECT count(*) FROM sales__orders o JOIN core__stores USING (x)")
     assert "sales.orders" in back and "core.stores" in back
     own = Grading(kind="numeric", truth_sql="SELECT 1", truth_sql_dialects={"sqlite": "SELECT 3"})

@@ -303,14 +303,47 @@ def _median(select: exp.Select) -> exp.Expression | None:
     return exp.select(avg).from_(ranked.subquery()).where(where)
 
 
+def _inline_ctes(tree: exp.Expr) -> exp.Expr:
+    """A query whose non-recursive ``WITH`` names are replaced by their subqueries (SQLite
+    servers such as ``mcp-server-sqlite`` run only text that starts with ``SELECT``)."""
+    with_ = tree.args.get("with_")
+    if not isinstance(with_, exp.With) or with_.args.get("recursive"):
+        return tree
+    ctes = [(cte.alias, cte.this) for cte in with_.expressions]
+    tree.set("with_", None)
+    for i, (name, body) in enumerate(ctes):
+        # in order: a later CTE may name an earlier one, never the reverse
+        for scope in [tree, *(later for _, later in ctes[i + 1 :])]:
+            for table in list(scope.find_all(exp.Table)):
+                if table.name == name and table.args.get("db") is None:
+                    alias = exp.TableAlias(this=exp.to_identifier(table.alias or name))
+                    table.replace(exp.Subquery(this=body.copy(), alias=alias))
+    return tree
+
+
+def sql_in_dialect(sql: str, dialect: Dialect) -> str:
+    """DuckDB SQL in ``dialect`` (:func:`to_postgres`, :func:`to_sqlite`, or as is)."""
+    if dialect == "postgres":
+        return to_postgres(sql)
+    if dialect == "sqlite":
+        return to_sqlite(sql)
+    return sql
+
+
+def table_name_in(dataset_id: str, dialect: Dialect) -> str:
+    """A dataset's table as a target of ``dialect`` names it (``sales__orders`` in the
+    ``--sqlite`` export, else the catalog id)."""
+    return sqlite_table(dataset_id) if dialect == "sqlite" else dataset_id
+
+
 def to_sqlite(sql: str) -> str:
     """DuckDB SQL as SQLite over the ``--sqlite`` export: ``schema.table`` becomes the
     flattened ``schema__table`` (also in qualified column references); date parts
     (``year(x)``, ``EXTRACT``), ``epoch``, ``date_trunc`` to year/month/day, ``± INTERVAL``
     and a lone ``median`` become SQLite's ``strftime``/``date``/``datetime`` forms (which
-    ``sqlglot`` leaves as DuckDB's); ``sqlglot`` translates the rest (``/`` stays a real
-    division)."""
-    tree = sqlglot.parse_one(sql, read="duckdb")
+    ``sqlglot`` leaves as DuckDB's), ``WITH`` names are inlined as subqueries; ``sqlglot``
+    translates the rest (``/`` stays a real division)."""
+    tree = _inline_ctes(sqlglot.parse_one(sql, read="duckdb"))
     for table in list(tree.find_all(exp.Table)):
         if table.args.get("db") is not None:
             flat = sqlite_table(f"{table.db}.{table.name}")
