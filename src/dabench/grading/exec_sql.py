@@ -548,8 +548,8 @@ def check_exec_sql(
 ) -> GradeCheck:
     """Execute the episode's predicted SQL and compare it with the gold result (``roles``:
     the arm's role map, which says where a sql-role call carries its SQL; ``sql_dialect``:
-    the dialect the arm's target speaks: PostgreSQL SQL is translated to DuckDB's, since the
-    grader runs it on the world's own warehouse)."""
+    the dialect the arm's target speaks: PostgreSQL and SQLite SQL are translated to DuckDB's,
+    since the grader runs it on the world's own warehouse)."""
     predicted = predicted_sql(episode, roles)
     answer = graded_answer(episode)
     if predicted is None:
