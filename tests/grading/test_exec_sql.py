@@ -194,6 +194,19 @@ def test_postgres_sql_is_translated_for_a_postgres_arm(warehouse: Path) -> None:
     assert "translated from PostgreSQL" in as_postgres.reason
 
 
+def test_sqlite_sql_over_the_flattened_export_is_graded_on_the_world(warehouse: Path) -> None:
+    """An arm over ``world export --sqlite`` names ``sales.orders`` as ``sales__orders`` and
+    speaks SQLite: the grader maps the table back and translates before running it."""
+    gold_sql = "SELECT strftime(day, '%Y-%m') AS month, count(*) AS n FROM sales.orders GROUP BY 1"
+    cols, gold = _gold(warehouse, gold_sql)
+    lite_sql = "SELECT strftime('%Y-%m', day) AS month, count(*) AS n FROM sales__orders GROUP BY 1"
+    ep = make_episode("x", tool_calls=[sql_call(0, lite_sql)])
+    assert not check_exec_sql(ep, cols, gold, warehouse=warehouse).passed
+    as_sqlite = check_exec_sql(ep, cols, gold, warehouse=warehouse, sql_dialect="sqlite")
+    assert as_sqlite.passed, as_sqlite.reason
+    assert "translated from SQLite" in as_sqlite.reason
+
+
 # --- one-row gold, ordered multi-row result: the first-row rule (issue 25) -------------------
 
 TOP_AGENT_GOLD = (

@@ -1,6 +1,6 @@
-"""The four servers of examples/targets/ installed as a new user would (each in its own venv
+"""The five servers of examples/targets/ installed as a new user would (each in its own venv
 or npm prefix, cached across sessions: ``tests/harness/third_party.py``), pointed at the
-world exported to PostgreSQL and DuckDB: `dabench target inspect` proposes exactly the
+world exported to PostgreSQL, DuckDB and SQLite: `dabench target inspect` proposes exactly the
 example's role map, `--check` passes with it unedited, and the servers still answer the probe
 query and a failing query as the result corpus recorded (a new server version that changes
 its format shows here first)."""
@@ -19,13 +19,14 @@ from typer.testing import CliRunner
 
 from dabench.cli import app
 from dabench.world.export_sql import export_duckdb, export_postgres
+from dabench.world.export_sqlite import export_sqlite
 from dabench.world.load import load_world
 
 from .test_sql_result import SERVERS as CORPUS
 from .third_party import dbhub_command, grant_reader, pypi_server_command
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMES = ["postgres-mcp", "mcp-alchemy", "dbhub", "mcp-server-duckdb"]
+NAMES = ["postgres-mcp", "mcp-alchemy", "dbhub", "mcp-server-duckdb", "mcp-server-sqlite"]
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # installs on an empty cache
 
@@ -45,17 +46,26 @@ def duckdb_export(real_world: Path, tmp_path_factory: pytest.TempPathFactory) ->
     return out
 
 
-def _server(name: str, dsn: str, duck: Path) -> tuple[list[str], list[str], bool]:
-    """(inspect's server words, --env words, PostgreSQL dialect) of one server."""
+@pytest.fixture(scope="module")
+def sqlite_export(real_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("lite") / "w930.sqlite"
+    export_sqlite(load_world(real_world), out)
+    return out
+
+
+def _server(name: str, dsn: str, duck: Path, lite: Path) -> tuple[list[str], list[str], str]:
+    """(inspect's server words, --env words, SQL dialect) of one server."""
     if name == "postgres-mcp":
         command = [*pypi_server_command(name), "--access-mode=restricted"]
-        return command, ["--env", f"DATABASE_URI={dsn}"], True
+        return command, ["--env", f"DATABASE_URI={dsn}"], "postgres"
     if name == "mcp-alchemy":
-        return pypi_server_command(name), ["--env", f"DB_URL={dsn}"], True
+        return pypi_server_command(name), ["--env", f"DB_URL={dsn}"], "postgres"
     if name == "dbhub":
-        return dbhub_command(), ["--env", f"DSN={dsn}?sslmode=disable"], True
+        return dbhub_command(), ["--env", f"DSN={dsn}?sslmode=disable"], "postgres"
+    if name == "mcp-server-sqlite":
+        return [*pypi_server_command(name), "--db-path", str(lite)], [], "sqlite"
     command = [*pypi_server_command(name), "--db-path", str(duck), "--readonly"]
-    return command, [], False
+    return command, [], "duckdb"
 
 
 def _example_roles(name: str) -> dict[str, Any]:
@@ -67,11 +77,16 @@ def _example_roles(name: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_inspect_check_passes_unedited(
-    name: str, real_world: Path, reader_dsn: str, duckdb_export: Path, tmp_path: Path
+    name: str,
+    real_world: Path,
+    reader_dsn: str,
+    duckdb_export: Path,
+    sqlite_export: Path,
+    tmp_path: Path,
 ) -> None:
-    command, env, postgres = _server(name, reader_dsn, duckdb_export)
+    command, env, dialect = _server(name, reader_dsn, duckdb_export, sqlite_export)
     config = tmp_path / "target.yaml"
-    config.write_text("sql_dialect: postgres\n" if postgres else "{}\n")
+    config.write_text(f"sql_dialect: {dialect}\n")
     result = CliRunner().invoke(
         app,
         [

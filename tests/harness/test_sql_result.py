@@ -108,7 +108,8 @@ def test_a_cut_short_table_is_a_harness_error() -> None:
 
 @pytest.mark.parametrize("entry", SERVERS, ids=[f"{e['server']}/{e['case']}" for e in SERVERS])
 def test_real_server_results(entry: dict[str, Any]) -> None:
-    """Results captured from postgres-mcp, mcp-alchemy, dbhub and mcp-server-duckdb."""
+    """Results captured from postgres-mcp, mcp-alchemy, dbhub, mcp-server-duckdb and
+    mcp-server-sqlite."""
     _check(entry)
 
 
@@ -141,7 +142,13 @@ def _check(entry: dict[str, Any]) -> None:
 
 def test_the_corpus_covers_every_server_and_the_worst_case() -> None:
     servers = {e["server"] for e in SERVERS}
-    assert servers == {"postgres-mcp", "mcp-alchemy", "dbhub", "mcp-server-duckdb"}
+    assert servers == {
+        "postgres-mcp",
+        "mcp-alchemy",
+        "dbhub",
+        "mcp-server-duckdb",
+        "mcp-server-sqlite",
+    }
     for server in servers:
         cases = {e["case"]: e for e in SERVERS if e["server"] == server}
         assert cases["one_value"]["expect"]["rows"] == [[164]]

@@ -127,13 +127,15 @@ def grant_reader(dsn: str) -> str:
 
 
 PYTHON312 = ("python3.12", "python3.13")
-"""postgres-mcp, mcp-alchemy and mcp-server-duckdb need Python >= 3.12."""
+"""postgres-mcp, mcp-alchemy and mcp-server-duckdb need Python >= 3.12 (mcp-server-sqlite
+>= 3.10, installed the same way)."""
 NODE22_PIN = "node@22"
 """dbhub needs Node >= 22.5 (installed from npm into the cache, like the Inspector's)."""
 FOUR_SERVERS = {
     "postgres-mcp": ("postgres-mcp==0.3.0", "postgres-mcp"),
     "mcp-alchemy": ("mcp-alchemy==2026.10.15.202659", "mcp-alchemy"),
     "mcp-server-duckdb": ("mcp-server-duckdb==1.1.0", "mcp-server-duckdb"),
+    "mcp-server-sqlite": ("mcp-server-sqlite==2025.4.25", "mcp-server-sqlite"),
 }
 """The PyPI servers of examples/targets/: pinned requirement, console script."""
 EXTRA_REQUIREMENTS = {
@@ -144,6 +146,7 @@ EXTRA_REQUIREMENTS = {
     ],
     "mcp-alchemy": ["psycopg2-binary>=2.9"],
     "mcp-server-duckdb": ["mcp<2"],  # 1.1.0 uses Server.list_resources, gone in mcp 2
+    "mcp-server-sqlite": ["mcp<2"],  # 2025.4.25 too
 }  # fmt: skip
 DBHUB_PKG = "@bytebase/dbhub@1.4.0"
 

@@ -38,7 +38,8 @@ def test_bad_input_exits_2(tmp_path: Path, suites_world: Path) -> None:
         return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
 
     done = run("--world", str(tmp_path))
-    assert done.returncode == 2 and f"error: --world {tmp_path}: neither a built world" in done.stderr
+    assert done.returncode == 2
+    assert f"error: --world {tmp_path}: neither a built world" in done.stderr
     done = run("--world", str(suites_world), "--arms", "a9", "--smoke")
     assert done.returncode == 2 and "profile 'a9'" in done.stderr
 

@@ -1,6 +1,6 @@
-"""The world exported to real engines: a PostgreSQL started by the test, Parquet files and a
-DuckDB file in an older storage format. Each export is checked by recomputing every task's
-truth on it (``dabench tasks validate --warehouse``) against the world's own."""
+"""The world exported to real engines: a PostgreSQL started by the test, Parquet files, a
+DuckDB file in an older storage format and a SQLite file. Each export is checked by recomputing
+every task's truth on it (``dabench tasks validate --warehouse``) against the world's own."""
 
 from __future__ import annotations
 
@@ -13,7 +13,14 @@ from typer.testing import CliRunner
 
 from dabench.cli import app
 from dabench.errors import UserInputError
-from dabench.tasks.engines import check_warehouse, open_engine, to_postgres, truth_sql_for
+from dabench.tasks.engines import (
+    check_warehouse,
+    open_engine,
+    sqlite_to_duckdb,
+    to_postgres,
+    to_sqlite,
+    truth_sql_for,
+)
 from dabench.tasks.loader import load_builtin_tasks
 from dabench.tasks.lock import compute_lock
 from dabench.tasks.model import Grading
@@ -23,6 +30,7 @@ from dabench.world.export_sql import (
     pg_type,
     storage_version_number,
 )
+from dabench.world.export_sqlite import export_sqlite, sqlite_type
 from dabench.world.load import World
 
 cli = CliRunner()
@@ -113,6 +121,57 @@ def test_duckdb_export_in_an_older_storage_format(
         export_duckdb(world, tmp_path / "x.duckdb", storage_version="v0.9")
     with pytest.raises(UserInputError, match="exists"):
         export_duckdb(world, out)
+
+
+def test_sqlite_export_flattens_schemas_and_recomputes_every_truth(
+    world_dir: Path, world: World, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    out = tmp_path / "w.sqlite"
+    result = cli.invoke(app, ["world", "export", "--world", str(world_dir), "--sqlite", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "(tables named <schema>__<table>)" in result.output
+    assert "verify: dabench tasks validate --warehouse" in result.output
+    assert (tmp_path / "w.sqlite.world" / "catalog.json").exists()
+    assert _validate(world_dir, str(out)).strip().splitlines()[-1].startswith("ok: ")
+    con = sqlite3.connect(out)
+    try:
+        for ds in world.catalog.datasets:
+            flat = ds.id.replace(".", "__")
+            assert con.execute(f'SELECT count(*) FROM "{flat}"').fetchone() == (ds.row_count,)
+        orders = next(d for d in world.catalog.datasets if d.id == "sales.orders")
+        ddl = con.execute("SELECT sql FROM sqlite_master WHERE name = 'sales__orders'").fetchone()
+        assert ddl and orders.description.split()[0] in ddl[0] and "PRIMARY KEY" in ddl[0]
+        info = {r[1]: r[2] for r in con.execute("PRAGMA table_info(sales__orders)")}
+        assert info["order_id"] == "INTEGER" and info["order_date"] == "DATE"
+        day = con.execute("SELECT order_date FROM sales__orders LIMIT 1").fetchone()
+        assert day and len(day[0]) == 10 and day[0][4] == "-"  # ISO text
+    finally:
+        con.close()
+    with pytest.raises(UserInputError, match="exists"):
+        export_sqlite(world, out)
+    export_sqlite(world, out, force=True)
+
+
+def test_translation_to_sqlite_and_back() -> None:
+    sql = (
+        "SELECT median(epoch(b - a) / 3600) FROM support.tickets "
+        "WHERE year(a) = 2024 AND date_trunc('month', a) = DATE '2024-03-01'"
+    )
+    lite = to_sqlite(sql)
+    assert "support__tickets" in lite and "support." not in lite
+    assert "STRFTIME('%Y', a)" in lite and "DATE(a, 'start of month')" in lite
+    assert "ROW_NUMBER() OVER (ORDER BY _m)" in lite and "MEDIAN" not in lite.upper()
+    shifted = to_sqlite("SELECT hour(ts - INTERVAL (8) HOUR) FROM marketing.web_events")
+    assert "DATETIME(ts, '-8 hours')" in shifted
+    inlined = to_sqlite("WITH a AS (SELECT 1 AS x), b AS (SELECT * FROM a) SELECT * FROM b, a")
+    assert inlined.startswith("SELECT") and "WITH" not in inlined and inlined.count("SELECT 1") == 2
+    back = sqlite_to_duckdb("SELECT count(*) FROM sales__orders o JOIN core__stores USING (x)")
+    assert "sales.orders" in back and "core.stores" in back
+    own = Grading(kind="numeric", truth_sql="SELECT 1", truth_sql_dialects={"sqlite": "SELECT 3"})
+    assert truth_sql_for(own, "sqlite") == "SELECT 3"
+    assert sqlite_type("DECIMAL(14,2)") == "REAL" and sqlite_type("BIGINT") == "INTEGER"
 
 
 def test_a_wrong_export_is_caught(world_dir: Path, world: World, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from dabench.roles import Role, ToolRoles
 from dabench.sqlresult import SqlTable, read_sql_result
 from dabench.targets.base import TargetSession
 from dabench.targets.registry import Kind
-from dabench.tasks.engines import Dialect, dialect_of_sql_tool, truth_sql_for
+from dabench.tasks.engines import Dialect, dialect_of_sql_tool, table_name_in, truth_sql_for
 from dabench.tasks.model import FormatSpec, Task
 
 __all__ = ["ABSTAIN", "REFUSAL", "OracleAgent", "read_result", "render_answer"]
@@ -207,7 +207,8 @@ class OracleAgent(Agent):
         if tools.has("search"):
             query = " ".join(g.entities[:1]) or task.messages[-1]
             await tools.call(recorder, session, "search", {"query": query[:300]}, turn)
-        sql = truth_sql_for(g, tools.sql_dialect(request.target.sql_dialect))
+        dialect = tools.sql_dialect(request.target.sql_dialect)
+        sql = truth_sql_for(g, dialect)
         if sql:
             return await self._answer_sql(recorder, session, tools, sql, task, turn)
         if g.entities:
@@ -216,7 +217,8 @@ class OracleAgent(Agent):
             # pages, glossary terms and queries are answered directly.
             table = ".".join(entity.split(".")[:2]) if entity.count(".") in (1, 2) else None
             if table and not tools.has("search") and tools.has("describe"):
-                await tools.call(recorder, session, "describe", {"table": table}, turn)
+                named = table_name_in(table, dialect)
+                await tools.call(recorder, session, "describe", {"table": named}, turn)
             return entity
         raise HarnessError(f"oracle: task {task.id!r} has no gold SQL or entity to answer from")
 

@@ -30,7 +30,7 @@ from dabench.agents.oracle import OracleAgent, OracleAgentConfig, RoleTools, rol
 from dabench.errors import UserInputError
 from dabench.targets.base import TargetSession
 from dabench.targets.registry import Kind
-from dabench.tasks.engines import to_postgres, truth_sql_for
+from dabench.tasks.engines import Dialect, sql_in_dialect, table_name_in, truth_sql_for
 from dabench.tasks.model import Task
 from dabench.world.model import Trap
 from dabench.world.source import HiddenRule, OpenWorld, open_world
@@ -113,12 +113,12 @@ class ProbeAgent(OracleAgent):
         tools = await role_tools(recorder, session, self.kind)
         locations = fact_locations(task, self.world.traps)
         surfaced = await self._searched(recorder, session, tools, task, locations, turn)
-        surfaced |= await self._described(recorder, session, tools, locations, turn)
         dialect = tools.sql_dialect(request.target.sql_dialect)
+        surfaced |= await self._described(recorder, session, tools, locations, dialect, turn)
         if surfaced >= set(locations):
             sql = truth_sql_for(g, dialect) or g.truth_sql
         else:
-            sql = to_postgres(g.naive_sql) if dialect == "postgres" else g.naive_sql
+            sql = sql_in_dialect(g.naive_sql, dialect) if g.naive_sql else g.naive_sql
         return await self._answer_sql(recorder, session, tools, sql, task, turn)
 
     async def _searched(
@@ -160,9 +160,11 @@ class ProbeAgent(OracleAgent):
         session: TargetSession,
         tools: RoleTools,
         locations: dict[str, list[str]],
+        dialect: Dialect,
         turn: int,
     ) -> set[str]:
-        """Trap classes whose catalog description the ``describe`` role returned."""
+        """Trap classes whose catalog description the ``describe`` role returned (a table
+        named as the target's ``dialect`` names it)."""
         if not tools.has("describe"):
             return set()
         results: dict[str, set[str]] = {}
@@ -175,9 +177,8 @@ class ProbeAgent(OracleAgent):
                 parts = ref.split(".")
                 dataset_id, column = ".".join(parts[:2]), ".".join(parts[2:])
                 if dataset_id not in results:
-                    call = await tools.call(
-                        recorder, session, "describe", {"table": dataset_id}, turn
-                    )
+                    named = {"table": table_name_in(dataset_id, dialect)}
+                    call = await tools.call(recorder, session, "describe", named, turn)
                     results[dataset_id] = set() if call.is_error else _json_strings(call.result)
                 ds = self.world.dataset(dataset_id)
                 col = next((c for c in ds.columns if c.name == column), None)

@@ -205,8 +205,8 @@ async def agrade_episode(
     tool it does not offer is left out of the tool check (``None``: unknown, all count).
     ``roles``: the arm's role map (from the manifest; ``None``: the legacy reference names),
     through which exec_sql finds the predicted SQL and the tool check matches roles.
-    ``sql_dialect``: the dialect the arm's target speaks (PostgreSQL SQL is translated before
-    exec_sql runs it on the world's DuckDB warehouse)."""
+    ``sql_dialect``: the dialect the arm's target speaks (PostgreSQL or SQLite SQL is
+    translated before exec_sql runs it on the world's DuckDB warehouse)."""
     config = score_config or ScoreConfig()
     kind = task.grading.kind
     if episode.status == "harness_error":

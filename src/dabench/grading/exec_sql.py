@@ -53,6 +53,7 @@ from dabench.grading.numbers import find_all_numbers
 from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, GradeCheck
 from dabench.roles import LEGACY_ROLES, ToolRoles
+from dabench.tasks.engines import sqlite_to_duckdb
 from dabench.tasks.model import ExecSqlMode
 from dabench.world.warehouse import connect_warehouse
 
@@ -547,8 +548,8 @@ def check_exec_sql(
 ) -> GradeCheck:
     """Execute the episode's predicted SQL and compare it with the gold result (``roles``:
     the arm's role map, which says where a sql-role call carries its SQL; ``sql_dialect``:
-    the dialect the arm's target speaks: PostgreSQL SQL is translated to DuckDB's, since the
-    grader runs it on the world's own warehouse)."""
+    the dialect the arm's target speaks: PostgreSQL and SQLite SQL are translated to DuckDB's,
+    since the grader runs it on the world's own warehouse)."""
     predicted = predicted_sql(episode, roles)
     answer = graded_answer(episode)
     if predicted is None:
@@ -601,6 +602,11 @@ def _grade_one(
         predicted = PredictedSql(
             sql=postgres_to_duckdb(predicted.sql),
             source=f"{predicted.source}, translated from PostgreSQL",
+        )
+    elif sql_dialect == "sqlite":
+        predicted = PredictedSql(
+            sql=sqlite_to_duckdb(predicted.sql),
+            source=f"{predicted.source}, translated from SQLite",
         )
     try:
         columns, rows = run_query(warehouse, predicted.sql, row_cap=row_cap, timeout_s=timeout_s)

@@ -22,7 +22,7 @@ from dabench.providers.base import ToolSpec
 from dabench.roles import REFERENCE_ROLES, ToolRoles
 
 EfficiencySource = Literal["platform", "harness"]
-SqlDialect = Literal["duckdb", "postgres"]
+SqlDialect = Literal["duckdb", "postgres", "sqlite"]
 """The SQL dialect a target's SQL tool speaks (the oracle sends its truth SQL in it)."""
 
 

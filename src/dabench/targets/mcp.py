@@ -3,6 +3,8 @@
 Every episode session is its own MCP session: over HTTP a new ``Mcp-Session-Id`` on one
 pooled HTTP transport; over stdio a server process per session, unless ``share_process``
 (then one process and one MCP session serve every episode: stdio has no second session).
+``warm_pool: N`` keeps N stdio processes started ahead of the sessions that will each own
+one (:mod:`dabench.targets.warm_pool`): isolation without waiting for start-up.
 Each session has a handle: minted by the target when ``session_tool`` names a tool that
 returns one (the reference platform's ``platform_info``), else by the harness (``hs_...``).
 ``session_argument`` and ``episode_arguments`` are hidden from the tool schemas and
@@ -47,6 +49,7 @@ from dabench.targets.base import (
 )
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint, SharedHttpTransport
 from dabench.targets.registry import Kind
+from dabench.targets.warm_pool import WarmPool
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -116,6 +119,10 @@ class McpTargetConfig(BaseModel):
     share_process: bool = False
     """stdio only: one server process (and MCP session) for all episodes instead of one
     process per episode session."""
+    warm_pool: int = Field(default=0, ge=0)
+    """stdio only: keep this many server processes started and initialized ahead of need;
+    each episode session takes one (never reused) and a replacement starts at once. 0: start
+    each session's process when the session opens."""
     hide_tools: list[str] = Field(default_factory=list)
     """Tools never shown to the model."""
     audit: AuditReaderConfig | None = None
@@ -140,6 +147,10 @@ class McpTargetConfig(BaseModel):
             raise ValueError("'episode_headers' need a 'url' (stdio has no headers)")
         if self.share_process and not self.command:
             raise ValueError("'share_process' is for a stdio 'command'")
+        if self.warm_pool and not self.command:
+            raise ValueError("'warm_pool' is for a stdio 'command'")
+        if self.warm_pool and self.share_process:
+            raise ValueError("'warm_pool' starts a process per episode: not with 'share_process'")
         return self
 
     def injected(self) -> dict[str, Any]:
@@ -221,6 +232,7 @@ class McpTarget(Target):
         self._episode_headers = {k: expand_env(v) for k, v in config.episode_headers.items()}
         self._pool: SharedHttpTransport | None = None
         self._shared: McpConnection | None = None
+        self._warm: WarmPool | None = None
         self._tools: list[ToolSpec] | None = None
         self._known: list[ToolSpec] | None = None
         """The tools last listed; kept after ``stop()`` for the manifest and the role map."""
@@ -263,6 +275,9 @@ class McpTarget(Target):
             self._shared = conn
         else:
             await conn.close()
+        if self.config.warm_pool:
+            self._warm = WarmPool(self._connection, self.config.warm_pool)
+            self._warm.fill()
 
     @property
     def tool_roles(self) -> ToolRoles:
@@ -280,6 +295,9 @@ class McpTarget(Target):
         if self._shared is not None:
             await self._shared.close()
             self._shared = None
+        if self._warm is not None:
+            await self._warm.close()
+            self._warm = None
         if self._pool is not None:
             await self._pool.close_pool()
             self._pool = None
@@ -294,7 +312,7 @@ class McpTarget(Target):
             "kind": self.kind,
             "label": self.label,
             "endpoint": self.config.url or " ".join(self.config.command),
-            "mcp_sessions": "shared" if self.config.share_process else "per-episode",
+            "mcp_sessions": self._session_model(),
             "session_handle": self.config.session_tool.name
             if self.config.session_tool
             else "harness",
@@ -302,6 +320,12 @@ class McpTarget(Target):
             "sql_dialect": self.sql_dialect,
             "audit": self.config.audit.base_url if self.config.audit else None,
         }
+
+    def _session_model(self) -> str:
+        if self.config.share_process:
+            return "shared"
+        warm = self.config.warm_pool
+        return f"per-episode (warm pool of {warm})" if warm else "per-episode"
 
     async def _listed(self) -> list[ToolSpec]:
         if self._tools is None:
@@ -341,7 +365,12 @@ class McpTarget(Target):
         handle = "hs_" + secrets.token_hex(8)
         shared = self._shared is not None
         headers = None if cfg.session_tool else with_handle(self._episode_headers, handle)
-        conn = self._shared if self._shared is not None else self._connection(headers)
+        if self._shared is not None:
+            conn = self._shared
+        elif self._warm is not None:
+            conn = await self._warm.take()  # started and initialized; this session's own
+        else:
+            conn = self._connection(headers)
         try:
             await conn.open()
             if cfg.session_tool is not None:

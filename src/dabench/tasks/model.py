@@ -108,7 +108,7 @@ class Grading(_AuthoredSpec):
     the whole result)."""
     naive_sql: NonBlank | None = None
     """For traps: the plausible-but-wrong answer; validation requires the grader to reject it."""
-    truth_sql_dialects: dict[Literal["postgres"], NonBlank] = Field(default_factory=dict)
+    truth_sql_dialects: dict[Literal["postgres", "sqlite"], NonBlank] = Field(default_factory=dict)
     """``truth_sql`` written for another engine, where the DuckDB SQL cannot be translated
     (``dabench tasks validate --warehouse`` uses it on an exported world)."""
     entities: list[NonBlank] = Field(default_factory=list)

@@ -37,7 +37,7 @@ def validate_cmd(
         "--warehouse",
         metavar="DSN|FILE|DIR",
         help="Instead: recompute every truth on this exported warehouse (PostgreSQL DSN, "
-        "DuckDB file or Parquet directory) and compare it with the world's.",
+        "DuckDB or SQLite file, or Parquet directory) and compare it with the world's.",
     ),
     platform_warehouse: str | None = typer.Option(
         None,

@@ -1,5 +1,5 @@
-"""``dabench world export``: the world into Elasticsearch, PostgreSQL, Parquet or an older
-DuckDB file (exactly one destination per call), with a progress bar."""
+"""``dabench world export``: the world into Elasticsearch, PostgreSQL, Parquet, an older
+DuckDB file or a SQLite file (exactly one destination per call), with a progress bar."""
 
 from __future__ import annotations
 
@@ -61,6 +61,12 @@ def export_command(
     duckdb_file: Path | None = typer.Option(
         None, "--duckdb", metavar="FILE", help="Write a DuckDB file for older DuckDB readers."
     ),
+    sqlite_file: Path | None = typer.Option(
+        None,
+        "--sqlite",
+        metavar="FILE",
+        help="Write a SQLite file (tables flattened to <schema>__<table>).",
+    ),
     storage_version: str = typer.Option(
         "v1.0.0",
         "--storage-version",
@@ -68,7 +74,7 @@ def export_command(
         help=f"With --duckdb: the storage format ({', '.join(STORAGE_VERSIONS)}).",
     ),
     force: bool = typer.Option(
-        False, "--force", help="With --parquet/--duckdb: replace an existing output."
+        False, "--force", help="With --parquet/--duckdb/--sqlite: replace an existing output."
     ),
     api_key: str | None = typer.Option(
         None,
@@ -107,11 +113,13 @@ def export_command(
     )
     from dabench.world.load import load_world
 
-    chosen = [o for o in (elasticsearch, postgres, parquet, duckdb_file) if o is not None]
+    chosen = [
+        o for o in (elasticsearch, postgres, parquet, duckdb_file, sqlite_file) if o is not None
+    ]
     if len(chosen) != 1:
         raise UserInputError(
-            "name exactly one destination: --elasticsearch URL, --postgres DSN, --parquet DIR "
-            "or --duckdb FILE"
+            "name exactly one destination: --elasticsearch URL, --postgres DSN, --parquet DIR, "
+            "--duckdb FILE or --sqlite FILE"
         )
     world_dir = world_dir or default_world()
     if elasticsearch is not None:
@@ -131,6 +139,13 @@ def export_command(
             world, lambda p: export_parquet(world, parquet, force=force, progress=p)
         )
         check = str(parquet)
+    elif sqlite_file is not None:
+        from dabench.world.export_sqlite import export_sqlite
+
+        summary = _with_progress(
+            world, lambda p: export_sqlite(world, sqlite_file, force=force, progress=p)
+        )
+        check = str(sqlite_file)
     else:
         assert duckdb_file is not None
         summary = _with_progress(
@@ -141,7 +156,9 @@ def export_command(
         )
         check = str(duckdb_file)
     keys = sum(1 for t in summary.tables if t.primary_key)
-    extra = f", {keys} primary keys" if postgres is not None else ""
+    extra = f", {keys} primary keys" if postgres is not None or sqlite_file else ""
+    if sqlite_file is not None:
+        extra += " (tables named <schema>__<table>)"
     if duckdb_file is not None:
         extra = (
             f", storage {storage_version} (header version {storage_version_number(duckdb_file)})"
