@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from dabench.errors import DabenchError
-from dabench.world.cache import cache_root
+from dabench.sandbox import cache_root
 
 DBT_PACKAGES = ("dbt-core<1.12", "dbt-duckdb", "dbt-metricflow", "metricflow")
 """What the dbt venv holds (unpinned above the dbt-core bound: the newest that installs)."""
@@ -86,3 +86,10 @@ def dbt_build(project: Path, *, venv: Path | None = None) -> str:
     out = run_dbt(project, "build", "--target", "build", venv=venv)
     run_dbt(project, "parse", venv=venv)
     return out
+
+
+MCP_METRICFLOW_PACKAGES = (
+    "mcp-metricflow==1.0.0", "mcp<2", "dbt-core<1.12", "dbt-duckdb", "dbt-metricflow",
+)  # fmt: skip
+"""mcp-metricflow's own venv: 1.0.0 breaks on mcp 2 (FastMCP moved), and its dbt must stay
+below 1.12 like the project's."""

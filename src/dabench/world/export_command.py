@@ -1,5 +1,5 @@
-"""``dabench world export``: the world into Elasticsearch, PostgreSQL, Parquet or an older
-DuckDB file (exactly one destination per call), with a progress bar."""
+"""``dabench world export``: the world into Elasticsearch, PostgreSQL, Parquet, an older
+DuckDB file or a dbt project (exactly one destination per call), with a progress bar."""
 
 from __future__ import annotations
 
@@ -61,6 +61,12 @@ def export_command(
     duckdb_file: Path | None = typer.Option(
         None, "--duckdb", metavar="FILE", help="Write a DuckDB file for older DuckDB readers."
     ),
+    dbt: Path | None = typer.Option(
+        None, "--dbt", metavar="DIR", help="Write a dbt project with MetricFlow metrics."
+    ),
+    warehouse: Path | None = typer.Option(
+        None, "--warehouse", metavar="FILE", help="With --dbt: the DuckDB file it reads."
+    ),
     storage_version: str = typer.Option(
         "v1.0.0",
         "--storage-version",
@@ -68,7 +74,7 @@ def export_command(
         help=f"With --duckdb: the storage format ({', '.join(STORAGE_VERSIONS)}).",
     ),
     force: bool = typer.Option(
-        False, "--force", help="With --parquet/--duckdb: replace an existing output."
+        False, "--force", help="With --parquet/--duckdb/--dbt: replace an existing output."
     ),
     api_key: str | None = typer.Option(
         None,
@@ -107,13 +113,18 @@ def export_command(
     )
     from dabench.world.load import load_world
 
-    chosen = [o for o in (elasticsearch, postgres, parquet, duckdb_file) if o is not None]
+    chosen = [o for o in (elasticsearch, postgres, parquet, duckdb_file, dbt) if o is not None]
     if len(chosen) != 1:
         raise UserInputError(
-            "name exactly one destination: --elasticsearch URL, --postgres DSN, --parquet DIR "
-            "or --duckdb FILE"
+            "name exactly one destination: --elasticsearch URL, --postgres DSN, --parquet DIR, "
+            "--duckdb FILE or --dbt DIR"
         )
     world_dir = world_dir or default_world()
+    if dbt is not None:
+        from dabench.world.export_dbt import run_dbt_export
+
+        run_dbt_export(load_world(world_dir), dbt, warehouse=warehouse, force=force)
+        return
     if elasticsearch is not None:
         from dabench.world.export_elasticsearch import run_elasticsearch_export
 

@@ -19,7 +19,7 @@ writes to the warehouse. It holds:
 
 Nothing of the answer key (world.json, truth SQL, the truth lock) is written. Build it with
 ``dbt build --target build`` (:func:`dabench.world.dbt_env.dbt_build`); check it with
-``dabench world dbt-parity DIR`` (:mod:`dabench.world.dbt_parity`).
+``dabench tasks metric-parity DIR`` (:mod:`dabench.tasks.metric_parity`).
 """
 
 from __future__ import annotations
@@ -358,7 +358,8 @@ select cast(d as date) as date_day,
        concat('FY', fy, '-Q', ((month(d) + 12 - {FISCAL_YEAR_START_MONTH}) % 12) // 3 + 1)
          as fiscal_quarter,
        concat('FY', fy) as fiscal_year
-from (select d, case when month(d) >= {FISCAL_YEAR_START_MONTH} then year(d) else year(d) - 1 end as fy
+from (select d, case when month(d) >= {FISCAL_YEAR_START_MONTH} then year(d) else year(d) - 1
+                    end as fy
       from range(date '2020-01-01', date '2030-01-01', interval 1 day) t(d))"""
 """The time spine: one row per day, 2020-2029, with the fiscal calendar (years start on
 February 1 and are named after the calendar year they start in)."""
@@ -393,9 +394,8 @@ def _docs(world: World) -> str:
     blocks = []
     for page in world.pages:
         body = page.body.replace("{%", "{ %").replace("{{", "{ {")
-        blocks.append(
-            f"{{% docs {_doc_name(page.id)} %}}\n# {page.title}\n\n{body.strip()}\n{{% enddocs %}}\n"
-        )
+        name = _doc_name(page.id)
+        blocks.append(f"{{% docs {name} %}}\n# {page.title}\n\n{body.strip()}\n{{% enddocs %}}\n")
     return "\n".join(blocks)
 
 
@@ -466,7 +466,9 @@ def _dump(path: Path, data: Any) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True))
 
 
-def export_dbt(world: World, out: Path, *, warehouse: Path | None = None, force: bool = False) -> Path:
+def export_dbt(
+    world: World, out: Path, *, warehouse: Path | None = None, force: bool = False
+) -> Path:
     """Write the dbt project for ``world`` into ``out`` (see the module docstring), reading
     ``warehouse`` (a DuckDB file; default: the world's own). Returns ``out``."""
     wh = (warehouse or world.warehouse_path).resolve()
@@ -502,3 +504,26 @@ def export_dbt(world: World, out: Path, *, warehouse: Path | None = None, force:
     (models / "docs.md").write_text(_docs(world))
     (out / ".gitignore").write_text("target/\nlogs/\n*.duckdb\n*.wal\n")
     return out
+
+
+def run_dbt_export(
+    world: World, out: Path, *, warehouse: Path | None = None, force: bool = False
+) -> None:
+    """``dabench world export --dbt DIR``: write the project, build it with dbt (the dbt venv
+    is installed under the cache on first use) and print what was made."""
+    import time
+
+    from dabench.listing import stdout_console
+    from dabench.world.dbt_env import dbt_build
+
+    t0 = time.perf_counter()
+    project = export_dbt(world, out, warehouse=warehouse, force=force)
+    dbt_build(project)
+    stdout_console().print(
+        f"exported world {world.world_hash[:16]} as a dbt project to {project}: "
+        f"{len(world.catalog.datasets)} sources, {len(STAGING) + len(MARTS) + 1} models, "
+        f"{len(SEMANTIC_MODELS)} semantic models, {len(METRICS)} metrics, built in "
+        f"{time.perf_counter() - t0:.1f}s\nverify: dabench tasks metric-parity {project}",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -209,8 +209,8 @@ def run_metric_queries(
     proc = subprocess.run(
         [str(python), "-c", RUNNER], input=payload, capture_output=True, text=True,
         cwd=env_project,
-        env={"DBT_PROJECT_DIR": env_project, "DBT_PROFILES_DIR": env_project, "PATH": "/usr/bin:/bin",
-             "HOME": str(Path.home()), "DO_NOT_TRACK": "1", "MF_DISABLE_TELEMETRY": "1"},
+        env={"DBT_PROJECT_DIR": env_project, "DBT_PROFILES_DIR": env_project,
+             "PATH": "/usr/bin:/bin", "HOME": str(Path.home()), "DO_NOT_TRACK": "1"},
     )  # fmt: skip
     if proc.returncode != 0:
         raise DbtToolError(f"MetricFlow failed:\n{proc.stderr[-3000:]}")
