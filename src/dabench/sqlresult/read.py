@@ -71,7 +71,7 @@ def _scalar(value: Any) -> SqlTable:
 
 
 def _json_documents(text: str) -> list[Any] | None:
-    """Two or more JSON documents one after the other (an MCP result of several text
+    """Two or more JSON objects or arrays one after the other (an MCP result of several text
     blocks, joined by newlines), else ``None``."""
     decoder = json.JSONDecoder()
     docs: list[Any] = []
@@ -80,6 +80,8 @@ def _json_documents(text: str) -> list[Any] | None:
         try:
             doc, end = decoder.raw_decode(text, at)
         except json.JSONDecodeError:
+            return None
+        if not isinstance(doc, dict | list):
             return None
         docs.append(doc)
         at = end
