@@ -44,6 +44,10 @@ def test_project_has_every_source_page_and_metric(world: World, tmp_path: Path) 
     assert not written & {"world.json", "tasks.lock.json", "catalog.json"}
     with pytest.raises(UserInputError, match="--force"):
         export_dbt(world, out)
+    with pytest.raises(UserInputError, match="PostgreSQL DSN is not supported"):
+        export_dbt(world, tmp_path / "q", warehouse=Path("postgresql://u@h/db"))
+    with pytest.raises(UserInputError, match="no such DuckDB file"):
+        export_dbt(world, tmp_path / "q", warehouse=tmp_path / "missing.duckdb")
 
 
 def test_every_mapped_task_exists_and_names_a_metric() -> None:

@@ -119,6 +119,8 @@ def export_command(
             "name exactly one destination: --elasticsearch URL, --postgres DSN, --parquet DIR, "
             "--duckdb FILE or --dbt DIR"
         )
+    if warehouse is not None and dbt is None:
+        raise UserInputError("--warehouse goes with --dbt DIR")
     world_dir = world_dir or default_world()
     if dbt is not None:
         from dabench.world.export_dbt import run_dbt_export

@@ -471,6 +471,11 @@ def export_dbt(
 ) -> Path:
     """Write the dbt project for ``world`` into ``out`` (see the module docstring), reading
     ``warehouse`` (a DuckDB file; default: the world's own). Returns ``out``."""
+    if warehouse is not None and str(warehouse).startswith(("postgres:", "postgresql:")):
+        raise UserInputError(
+            "--warehouse: a PostgreSQL DSN is not supported yet (the dbt venv has no "
+            "dbt-postgres); give the DuckDB file of `world export --duckdb`"
+        )
     wh = (warehouse or world.warehouse_path).resolve()
     if not wh.is_file():
         raise UserInputError(f"--warehouse {wh}: no such DuckDB file")
