@@ -24,6 +24,7 @@ from dabench.runner import target_commands
 from dabench.stats import commands as stats_commands
 from dabench.store import commands as store_commands
 from dabench.tasks import commands as tasks_commands
+from dabench.tasks.metric_parity_command import metric_parity_command
 from dabench.validation.commands import validate_cmd
 from dabench.world import commands as world_commands
 
@@ -74,6 +75,7 @@ app = typer.Typer(
 app.add_typer(world_commands.app, name="world", help="Build and inspect the deterministic world.")
 app.add_typer(platform_commands.app, name="platform", help="Serve the reference platform (MCP).")
 tasks_commands.app.command("validate")(validate_cmd)
+tasks_commands.app.command("metric-parity")(metric_parity_command)
 app.add_typer(tasks_commands.app, name="tasks", help="Task schema, listing and the truth lock.")
 app.command("run")(runner_commands.run)
 app.add_typer(target_commands.app, name="target", help="Inspect an MCP server's tool roles.")

@@ -1,9 +1,12 @@
-"""Tool roles: which of a target's tools plays ``sql``, ``search``, ``describe``, ``list`` and
-``fetch``, and how each role's canonical arguments map onto that tool.
+"""Tool roles: which of a target's tools plays ``sql``, ``search``, ``describe``, ``list``,
+``fetch`` and ``metric``, and how each role's canonical arguments map onto that tool.
 
 The canonical arguments of a role are the reference platform's argument names for its tool
 of that role (``sql_query``: ``sql``, ``limit``; ``search``: ``query``, ``kinds``,
 ``limit``; ``describe_table``: ``table``; ``list_tables``: ``pattern``; ``fetch``: ``id``).
+The ``metric`` role (a semantic layer's query of named metrics; the reference platform has
+none) takes ``metrics``, ``group_by``, ``where``, ``order_by`` and ``limit`` as MetricFlow
+names them; its ``also`` lists the server's tools that list and describe metrics.
 A binding, as written under ``target.roles``::
 
     sql: {tool: query, arguments: {sql: query}, drop: [limit], constants: {}}
@@ -32,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from dabench.sqlresult import ResultAdapter
 
-Role = Literal["sql", "search", "describe", "list", "fetch"]
+Role = Literal["sql", "search", "describe", "list", "fetch", "metric"]
 """What a tool does for an analyst, independent of its name."""
 ROLES: tuple[Role, ...] = get_args(Role)
 
@@ -43,7 +46,8 @@ REFERENCE_TOOLS: dict[Role, str] = {
     "list": "list_tables",
     "fetch": "fetch",
 }
-"""The reference platform's tool of each role (tasks name these in ``expected_tools``)."""
+"""The reference platform's tool of each role it plays (tasks name these in
+``expected_tools``); it plays every role but ``metric``."""
 
 CANONICAL_ARGUMENTS: dict[Role, tuple[str, ...]] = {
     "sql": ("sql", "limit"),
@@ -51,6 +55,7 @@ CANONICAL_ARGUMENTS: dict[Role, tuple[str, ...]] = {
     "describe": ("table",),
     "list": ("pattern",),
     "fetch": ("id",),
+    "metric": ("metrics", "group_by", "where", "order_by", "limit"),
 }
 """Per role, the reference tool's argument names (``dabench.platform.tools``)."""
 
@@ -72,8 +77,9 @@ class RoleBinding(BaseModel):
     """Further tools of the target that play this role too (counted by grading, never
     called by the harness), e.g. Kibana's ``platform.core.search`` for ``sql``."""
     result: ResultAdapter | None = None
-    """``sql`` only: where the table is in the tool's result and in which shape (a JMESPath
-    ``path``, a ``format``); without it the reader guesses (:mod:`dabench.sqlresult`)."""
+    """``sql`` and ``metric`` only: where the table is in the tool's result and in which shape
+    (a JMESPath ``path``, a ``format``); without it the reader guesses
+    (:mod:`dabench.sqlresult`)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -119,8 +125,10 @@ class ToolRoles(RootModel[dict[Role, RoleBinding | None]]):
         for role, binding in self.root.items():
             if binding is None:
                 continue
-            if binding.result is not None and role != "sql":
-                raise ValueError(f"{role}.result: only the sql role reads a result as a table")
+            if binding.result is not None and role not in ("sql", "metric"):
+                raise ValueError(
+                    f"{role}.result: only the sql and metric roles read a result as a table"
+                )
             known = CANONICAL_ARGUMENTS[role]
             for field, names in (("arguments", list(binding.arguments)), ("drop", binding.drop)):
                 bad = [n for n in names if n not in known]
@@ -205,7 +213,10 @@ running it and plays no role. The harness never calls these tools (the agent loo
 Kibana), so their arguments are not mapped."""
 
 LEGACY_ROLES = ToolRoles(
-    {r: RoleBinding(tool=REFERENCE_TOOLS[r], also=list(KIBANA_ROLES.tools_for(r))) for r in ROLES}
+    {
+        r: RoleBinding(tool=t, also=list(KIBANA_ROLES.tools_for(r)))
+        for r, t in REFERENCE_TOOLS.items()
+    }
 )
 """For journals and manifests written before roles were recorded: the reference names, with
 Kibana's built-in tools as equivalents (what the old cross-stack table accepted)."""

@@ -212,7 +212,7 @@ def test_the_adapter_in_a_role_map() -> None:
     assert roles.dump() == {"sql": {"tool": "q", "result": {"path": "data.rows", "format": "json"}}}
     with pytest.raises(ValueError, match="not a JMESPath expression"):
         ToolRoles.model_validate({"sql": {"tool": "q", "result": {"path": "data[?"}}})
-    with pytest.raises(ValueError, match="only the sql role"):
+    with pytest.raises(ValueError, match="only the sql and metric roles"):
         ToolRoles.model_validate({"list": {"tool": "t", "result": {"format": "csv"}}})
     with pytest.raises(ValueError, match="format"):
         ToolRoles.model_validate({"sql": {"tool": "q", "result": {"format": "xml"}}})

@@ -9,9 +9,11 @@ renamed, dropped (``limit`` is sent only when the sql binding keeps it) and comp
 constants as the binding says, and the result is read in any shape
 :func:`~dabench.sqlresult.read_sql_result` knows (with the binding's ``result``
 adapter); a result it cannot read unambiguously is a harness error, never an empty table.
-Entity tasks answer the first gold entity; refusal and abstain tasks answer with a refusal;
-format tasks render the result in the required format. Earlier turns of a multi-turn task
-are acknowledged, the last one answered.
+On a target that plays the ``metric`` role (a semantic layer), a metric-expressible task
+(:data:`~dabench.tasks.metric_parity.METRIC_QUERIES`) is answered with one call of that role
+instead of SQL. Entity tasks answer the first gold entity; refusal and abstain tasks answer
+with a refusal; format tasks render the result in the required format. Earlier turns of a
+multi-turn task are acknowledged, the last one answered.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dabench.sqlresult import SqlTable, read_sql_result
 from dabench.targets.base import TargetSession
 from dabench.targets.registry import Kind
 from dabench.tasks.engines import Dialect, dialect_of_sql_tool, table_name_in, truth_sql_for
+from dabench.tasks.metric_parity import METRIC_QUERIES, MetricQuery, answer_cell
 from dabench.tasks.model import FormatSpec, Task
 
 __all__ = ["ABSTAIN", "REFUSAL", "OracleAgent", "read_result", "render_answer"]
@@ -94,17 +97,18 @@ class RoleTools:
             )
         return await recorder.call(session, binding.tool, binding.call_arguments(canonical), turn)
 
-    def read(self, call: ToolCall) -> SqlTable:
-        """The table in a call of the ``sql`` role (its binding's adapter applied)."""
-        return read_result(self.roles, call, self.who)
+    def read(self, call: ToolCall, role: Role = "sql") -> SqlTable:
+        """The table in a call of the ``sql`` (or ``metric``) role (its binding's adapter
+        applied)."""
+        return read_result(self.roles, call, self.who, role)
 
 
-def read_result(roles: ToolRoles, call: ToolCall, who: str) -> SqlTable:
-    """The table in a ``sql`` call's result: a tool error or an unreadable result is a
-    :class:`HarnessError` quoting the text."""
+def read_result(roles: ToolRoles, call: ToolCall, who: str, role: Role = "sql") -> SqlTable:
+    """The table in a ``sql`` (or ``metric``) call's result: a tool error or an unreadable
+    result is a :class:`HarnessError` quoting the text."""
     if call.is_error:
-        raise HarnessError(f"{who}: SQL failed on the target: {call.result[:300]}")
-    binding = roles.binding("sql")
+        raise HarnessError(f"{who}: {role} call failed on the target: {call.result[:300]}")
+    binding = roles.binding(role)
     return read_sql_result(call.result, binding.result if binding else None, who)
 
 
@@ -207,6 +211,9 @@ class OracleAgent(Agent):
         if tools.has("search"):
             query = " ".join(g.entities[:1]) or task.messages[-1]
             await tools.call(recorder, session, "search", {"query": query[:300]}, turn)
+        metric = METRIC_QUERIES.get(task.id)
+        if metric is not None and tools.has("metric"):
+            return await self._answer_metric(recorder, session, tools, metric, task, turn)
         dialect = tools.sql_dialect(request.target.sql_dialect)
         sql = truth_sql_for(g, dialect)
         if sql:
@@ -221,6 +228,26 @@ class OracleAgent(Agent):
                 await tools.call(recorder, session, "describe", {"table": named}, turn)
             return entity
         raise HarnessError(f"oracle: task {task.id!r} has no gold SQL or entity to answer from")
+
+    async def _answer_metric(
+        self,
+        recorder: ToolRecorder,
+        session: TargetSession,
+        tools: RoleTools,
+        query: MetricQuery,
+        task: Task,
+        turn: int,
+    ) -> str:
+        """Answer with one call of the ``metric`` role: the answer cell of its first row."""
+        call = await tools.call(recorder, session, "metric", query.canonical(), turn)
+        table = tools.read(call, "metric")
+        try:
+            value = answer_cell(table.columns, table.rows, query)
+        except KeyError as exc:
+            raise HarnessError(f"{self.kind}: {exc} ({table.describe()})") from None
+        if value is None:
+            raise HarnessError(f"{self.kind}: the metric query returned no rows")
+        return render_answer(["answer"], [[value]], task.grading.format, None)
 
     async def _answer_sql(
         self,

@@ -11,6 +11,11 @@ the deciding fact of every trap class of the task during the episode, and with t
 2. the ``describe`` role on a dataset named by a ``catalog:`` location returns the catalog
    description of that dataset or column (the platform's enrichment).
 
+On a target that plays the ``metric`` role, a trap task with a metric
+(:data:`~dabench.tasks.metric_parity.METRIC_QUERIES`) is answered through the metric, which
+applies the deciding fact by construction (the semantic layer's definition is the surfaced
+fact); trap tasks without a metric are probed as above.
+
 It reads the trap fact locations and catalog descriptions from the experiment's world
 (``AgentContext.world_dir``, or the ``world_dir`` config option): a built world's planted
 traps, or an external world's hidden rules (``rules.yaml``). Tools are found through the
@@ -31,6 +36,7 @@ from dabench.errors import UserInputError
 from dabench.targets.base import TargetSession
 from dabench.targets.registry import Kind
 from dabench.tasks.engines import Dialect, sql_in_dialect, table_name_in, truth_sql_for
+from dabench.tasks.metric_parity import METRIC_QUERIES
 from dabench.tasks.model import Task
 from dabench.world.model import Trap
 from dabench.world.source import HiddenRule, OpenWorld, open_world
@@ -111,6 +117,9 @@ class ProbeAgent(OracleAgent):
         recorder = ToolRecorder(transcript)
         session = await recorder.open(request.target)
         tools = await role_tools(recorder, session, self.kind)
+        query = METRIC_QUERIES.get(task.id)
+        if query is not None and tools.has("metric"):
+            return await self._answer_metric(recorder, session, tools, query, task, turn)
         locations = fact_locations(task, self.world.traps)
         surfaced = await self._searched(recorder, session, tools, task, locations, turn)
         dialect = tools.sql_dialect(request.target.sql_dialect)

@@ -22,7 +22,8 @@ NO_MODEL_AGENTS = {
     "oracle": "answers from each task's gold SQL through the platform's tools; it checks "
     "tasks, audit and graders end to end",
     "probe": "answers a trap task with the gold SQL only when the platform surfaced the "
-    "deciding fact, else with the naive SQL; it measures retrieval, not a model",
+    "deciding fact (or through a metric of the target's metric role), else with the naive SQL; "
+    "it measures retrieval, not a model",
     "replay": "plays recorded transcripts",
 }
 """What each agent kind that calls no model does, for the end-of-run note."""

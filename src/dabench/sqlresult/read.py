@@ -70,10 +70,53 @@ def _scalar(value: Any) -> SqlTable:
     return SqlTable(positional_columns(1), [[value]], "scalar", positional=True)
 
 
+def _json_documents(text: str) -> list[Any] | None:
+    """Two or more JSON objects or arrays one after the other (an MCP result of several text
+    blocks, joined by newlines), else ``None``."""
+    decoder = json.JSONDecoder()
+    docs: list[Any] = []
+    at = 0
+    while at < len(text):
+        try:
+            doc, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(doc, dict | list):
+            return None
+        docs.append(doc)
+        at = end
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return docs if len(docs) > 1 else None
+
+
+def _from_documents(docs: list[Any]) -> SqlTable:
+    """A result of several JSON blocks, as mcp-metricflow's ``query_tool`` sends
+    (``{"info": ..., "error": ...}`` then the rows): an error in any block, or a block whose
+    text is an error answer, is the tool's error; the table is the last block that is a list."""
+    for doc in docs:
+        error = error_in_json(doc)
+        texts = doc.values() if isinstance(doc, dict) else ()
+        error = error or next(
+            (e for v in texts if isinstance(v, str) and (e := error_in_text(v)) is not None), None
+        )
+        if error is not None:
+            raise SqlToolError(error)
+    lists = [d for d in docs if isinstance(d, list)]
+    if not lists:
+        raise UnreadableResult("several JSON blocks and none is a list of rows")
+    if not lists[-1]:
+        return SqlTable([], [], "json", positional=False, notes=["no rows"])
+    return _from_json(lists[-1])
+
+
 def _guess(text: str) -> SqlTable:
     parsed, body = _parse_json(text)
     if parsed:
         return _from_json(body)
+    docs = _json_documents(text)
+    if docs is not None:
+        return _from_documents(docs)
     if looks_like_repr(text):
         return python_table(text)
     if EMPTY.match(text):

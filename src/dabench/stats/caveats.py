@@ -52,8 +52,9 @@ AGENT_CAVEATS: dict[str, str] = {
     ),
     "probe": (
         "the probe agent (no model: it answers a knowledge-trap task right only when the "
-        "platform surfaced the task's deciding fact, any other task as the oracle does): the "
-        "numbers measure the target's retrieval, not a model."
+        "platform surfaced the task's deciding fact or a metric of the target's metric role "
+        "answers it, any other task as the oracle does): the numbers measure the target's "
+        "retrieval, not a model."
     ),
     "replay": (
         "the replay agent (no model is called: recorded episodes are played again): the "

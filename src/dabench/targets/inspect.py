@@ -5,10 +5,11 @@ starting point to read and check (``--check`` runs the oracle through it), never
 blindly. Per role, a tool qualifies when it has an argument that can carry the role's main
 canonical argument (``sql``: a string named ``sql``/``query``/``statement``...; ``search``: a
 string such as ``query``/``q``; ``describe``: a table name; ``fetch``: an id; ``list``: no
-required argument) and its name or description says what the role does; the best-scoring
-tool wins, and one tool plays one role. Canonical arguments the tool has no argument for are
-dropped (``limit`` for a SQL tool without a limit-like argument); required arguments the
-binding cannot fill are reported as notes (set them as ``constants``).
+required argument; ``metric``: a ``metrics`` list, and the tools that list metrics or
+dimensions join it as ``also``) and its name or description says what the role does; the
+best-scoring tool wins, and one tool plays one role. Canonical arguments the tool has no
+argument for are dropped (``limit`` for a SQL tool without a limit-like argument); required
+arguments the binding cannot fill are reported as notes (set them as ``constants``).
 """
 
 from __future__ import annotations
@@ -47,15 +48,23 @@ _ARGUMENT_NAMES: dict[Role, dict[str, tuple[str, ...]]] = {
     },
     "list": {"pattern": ("pattern", "filter", "like", "name_pattern", "glob", "search")},
     "fetch": {"id": ("id", "doc_id", "document_id", "uri", "ref", "key", "page_id", "name")},
+    "metric": {
+        "metrics": ("metrics", "metric_names", "metric"),
+        "group_by": ("group_by", "group_by_names", "dimensions", "groupby"),
+        "where": ("where", "where_filter", "filter", "filters"),
+        "order_by": ("order_by", "order", "order_by_names", "sort"),
+        "limit": ("limit", "max_rows", "row_limit"),
+    },
 }
 """Per role and canonical argument, the tool argument names that can carry it (best first)."""
 
 _WORDS: dict[Role, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sql": (("sql", "query", "execute", "select", "run", "statement"), ("search", "explain")),
-    "search": (("search", "find", "lookup", "discover", "semantic"), ("sql", "execute")),
+    "search": (("search", "find", "lookup", "discover", "semantic"), ("sql", "execute", "metrics")),
     "describe": (("describe", "schema", "columns", "column", "info", "structure"), ("list",)),
     "list": (("list", "tables", "show", "datasets", "indices", "relations"), ("describe",)),
     "fetch": (("fetch", "get", "read", "document", "page", "resource"), ("sql", "search")),
+    "metric": (("query", "metrics", "metric", "semantic", "measure"), ("list", "dimensions")),
 }
 """Per role, words in a tool's name or description that speak for it and against it."""
 
@@ -65,6 +74,7 @@ _MAIN: dict[Role, str] = {
     "describe": "table",
     "list": "",
     "fetch": "id",
+    "metric": "metrics",
 }
 
 
@@ -132,7 +142,7 @@ def _binding(role: Role, spec: ToolSpec) -> tuple[RoleBinding, list[str]] | None
             if name is None and role in ("describe", "fetch"):
                 strings = [k for k in _required(spec) - SESSION_ARGUMENTS if _is_string(props[k])]
                 name = strings[0] if len(strings) == 1 else None
-            if name is None or not _is_string(props[name]):
+            if name is None or (role != "metric" and not _is_string(props[name])):
                 return None
         if name is None:
             drop.append(canonical)
@@ -172,7 +182,8 @@ def propose_roles(tools: list[ToolSpec]) -> RoleProposal:
     reasons: dict[str, str] = {}
     notes: list[str] = []
     used: set[str] = set()
-    for role in ROLES:
+    order: list[Role] = ["metric", *(r for r in ROLES if r != "metric")]
+    for role in order:
         best: tuple[int, RoleBinding, list[str]] | None = None
         for spec in tools:
             if spec.name in used:
@@ -186,6 +197,9 @@ def propose_roles(tools: list[ToolSpec]) -> RoleProposal:
         if best is None:
             continue
         score, binding, why = best
+        if role == "metric":
+            binding = binding.model_copy(update={"also": _metric_companions(tools, binding.tool)})
+            used.update(binding.also)
         chosen[role] = binding
         used.add(binding.tool)
         notes.extend(why)
@@ -211,6 +225,21 @@ def propose_roles(tools: list[ToolSpec]) -> RoleProposal:
             f"(target.session_tool: {{name: {opener.name}, field: {field_name}}})"
         )
     return RoleProposal(ToolRoles(chosen), reasons, notes, target)
+
+
+_METRIC_WORDS = frozenset({"metric", "metrics", "dimension", "dimensions", "entity", "entities"})
+
+
+def _metric_companions(tools: list[ToolSpec], query_tool: str) -> list[str]:
+    """The tools beside a semantic layer's query tool that list or describe its metrics,
+    dimensions and entities (they join the ``metric`` role's ``also``)."""
+    return [
+        s.name
+        for s in tools
+        if s.name != query_tool
+        and _words(s.name) & _METRIC_WORDS
+        and _words(s.name) & {"list", "describe", "get", "show"}
+    ]
 
 
 def _session_opener(tools: list[ToolSpec], used: set[str]) -> ToolSpec | None:

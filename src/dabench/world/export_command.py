@@ -1,5 +1,6 @@
 """``dabench world export``: the world into Elasticsearch, PostgreSQL, Parquet, an older
-DuckDB file or a SQLite file (exactly one destination per call), with a progress bar."""
+DuckDB file, a SQLite file or a dbt project (exactly one destination per call), with a
+progress bar."""
 
 from __future__ import annotations
 
@@ -67,6 +68,12 @@ def export_command(
         metavar="FILE",
         help="Write a SQLite file (tables flattened to <schema>__<table>).",
     ),
+    dbt: Path | None = typer.Option(
+        None, "--dbt", metavar="DIR", help="Write a dbt project with MetricFlow metrics."
+    ),
+    warehouse: Path | None = typer.Option(
+        None, "--warehouse", metavar="FILE", help="With --dbt: the DuckDB file it reads."
+    ),
     storage_version: str = typer.Option(
         "v1.0.0",
         "--storage-version",
@@ -74,7 +81,7 @@ def export_command(
         help=f"With --duckdb: the storage format ({', '.join(STORAGE_VERSIONS)}).",
     ),
     force: bool = typer.Option(
-        False, "--force", help="With --parquet/--duckdb/--sqlite: replace an existing output."
+        False, "--force", help="With --parquet/--duckdb/--sqlite/--dbt: replace an existing output."
     ),
     api_key: str | None = typer.Option(
         None,
@@ -114,14 +121,23 @@ def export_command(
     from dabench.world.load import load_world
 
     chosen = [
-        o for o in (elasticsearch, postgres, parquet, duckdb_file, sqlite_file) if o is not None
+        o
+        for o in (elasticsearch, postgres, parquet, duckdb_file, sqlite_file, dbt)
+        if o is not None
     ]
     if len(chosen) != 1:
         raise UserInputError(
             "name exactly one destination: --elasticsearch URL, --postgres DSN, --parquet DIR, "
-            "--duckdb FILE or --sqlite FILE"
+            "--duckdb FILE, --sqlite FILE or --dbt DIR"
         )
+    if warehouse is not None and dbt is None:
+        raise UserInputError("--warehouse goes with --dbt DIR")
     world_dir = world_dir or default_world()
+    if dbt is not None:
+        from dabench.world.export_dbt import run_dbt_export
+
+        run_dbt_export(load_world(world_dir), dbt, warehouse=warehouse, force=force)
+        return
     if elasticsearch is not None:
         from dabench.world.export_elasticsearch import run_elasticsearch_export
 

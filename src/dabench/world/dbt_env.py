@@ -1,0 +1,95 @@
+"""The dbt + MetricFlow toolchain in its own virtual environment (never a dabench dependency).
+
+:func:`dbt_venv` installs ``dbt-core<1.12`` (1.12 downloads a binary while installing),
+``dbt-duckdb``, ``dbt-metricflow`` and ``metricflow`` from PyPI into
+``$DABENCH_CACHE/dbt-venv`` once (a lock file serialises parallel installers) and returns
+its directory; later calls reuse it. :func:`dbt_build` builds an exported project with it.
+The same recipe by hand::
+
+    python3 -m venv venvs/dbt
+    venvs/dbt/bin/pip install 'dbt-core<1.12' dbt-duckdb dbt-metricflow metricflow
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dabench.errors import DabenchError
+from dabench.sandbox import cache_root
+
+DBT_PACKAGES = ("dbt-core<1.12", "dbt-duckdb", "dbt-metricflow", "metricflow")
+"""What the dbt venv holds (unpinned above the dbt-core bound: the newest that installs)."""
+INSTALL_TIMEOUT_S = 900
+
+
+class DbtToolError(DabenchError):
+    """Installing or running dbt/MetricFlow failed (the message quotes its output)."""
+
+
+def _venv_python() -> str:
+    return shutil.which("python3") or sys.executable
+
+
+def install_venv(venv: Path, packages: tuple[str, ...]) -> Path:
+    """A venv at ``venv`` with ``packages`` (created once; a ``.ok`` marker says complete)."""
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with (venv.parent / f".{venv.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (venv / ".ok").exists():
+            return venv
+        shutil.rmtree(venv, ignore_errors=True)
+        for argv in (
+            [_venv_python(), "-m", "venv", str(venv)],
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *packages],
+        ):
+            try:
+                proc = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S
+                )
+            except subprocess.TimeoutExpired as exc:
+                raise DbtToolError(f"{' '.join(argv)}: over {INSTALL_TIMEOUT_S}s") from exc
+            if proc.returncode != 0:
+                tail = "\n".join(
+                    line
+                    for line in (proc.stderr or proc.stdout).splitlines()
+                    if not line.startswith("WARNING: Location")
+                )
+                raise DbtToolError(f"{' '.join(argv)} failed:\n{tail[-1500:]}")
+        (venv / ".ok").write_text(" ".join(packages) + "\n")
+    return venv
+
+
+def dbt_venv() -> Path:
+    """The dbt + MetricFlow venv under the cache (installed on first use)."""
+    return install_venv(cache_root() / "dbt-venv", DBT_PACKAGES)
+
+
+def run_dbt(project: Path, *args: str, venv: Path | None = None) -> str:
+    """``dbt ARGS`` in ``project`` with its own profiles.yml; the output (raises on failure)."""
+    binary = (venv or dbt_venv()) / "bin" / "dbt"
+    env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DO_NOT_TRACK": "1"}
+    argv = [str(binary), *args, "--project-dir", str(project), "--profiles-dir", str(project)]
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=project, env=env)
+    if proc.returncode != 0:
+        raise DbtToolError(f"dbt {' '.join(args)} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return proc.stdout
+
+
+def dbt_build(project: Path, *, venv: Path | None = None) -> str:
+    """``dbt build --target build`` (marts and time spine), then ``dbt parse`` on the
+    read-only target so the manifest servers load points at it; the build's output."""
+    out = run_dbt(project, "build", "--target", "build", venv=venv)
+    run_dbt(project, "parse", venv=venv)
+    return out
+
+
+MCP_METRICFLOW_PACKAGES = (
+    "mcp-metricflow==1.0.0", "mcp<2", "dbt-core<1.12", "dbt-duckdb", "dbt-metricflow",
+)  # fmt: skip
+"""mcp-metricflow's own venv: 1.0.0 breaks on mcp 2 (FastMCP moved), and its dbt must stay
+below 1.12 like the project's."""
