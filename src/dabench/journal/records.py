@@ -248,6 +248,9 @@ class RunManifest(_Record):
     world_seed: int
     world_scale: int
     world_hash: str
+    world_seed_random: bool = False
+    """The seed was drawn at random (``dabench run --world-seed random``); ``--world-seed
+    <world_seed>`` rebuilds the same world."""
     task_set_hash: str
     task_ids: list[str]
     k: int

@@ -49,6 +49,9 @@ class WorldSpec(_Spec):
     scale: int = Field(default=1, ge=1)
     dir: str | None = None
     """A built world directory; default: built once into the world cache."""
+    drawn: bool = False
+    """The seed was drawn at random (``dabench run --world-seed random``); not part of the
+    experiment's hash (the seed is)."""
 
 
 class ArmConfig(_Spec):
@@ -118,7 +121,9 @@ class Experiment(_Spec):
     def hash(self) -> str:
         """Canonical hash of the resolved experiment (where it runs is not part of it;
         ``unsealed`` only when set, so sealed experiments keep their hash)."""
-        exclude = {"executor", "ray"} | (set() if self.unsealed else {"unsealed"})
+        exclude: dict[str, Any] = {"executor": True, "ray": True, "world": {"drawn"}}
+        if not self.unsealed:
+            exclude["unsealed"] = True
         return canonical_hash(self.model_dump(mode="json", exclude=exclude))
 
     def uses_model(self) -> bool:

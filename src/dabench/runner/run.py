@@ -190,6 +190,8 @@ class ExperimentRun:
         """Per arm: the target description a remote executor's started target gave."""
         self.remote_tools: dict[str, list[str]] = {}
         """Per arm: the tool names a remote executor's target showed its sessions."""
+        self.world_seed: int | None = None
+        self.world_scale: int | None = None
 
     # -- preparation ---------------------------------------------------------------------
 
@@ -336,7 +338,9 @@ class ExperimentRun:
         is written to the run directory before the experiment has been fully validated."""
         done = self._prepare_journal()
         world_dir = resolve_world(self.exp, self.experiment_dir)
-        world_hash = read_world_manifest(world_dir).world_hash
+        world = read_world_manifest(world_dir)
+        world_hash = world.world_hash
+        self.world_seed, self.world_scale = world.seed, world.scale
         tasks = load_task_set(self.exp, self.experiment_dir)
         previous = read_manifest(self.run_dir) if self.resume else None
         if previous is not None:
@@ -376,6 +380,9 @@ class ExperimentRun:
             task_set_hash=tasks.hash(),
             task_ids=tasks.ids,
             arms=self._arm_manifest(),
+            world_seed=self.world_seed,
+            world_scale=self.world_scale,
+            world_seed_random=self.exp.world.drawn,
         )
         if previous is None and self._unsealed_agents():
             manifest = manifest.model_copy(update={"caveats": [UNSEALED_CAVEAT]})
