@@ -253,6 +253,9 @@ class RunManifest(_Record):
     world_source: str | None = None
     """An external world (docs/own-data.md): engine, tables and data fingerprint; the seed
     and scale then do not apply."""
+    world_seed_random: bool = False
+    """The seed was drawn at random (``dabench run --world-seed random``); ``--world-seed
+    <world_seed>`` rebuilds the same world."""
     task_set_hash: str
     task_ids: list[str]
     k: int

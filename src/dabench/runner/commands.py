@@ -243,6 +243,13 @@ def run(
     world: Path | None = typer.Option(
         None, "--world", metavar="DIR", help="A built world directory (default: the cache)."
     ),
+    world_seed: str | None = typer.Option(
+        None,
+        "--world-seed",
+        metavar="random|INT",
+        help="Build a fresh built-in world from this seed ('random': drawn, then recorded in "
+        "the manifest and report) and lock every task on it.",
+    ),
     concurrency: int | None = typer.Option(
         None, "--concurrency", min=1, metavar="INT", help="Episodes in flight at once."
     ),
@@ -295,6 +302,7 @@ def run(
             for flag, value in (
                 ("--k", k), ("--arms", arms), ("--model", model), ("--base-url", base_url),
                 ("--world", world), ("--out", out), ("--suite", suite), ("--agent", agent),
+                ("--world-seed", world_seed),
                 ("--unsealed", True if unsealed else None),
             )
             if value is not None
@@ -321,6 +329,8 @@ def run(
     )
     if unsealed:
         exp = exp.model_copy(update={"unsealed": True})
+    if world_seed is not None:
+        exp = _with_world_seed(exp, exp_dir, world_seed, console)
     if resume is None:
         run_dir = out or _default_run_dir(exp)
     assert run_dir is not None
@@ -382,6 +392,44 @@ def run(
             "(excluded from grading); exit code 3[/yellow]"
         )
         raise typer.Exit(3)
+
+
+def _with_world_seed(exp: Experiment, exp_dir: Path, value: str, console: Console) -> Experiment:
+    """The experiment on the built-in world of ``--world-seed`` (``random``: drawn, built and
+    checked now, and marked ``world.drawn``; a named seed's static task issues are warnings)."""
+    from dabench.runner.run import load_task_set
+    from dabench.runner.world_seed import draw_world_seed, parse_world_seed, world_issues
+    from dabench.world.cache import ensure_world, world_cache_dir
+
+    if exp.world.dir:
+        raise UserInputError(
+            f"--world-seed builds a world, but the run already names one ({exp.world.dir}); "
+            "give either --world-seed or --world / world.dir"
+        )
+    if exp.lock:
+        raise UserInputError(
+            f"--world-seed locks every task on the new world; the experiment's lock {exp.lock} "
+            "pins another world (remove `lock:`)"
+        )
+    seed = parse_world_seed(value)
+    drawn = seed is None
+    tasks = load_task_set(exp, exp_dir)
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    if seed is None:
+        seed = draw_world_seed(exp.world.scale, tasks, say=say)
+    else:
+        path = ensure_world(seed, exp.world.scale, world_cache_dir())
+        for issue in world_issues(path, tasks):
+            say(f"warning: world seed {seed}: {issue}")
+    say(
+        f"world seed {seed}{' (drawn at random)' if drawn else ''}, scale {exp.world.scale}: "
+        f"repeat this world with --world-seed {seed}"
+    )
+    world = exp.world.model_copy(update={"seed": seed, "drawn": drawn})
+    return exp.model_copy(update={"world": world})
 
 
 async def _until_decided(

@@ -53,6 +53,9 @@ class WorldSpec(_Spec):
     dir: str | None = None
     """A built world directory or an external world's directory; default: the built-in
     world, built once into the world cache."""
+    drawn: bool = False
+    """The seed was drawn at random (``dabench run --world-seed random``); not part of the
+    experiment's hash (the seed is)."""
     kind: Literal["warehouse"] | None = None
     engine: Literal["duckdb", "postgres", "parquet"] | None = None
     location: str | None = None
@@ -139,7 +142,9 @@ class Experiment(_Spec):
     def hash(self) -> str:
         """Canonical hash of the resolved experiment (where it runs is not part of it;
         ``unsealed`` only when set, so sealed experiments keep their hash)."""
-        exclude = {"executor", "ray"} | (set() if self.unsealed else {"unsealed"})
+        exclude: dict[str, Any] = {"executor": True, "ray": True, "world": {"drawn"}}
+        if not self.unsealed:
+            exclude["unsealed"] = True
         data = self.model_dump(mode="json", exclude=exclude)
         for key in EXTERNAL_WORLD_KEYS:  # absent for the built-in world: its hash stays
             if data["world"].get(key) is None:

@@ -44,8 +44,12 @@ def new_manifest(
     task_ids: list[str],
     arms: list[dict[str, Any]],
     world_source: str | None = None,
+    world_seed: int | None = None,
+    world_scale: int | None = None,
+    world_seed_random: bool = False,
 ) -> RunManifest:
-    """A manifest for a run that starts now."""
+    """A manifest for a run that starts now; ``world_seed``/``world_scale`` are those of the
+    world the run serves (default: the experiment's ``world`` spec)."""
     return RunManifest(
         run_id=run_id,
         dabench_version=__version__,
@@ -53,8 +57,9 @@ def new_manifest(
         python_version=platform.python_version(),
         experiment=experiment.model_dump(mode="json"),
         experiment_hash=experiment.hash(),
-        world_seed=experiment.world.seed,
-        world_scale=experiment.world.scale,
+        world_seed=experiment.world.seed if world_seed is None else world_seed,
+        world_scale=experiment.world.scale if world_scale is None else world_scale,
+        world_seed_random=world_seed_random,
         world_hash=world_hash,
         world_source=world_source,
         task_set_hash=task_set_hash,

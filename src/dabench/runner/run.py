@@ -67,6 +67,7 @@ from dabench.tasks.lock import (
     check_lock,
     compute_lock,
     read_lock,
+    read_world_manifest,
     write_lock,
 )
 from dabench.tasks.model import Protocol, TruthLock
@@ -218,6 +219,8 @@ class ExperimentRun:
         """Per arm: the target description a remote executor's started target gave."""
         self.remote_tools: dict[str, list[str]] = {}
         """Per arm: the tool names a remote executor's target showed its sessions."""
+        self.world_seed: int | None = None
+        self.world_scale: int | None = None
 
     # -- preparation ---------------------------------------------------------------------
 
@@ -373,6 +376,9 @@ class ExperimentRun:
                 f"({len(self._fingerprint.tables)} tables, data fingerprint "
                 f"{self._fingerprint.hash[:12]}, {len(world.rules)} hidden rules)"
             )
+        if world.builtin:
+            built = read_world_manifest(world_dir)
+            self.world_seed, self.world_scale = built.seed, built.scale
         tasks = load_task_set(self.exp, self.experiment_dir)
         previous = read_manifest(self.run_dir) if self.resume else None
         if previous is not None:
@@ -413,6 +419,9 @@ class ExperimentRun:
             task_ids=tasks.ids,
             arms=self._arm_manifest(),
             world_source=self._world_source,
+            world_seed=self.world_seed,
+            world_scale=self.world_scale,
+            world_seed_random=self.exp.world.drawn,
         )
         if previous is None and self._unsealed_agents():
             manifest = manifest.model_copy(update={"caveats": [UNSEALED_CAVEAT]})

@@ -114,7 +114,12 @@ def _validate_warehouse(ts: TaskSet, world: Path, where: str) -> None:
 def _report_margins(ts: TaskSet, world: Path) -> None:
     """``tasks validate --margins``: the tolerance margins table and its issues."""
     from dabench.tasks.lock import compute_lock
-    from dabench.validation.tolerance import margins, margins_markdown, tolerance_issues
+    from dabench.validation.tolerance import (
+        coincidence_notes,
+        margins,
+        margins_markdown,
+        tolerance_issues,
+    )
 
     found = margins(ts, compute_lock(ts, world), world)
     issues = tolerance_issues(found)
@@ -122,6 +127,8 @@ def _report_margins(ts: TaskSet, world: Path) -> None:
     console = stderr_console()
     for item, detail in issues:
         console.print(f"tolerance {item}: {detail}", markup=False, highlight=False, soft_wrap=True)
+    for item, detail in coincidence_notes(found):
+        console.print(f"note {item}: {detail}", markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"{len(found)} numeric truths, {len(issues)} tolerance issue(s)", markup=False,
         highlight=False,

@@ -46,7 +46,7 @@ from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
 from dabench.tasks.lock import LOCK_FILE, compute_lock, write_lock
 from dabench.tasks.model import Protocol, Task, Truth, TruthLock
 from dabench.tasks.selection import applies_to_arm
-from dabench.validation.tolerance import margins, tolerance_issues
+from dabench.validation.tolerance import coincidence_notes, margins, tolerance_issues
 from dabench.world.consistency import consistency_issues
 from dabench.world.external_checks import data_policy_issues, discoverability_issues
 from dabench.world.load import load_world
@@ -94,6 +94,8 @@ class ValidationReport:
     run_dir: Path | None = None
     lifecycle: dict[str, dict[str, float | int]] = field(default_factory=dict)
     """The oracle's S5 lifecycle metrics (``dabench.stats.lifecycle.lifecycle_metrics``)."""
+    notes: list[ValidationIssue] = field(default_factory=list)
+    """Careless variants equal to the truth on a non-authoring world (not failures)."""
 
     @property
     def ok(self) -> bool:
@@ -220,9 +222,11 @@ def _policy_issues(item: SuiteItem, world: OpenWorld) -> list[ValidationIssue]:
 
 
 def static_checks(
-    task_set: TaskSet, world_dir: Path
+    task_set: TaskSet, world_dir: Path, notes: list[ValidationIssue] | None = None
 ) -> tuple[TruthLock | None, list[ValidationIssue]]:
-    """The truth lock (``None`` when a truth fails) and every static issue."""
+    """The truth lock (``None`` when a truth fails) and every static issue; ``notes``, when
+    given, receives the careless variants that equal the truth on a world other than the
+    authoring one (:func:`dabench.validation.tolerance.authoring_world`)."""
     issues: list[ValidationIssue] = []
     lock: TruthLock | None = None
     try:
@@ -245,10 +249,15 @@ def static_checks(
     issues += duplicate_issues(task_set.items)
     issues += knowledge_issues(world_dir)
     if lock is not None and world.dsn is None:
+        found = margins(task_set, lock, world_dir)
         issues += [
-            ValidationIssue(item, "tolerance", detail)
-            for item, detail in tolerance_issues(margins(task_set, lock, world_dir))
+            ValidationIssue(item, "tolerance", detail) for item, detail in tolerance_issues(found)
         ]
+        if notes is not None:
+            notes += [
+                ValidationIssue(item, "coincides", detail)
+                for item, detail in coincidence_notes(found)
+            ]
     return lock, issues
 
 
@@ -370,7 +379,7 @@ def validate(
     for arm in chosen:
         load_profile(arm)  # a clear error for an unknown profile, before any server starts
     report = ValidationReport(items=len(task_set.items), arms=chosen, run_dir=run_dir)
-    lock, report.issues = static_checks(task_set, world_dir)
+    lock, report.issues = static_checks(task_set, world_dir, report.notes)
     if lock is None:
         report.seconds = time.perf_counter() - t0
         return report
@@ -425,6 +434,8 @@ def render_report(report: ValidationReport, task_set: TaskSet, console: Console)
     for issue in report.issues:
         where = f"{issue.item}" + (f" @{issue.arm}" if issue.arm else "")
         console.print(f"[red]{issue.check}[/red] {where}: {issue.detail}")
+    for note in report.notes:
+        console.print(f"[yellow]note[/yellow] {note.item}: {note.detail}")
     if report.lifecycle:
         console.print(
             "lifecycle (oracle): "
@@ -438,9 +449,10 @@ def render_report(report: ValidationReport, task_set: TaskSet, console: Console)
         if report.ok
         else f"[red]{len(report.issues)} issue(s)[/red]"
     )
+    noted = f" ({len(report.notes)} careless variant(s) equal the truth on this world)"
     console.print(
         f"{report.items} items, {report.episodes} oracle episodes on {', '.join(report.arms)} "
-        f"in {report.seconds:.1f}s: {verdict}"
+        f"in {report.seconds:.1f}s: {verdict}{noted if report.notes else ''}"
     )
 
 

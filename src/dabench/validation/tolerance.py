@@ -13,6 +13,10 @@ careless variants are:
 
 Each policy-ignored or declared variant's answer must fall outside the task's tolerance
 (``grading.numeric.within``), unless ``grading.tolerance_exempt`` names it with the reason.
+On a world other than the one the suites are authored on (:func:`authoring_world`), a variant
+whose answer *equals* the truth is a note, not an issue: that world's data gives the careless
+reading the right answer (no test account among a region's three key accounts, the same peak
+month), which no tolerance can separate and no task wording can fix.
 :func:`margins` measures every variant; :func:`tolerance_issues` is the check ``dabench tasks
 validate`` runs, and :func:`margins_markdown` the table in docs/suites.md (``dabench tasks
 validate --margins``).
@@ -31,6 +35,7 @@ from dabench.grading.numeric import tolerance, within
 from dabench.tasks.loader import SuiteItem, TaskSet
 from dabench.tasks.lock import gradings
 from dabench.tasks.model import Grading, Protocol, Task, TruthLock
+from dabench.world.constants import DEFAULT_SEED
 from dabench.world.policies import ignored_readings
 from dabench.world.source import open_world
 
@@ -61,6 +66,8 @@ class Margin:
     variants: list[VariantValue] = field(default_factory=list)
     exempt: dict[str, str] = field(default_factory=dict)
     issues: list[str] = field(default_factory=list)
+    coincident: list[str] = field(default_factory=list)
+    """Variants equal to the truth on a world other than the authoring one (notes)."""
 
     @property
     def allowed(self) -> float:
@@ -92,6 +99,21 @@ class Margin:
         return None
 
 
+def authoring_world(world_dir: Path) -> bool:
+    """Whether ``world_dir`` is the world the suites are authored and locked on (seed
+    :data:`~dabench.world.constants.DEFAULT_SEED`, scale 1): there every careless variant
+    must fall outside the tolerance, one equal to the truth included."""
+    from dabench.tasks.lock import read_world_manifest
+
+    manifest = read_world_manifest(world_dir)
+    return (manifest.seed, manifest.scale) == (DEFAULT_SEED, 1)
+
+
+def _equal(value: float | None, truth: float) -> bool:
+    """The same answer (up to floating-point summation order)."""
+    return value is not None and abs(value - truth) <= 1e-9 * max(1.0, abs(truth))
+
+
 def _first_cell(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[float | None, str]:
     try:
         row = con.execute(sql).fetchone()
@@ -120,6 +142,8 @@ def _margin(
     truth: float,
     naive: float | None,
     con: duckdb.DuckDBPyConnection,
+    *,
+    strict: bool = True,
 ) -> Margin:
     m = Margin(key, truth, grading.tolerance_abs, grading.tolerance_rel)
     m.exempt = dict(grading.tolerance_exempt)
@@ -153,6 +177,9 @@ def _margin(
         if v.error:
             m.issues.append(f"variant {v.id!r}: {v.error}")
         elif v.source != "naive" and m.inside(v) and v.id not in m.exempt:
+            if not strict and _equal(v.value, truth):
+                m.coincident.append(f"variant {v.id!r} ({v.reading}) equals the truth here")
+                continue
             m.issues.append(
                 f"variant {v.id!r} ({v.reading}) gives {v.value:.6g}, inside the tolerance of "
                 f"the truth {truth:.6g} (+/- {m.allowed:.3g}): tighten the tolerance, reword "
@@ -165,8 +192,14 @@ def _margin(
     return m
 
 
-def margins(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[Margin]:
-    """Every numeric truth of the task set with its careless variants, in task-set order."""
+def margins(
+    task_set: TaskSet, lock: TruthLock, world_dir: Path, *, strict: bool | None = None
+) -> list[Margin]:
+    """Every numeric truth of the task set with its careless variants, in task-set order.
+
+    ``strict`` (default: :func:`authoring_world`) makes a variant equal to the truth an issue;
+    otherwise it is a note (``Margin.coincident``)."""
+    strict = authoring_world(world_dir) if strict is None else strict
     out: list[Margin] = []
     con = open_world(world_dir).connect()
     try:
@@ -180,7 +213,16 @@ def margins(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[Margin]
                     continue
                 prompt = prompts.get(key, "")
                 out.append(
-                    _margin(key, grading, prompt, item.tags, truth.value, truth.naive_value, con)
+                    _margin(
+                        key,
+                        grading,
+                        prompt,
+                        item.tags,
+                        truth.value,
+                        truth.naive_value,
+                        con,
+                        strict=strict,
+                    )
                 )
     finally:
         con.close()
@@ -193,6 +235,15 @@ def tolerance_issues(margins_found: list[Margin]) -> list[tuple[str, str]]:
         (m.key.split("/")[0], text if "/" not in m.key else f"{m.key}: {text}")
         for m in margins_found
         for text in m.issues
+    ]
+
+
+def coincidence_notes(margins_found: list[Margin]) -> list[tuple[str, str]]:
+    """(task id, message) per variant that equals the truth on a non-authoring world."""
+    return [
+        (m.key.split("/")[0], text if "/" not in m.key else f"{m.key}: {text}")
+        for m in margins_found
+        for text in m.coincident
     ]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from dabench.errors import UserInputError
 from dabench.sandbox import cache_root
 from dabench.world.build import MANIFEST_FILE, build_world
-from dabench.world.constants import GENERATOR_VERSION
+from dabench.world.constants import DEFAULT_SEED, GENERATOR_VERSION
 from dabench.world.load import load_world
 
 
@@ -91,7 +91,7 @@ def world_cache_dir() -> Path:
     return cache_root() / "worlds"
 
 
-def default_world(seed: int = 930, scale: int = 1) -> Path:
+def default_world(seed: int = DEFAULT_SEED, scale: int = 1) -> Path:
     """The seed-930, scale-1 world (or ``seed``/``scale``) from the world cache, built on
     first use: what every ``--world`` defaults to."""
     return ensure_world(seed, scale, world_cache_dir())

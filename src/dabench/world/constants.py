@@ -12,6 +12,10 @@ from datetime import date
 GENERATOR_VERSION = "2.2.0"
 """Version of the world generator; part of the cache key and of ``world.json``."""
 
+DEFAULT_SEED = 930
+"""The seed of the default world: the one the suites are authored, locked and validated on
+(scale 1). ``dabench run --world-seed`` builds others."""
+
 COMPANY = "Larkspur Supply Co."
 
 START_DATE = date(2023, 1, 1)
