@@ -255,7 +255,11 @@ def main() -> None:
             for role, root, tree_id in order:
                 before = _load()
                 world = opts.world if role == "current" else None
-                figures = measure_once(key, point, root, tree_id, world, opts)
+                try:
+                    figures = measure_once(key, point, root, tree_id, world, opts)
+                    error = None
+                except RuntimeError as exc:  # recorded, not fatal: the other points still run
+                    figures, error = {}, str(exc)[-800:]
                 record = {
                     "benchmark": NAMES[key].format(point),
                     "tree": role,
@@ -265,9 +269,11 @@ def main() -> None:
                     "load_after": _load(),
                     "finished": datetime.now(UTC).isoformat(timespec="seconds"),
                     "figures": figures,
+                    "error": error,
                 }
                 records.append(record)
-                print(f"  {record['benchmark']} [{role}] rep {rep}: {figures}", flush=True)
+                said = figures or f"FAILED: {(error or '').strip().splitlines()[-1]}"
+                print(f"  {record['benchmark']} [{role}] rep {rep}: {said}", flush=True)
     summary = summarise(records, [role for role, _, _ in trees])
     doc = {
         "cores": os.cpu_count(),
