@@ -55,7 +55,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default="", help="comma-separated first words to measure")
+    parser.add_argument("--quick", action="store_true", help="seconds: 1 run, `run` only")
     args = parser.parse_args()
+    if args.quick:
+        args.repeat, args.only = 1, "run"
     cli = [sys.executable, "-m", "dabench.cli"]
     bare = best_cpu([sys.executable, "-c", "pass"], args.repeat)
     rows: list[tuple[str, float, float]] = [

@@ -123,7 +123,10 @@ def main() -> None:
     parser.add_argument("--world", type=Path, help="a built world (default: build 930/1)")
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--rows", type=int, default=ROWS)
+    parser.add_argument("--quick", action="store_true", help="seconds: 10 rounds of 20 rows")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.rows = 10, 20
     with tempfile.TemporaryDirectory() as tmp:
         world_dir = args.world
         if world_dir is None:

@@ -78,7 +78,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--world", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true", help="seconds: 10 episodes")
     args = parser.parse_args()
+    if args.quick:
+        args.episodes = 10
     with tempfile.TemporaryDirectory(prefix="episode-keys-") as tmp:
         world = args.world
         if world is None:

@@ -615,7 +615,12 @@ def main() -> int:
     parser.add_argument("--cli-sample", type=int, default=1, help="CLI files per kind")
     parser.add_argument("--keep", type=Path, help="write the files here and keep them")
     parser.add_argument("--src", type=Path, help="load with the dabench package under this src/")
+    parser.add_argument(
+        "--quick", action="store_true", help="seconds: 20 files, 1 worker, no CLI sample"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.files, args.jobs, args.cli_sample = 20, 1, 0
 
     bases = []
     for path in sorted(BUILTIN_SUITES.glob("*.yaml")):

@@ -166,7 +166,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--quick", action="store_true", help="seconds: 100 episodes, 5,000 rows")
     args = parser.parse_args()
+    if args.quick:
+        args.episodes, args.rows = 100, 5000
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         graded, seconds = bench_grade_run(root, args.episodes)

@@ -192,7 +192,10 @@ def main() -> None:
     parser.add_argument("--world", type=Path, default=None)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--variants", default="default,cap256MiB")
+    parser.add_argument("--quick", action="store_true", help="seconds: 10 calls, default only")
     opts = parser.parse_args()
+    if opts.quick:
+        opts.calls, opts.variants = 10, "default"
     tmp = Path(tempfile.mkdtemp(prefix="dabench-heavy-"))
     world = opts.world
     if world is None:

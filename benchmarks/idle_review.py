@@ -139,7 +139,12 @@ def main() -> None:
     """Run the review and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle", type=float, nargs="+", default=[30.0, 120.0, 600.0])
+    parser.add_argument(
+        "--quick", action="store_true", help="seconds: one 1 s idle (inside the keep-alive)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.idle = [1.0]
     results = asyncio.run(review(args.idle))
     table = Table("client", *(f"idle {idle:g} s" for idle in args.idle))
     for name in dict.fromkeys(name for name, _ in results):

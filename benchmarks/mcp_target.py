@@ -87,7 +87,13 @@ def targets(world: Path, base: str, work: Path) -> dict[str, dict[str, Any]]:
 
 
 async def measure(
-    name: str, target: dict[str, Any], world: Path, work: Path, k: int, concurrency: int
+    name: str,
+    target: dict[str, Any],
+    world: Path,
+    work: Path,
+    k: int,
+    concurrency: int,
+    suites: list[str],
 ) -> tuple[int, int, float, int]:
     """(episodes, completed, episode-phase seconds, tool calls) of one arm."""
     exp = Experiment.model_validate(
@@ -103,7 +109,7 @@ async def measure(
                     "name": name,
                     "target": target,
                     "agent": {"kind": "oracle"},
-                    "suites": ["s1", "s3"],
+                    "suites": suites,
                 }
             ],
         }
@@ -126,17 +132,22 @@ def main() -> None:
     parser.add_argument("--world", type=Path, default=None)
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--suites", default="s1,s3", help="suites of the smoke tasks played")
+    parser.add_argument("--quick", action="store_true", help="seconds: k = 1, S1 only")
     args = parser.parse_args()
+    if args.quick:
+        args.k, args.suites = 1, "s1"
     world = args.world or ensure_world(930, 1, world_cache_dir())
     with tempfile.TemporaryDirectory(prefix="dabench-mcp-bench-") as tmp:
         work = Path(tmp)
         proc, base = serve(world, work)
         try:
-            print(f"oracle, S1+S3 smoke tasks, k={args.k}, concurrency={args.concurrency}")
+            suites = args.suites.split(",")
+            print(f"oracle, {'+'.join(suites)} smoke tasks, k={args.k}, c={args.concurrency}")
             print(f"{'arm':18} {'episodes':>8} {'completed':>9} {'wall s':>7} {'ep/s':>6} calls")
             for name, target in targets(world, base, work).items():
                 n, done, wall, calls = asyncio.run(
-                    measure(name, target, world, work, args.k, args.concurrency)
+                    measure(name, target, world, work, args.k, args.concurrency, suites)
                 )
                 print(f"{name:18} {n:8d} {done:9d} {wall:7.2f} {n / wall:6.2f} {calls}")
         finally:

@@ -242,7 +242,10 @@ def main() -> None:
     parser.add_argument("--world", type=Path, default=None)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--sizes", default="0,1000,10000")
+    parser.add_argument("--quick", action="store_true", help="seconds: 10 calls, sizes 0,100")
     opts = parser.parse_args()
+    if opts.quick:
+        opts.calls, opts.sizes = 10, "0,100"
     sizes = sorted(int(s) for s in opts.sizes.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="dabench-bench-"))
     world = opts.world

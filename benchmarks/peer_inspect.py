@@ -228,7 +228,10 @@ def main() -> None:
         default="in-process",
         help="inspect_ai's tool: in-process (its best case) or the reference platform over MCP",
     )
+    parser.add_argument("--quick", action="store_true", help="seconds: 8 episodes at c = 4, 20 ms")
     args = parser.parse_args()
+    if args.quick:
+        args.concurrency, args.episodes, args.latency_ms, args.repeat = [4], 8, 20, 1
     over_mcp = args.inspect_tool == "mcp"
     world = args.world or default_world()
     runs: dict[tuple[str, int], list[dict[str, float]]] = {}

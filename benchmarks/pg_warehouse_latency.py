@@ -81,7 +81,10 @@ def main() -> None:
     ap.add_argument("--world", type=Path, help="a built world (default: world 930 scale 1)")
     ap.add_argument("--dsn", help="administrator DSN of a PostgreSQL to load (default: start one)")
     ap.add_argument("--reps", type=int, default=30, help="runs of each query per backend")
+    ap.add_argument("--quick", action="store_true", help="seconds: 1 run of each query")
     opts = ap.parse_args()
+    if opts.quick:
+        opts.reps = 1
     if opts.world is None:
         from dabench.validation.tasks import default_world
 

@@ -359,7 +359,12 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--session-calls", type=int, default=50)
     parser.add_argument("--sdk-floor", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--quick", action="store_true", help="seconds: 10 calls, 2 sessions x 5 calls"
+    )
     opts = parser.parse_args()
+    if opts.quick:
+        opts.calls, opts.sessions, opts.session_calls = 10, 2, 5
     if opts.sdk_floor is not None:
         _serve_sdk_floor(opts.sdk_floor)
         return

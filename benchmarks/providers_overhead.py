@@ -86,7 +86,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="seconds: 20 calls")
     args = parser.parse_args()
+    if args.quick:
+        args.calls = 20
     asyncio.run(main_async(args.calls, args.concurrency))
 
 

@@ -88,7 +88,10 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--keep", type=Path, help="Keep the synthetic runs under this directory.")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="seconds: 200 episodes")
     args = parser.parse_args()
+    if args.quick:
+        args.episodes = [200]
     if args.child:
         print(json.dumps(measure(args.child)))
         return

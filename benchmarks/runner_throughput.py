@@ -164,7 +164,12 @@ def main() -> None:
         default=1,
         help="runs per level; the run with the median efficiency is shown",
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="seconds: 8 episodes at c = 4, 20 ms per call"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.concurrency, args.episodes, args.latency_ms = [4], 8, 20
     world = args.world or default_world()
     defaults = dict(LEVELS)
     levels = [

@@ -49,4 +49,6 @@ async def main(repeat: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
-    asyncio.run(main(parser.parse_args().repeat))
+    parser.add_argument("--quick", action="store_true", help="seconds: 2 runs each")
+    args = parser.parse_args()
+    asyncio.run(main(2 if args.quick else args.repeat))

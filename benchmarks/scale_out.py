@@ -90,7 +90,12 @@ def main() -> None:
     parser.add_argument("--per-node", type=int, default=4)
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--calls", type=int, default=2)
+    parser.add_argument(
+        "--quick", action="store_true", help="seconds: 4 episodes, 2 per node, 20 ms"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.episodes, args.per_node, args.latency_ms = 4, 2, 20
     exp = experiment(args.episodes, args.per_node, args.latency_ms, args.calls)
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a loopback cluster of our own
     src = str(Path(dabench.__file__).resolve().parents[1])

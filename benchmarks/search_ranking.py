@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from dabench.platform.knowledge.view import KnowledgeView
-from dabench.platform.profile import EmbeddingModelName, SearchRanking, load_profile
+from dabench.platform.profile import (
+    DEFAULT_EMBEDDING_MODEL,
+    EmbeddingModelName,
+    SearchRanking,
+    load_profile,
+)
 from dabench.platform.search.embedding import MODELS, load_embedder
 from dabench.platform.search.engine import SearchEngine
 from dabench.platform.search.ranking import RRF_K
@@ -114,7 +119,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--world", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=20, help="timed passes over all queries")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds: 1 timed pass, the default embedding model only (no torch load)",
+    )
     opts = parser.parse_args()
+    if opts.quick:
+        opts.repeats = 1
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         world_dir = opts.world
@@ -126,7 +138,10 @@ def main() -> None:
         kinds = list(load_profile("a3").search.kinds)
         models: list[tuple[EmbeddingModelName, str, float]] = []
         absent: list[EmbeddingModelName] = []
+        skipped = [m for m in MODELS if opts.quick and m != DEFAULT_EMBEDDING_MODEL]
         for model in MODELS:
+            if model in skipped:
+                continue
             if importlib.util.find_spec(EXTRA_PACKAGE[model]) is None:
                 absent.append(model)
                 continue
@@ -163,6 +178,8 @@ def main() -> None:
         )
     for model in absent:
         print(f"{SHORT[model]}: not installed (extra for search.embedding_model {model!r})")
+    for model in skipped:
+        print(f"{SHORT[model]}: not measured (--quick)")
     print(f"RRF k {RRF_K}")
     print(
         f"queries: {len(original)} trap questions; {len(paraphrased)} HAND-WRITTEN paraphrases "

@@ -40,7 +40,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="seconds: 50 simulations")
     args = parser.parse_args()
+    if args.quick:
+        args.sims = 50
     rng = np.random.default_rng(args.seed)
     console = Console()
     t0 = time.perf_counter()

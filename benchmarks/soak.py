@@ -47,6 +47,8 @@ from runner_throughput import default_world, experiment, run_level
 Z99 = 2.3263478740408408
 TASKS = {"suites": ["s1", "s2", "s3"]}
 """123 built-in tasks (8 of them multi-turn): 2,000 episodes need k = 17 (k is at most 100)."""
+QUICK_TASKS = {"suites": ["s1", "s3"], "smoke": True}
+"""``--quick``: the 10 S1/S3 smoke tasks."""
 
 
 def mean_latency(median: float, p99: float) -> float:
@@ -72,7 +74,8 @@ async def soak_level(args: argparse.Namespace, world: Path, concurrency: int) ->
     if args.client_idle_s is not None:
         target["client_idle_s"] = args.client_idle_s / factor
     agent = {"retries": {"max_attempts": 8, "base_delay": 1.0 / factor, "max_delay": 30.0 / factor}}
-    exp = experiment(world, concurrency, model, target=target, agent=agent, tasks=TASKS)
+    tasks = QUICK_TASKS if args.quick else TASKS
+    exp = experiment(world, concurrency, model, target=target, agent=agent, tasks=tasks)
     level = await run_level(exp, args.episodes)
     provider = getattr(level.run.arms[0].agent, "_provider", None)  # the arm's one provider
     assert isinstance(provider, FakeProvider), provider
@@ -130,7 +133,14 @@ def main() -> None:
     )
     parser.add_argument("--compression", type=float, default=None, help="fixed factor F")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds: the 10 S1/S3 smoke tasks at c = 4, about 2 s of model",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.episodes, args.concurrency, args.level_wall_s = 8, [4], 2.0
     FakeSettings(median=args.median_s, p99=args.p99_s)  # validate before the long run
     world = args.world or default_world()
     console = Console(width=240)

@@ -105,7 +105,10 @@ def main() -> None:
     parser.add_argument("--scales", default="1,10,100")
     parser.add_argument("--seed", type=int, default=930)
     parser.add_argument("--margin-seeds", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="seconds: scale 1 only")
     args = parser.parse_args()
+    if args.quick:
+        args.scales = "1"
     if args.margin_seeds:
         trap_margins(args.margin_seeds, Console(width=160))
         return

@@ -17,13 +17,25 @@ from collections.abc import Collection, Iterable, Sequence
 from dabench.journal.records import RunManifest, ToolCall
 from dabench.roles import LEGACY_ROLES, Role, ToolRoles, parse_roles, reference_role
 
+_ROLES_OF: dict[tuple[int, str], tuple[ToolRoles, list[Role]]] = {}
+"""``(id(map), tool) -> (map, roles)``: a report or a re-grade asks the same few maps about
+the same few tools for every call of every episode. The map itself is kept in the entry, so
+its id cannot be reused while the entry lives; the memo is emptied when it grows large."""
+
 
 def call_roles(call: ToolCall, roles: ToolRoles | None = None) -> list[Role]:
     """The roles a call's tool played: as recorded, else from ``roles`` (the arm's map) or
     the legacy map."""
     if call.roles is not None:
         return list(call.roles)
-    return (roles or LEGACY_ROLES).roles_of(call.name)
+    mapping = roles or LEGACY_ROLES
+    key = (id(mapping), call.name)
+    hit = _ROLES_OF.get(key)
+    if hit is None or hit[0] is not mapping:
+        if len(_ROLES_OF) > 4096:
+            _ROLES_OF.clear()
+        hit = _ROLES_OF[key] = (mapping, mapping.roles_of(call.name))
+    return list(hit[1])
 
 
 def met_expected_tools(

@@ -109,15 +109,19 @@ def _transcript(ep: Episode) -> list[dict[str, Any]]:
 
 
 def _scores(grade: Grade | None) -> list[dict[str, Any]]:
-    """The episode's scores under the names the arm cards use (``error_rate`` is
-    ``error-free tool calls``), each with what it measures; the overall mix last."""
+    """The episode's scores, the overall mix last; their labels and what they measure are
+    in the page once (:func:`_score_names`), not repeated in every episode."""
     if grade is None:
         return []
     names = sorted(grade.scores, key=lambda n: (n == "overall", n))
-    return [
-        {"name": n, "label": score_label(n), "value": grade.scores[n], "help": score_help(n)}
-        for n in names
-    ]
+    return [{"name": n, "value": grade.scores[n]} for n in names]
+
+
+def _score_names(ctx: ReportContext) -> dict[str, dict[str, str]]:
+    """Every score name of the run's grades under the name the arm cards use (``error_rate``
+    is ``error-free tool calls``), with what it measures."""
+    names = {n for g in ctx.run.grades.values() for n in g.scores}
+    return {n: {"label": score_label(n), "help": score_help(n)} for n in sorted(names)}
 
 
 def _with_roles(name: str, roles: list[Role]) -> str:
@@ -324,6 +328,7 @@ def chart_data(ctx: ReportContext) -> dict[str, Any]:
         "scatter": _scatter(ctx),
         "bubble": _bubble(ctx),
         "funnel": _funnel(ctx),
+        "score_names": _score_names(ctx),
     }
 
 

@@ -367,7 +367,10 @@
     }
     if (ep.scores.length) {
       panel.appendChild(section("Scores (higher is better)"));
-      var scores = table(["score", "value", "what it measures"], ep.scores.map(function (x) { return [x.label, pct(x.value), x.help]; }));
+      var scores = table(["score", "value", "what it measures"], ep.scores.map(function (x) {
+        var about = charts.score_names[x.name] || { label: x.name, help: "" };
+        return [about.label, pct(x.value), about.help];
+      }));
       scores.className = "episode-scores";
       panel.appendChild(scores);
     }

@@ -1,0 +1,106 @@
+"""Every script under benchmarks/ runs in its ``--quick`` mode (small sizes, seconds), exits 0
+and prints its figures, so a benchmark cannot rot unnoticed. Nothing here asserts a time: the
+figures themselves are only printed (``python -m benchmarks.NAME`` without ``--quick`` measures).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.environment import skip_unless_ci
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+
+FIGURES: dict[str, str] = {
+    "cli_startup": r"dabench --version\s+\d+\.\d+",
+    "contention": r"light p50/p95 idle\s+\d+\.\d+",
+    "elastic_overhead": r"kibana /converse/async \(SSE\): 10 rounds.*wall median \d+\.\d+ ms",
+    "episode_keys": r"episode keys add [+-]\d+\.\d+ ms",
+    "fuzz_tasks": r"tracebacks/hangs/invalid-accepted: 0/0/0",
+    "grading_throughput": r"grade_run, 100 deterministic episodes.*\d+ episodes/s",
+    "heavy_query": r"default\s+light p50/p95 idle\s+\d+\.\d+",
+    "idle_review": r"reference: lean MCP client\s+.\s+ok",
+    "mcp_target": r"mcp-stdio-shared\s+4\s+4\s+\d+\.\d+",
+    "memory_lookup": r"\| memory_manage list \| \d+\.\d+ \| \d+\.\d+ \| \d+\.\d+ \|",
+    "peer_inspect": r"\s4\s.*\d+\.\d+x",
+    "pg_warehouse_latency": r"sql_query  p50 ratio postgres/duckdb = \d+\.\d+",
+    "platform_roundtrip": r"dabench lean client, HTTP\s+\d+\.\d+",
+    "providers_overhead": r"openai-compat\s+calls\s+20\s+p50\s+\d+\.\d+ ms",
+    "report_scale": r"\s+200\s+\d+\.\d+\s+\d+\.\d+",
+    "run_all": r"report_scale\.n200\.total_s\s+\d+\.\d+",
+    "runner_throughput": r"│ 4\s+│ 10\s+│ 20\s+│.*│ \d\.\d{3}",
+    "sandbox_overhead": r"sandbox overhead per program run \(median\): [+-]?\d+\.\d+ ms",
+    "scale_out": r"2 Ray nodes / 1 Ray node: \d+\.\d+x",
+    "search_ranking": r"embedding/wordllama\s+\d\.\d{3}",
+    "sequential": r"largest planned-vs-simulated gap: \d+\.\d+ points",
+    "soak": r"harness errors in total: 0",
+    "world_build": r"│\s+1 │\s+[\d,]+ │",
+    "world_scale": r"│ 1 -> 2 │\s+\d+\.\d+",
+}
+"""Per script, a pattern one of its figure lines must match in quick mode."""
+
+
+def scripts() -> list[str]:
+    """The runnable scripts under benchmarks/ (helper modules have no ``__main__`` block)."""
+    return sorted(
+        p.stem
+        for p in BENCHMARKS.glob("*.py")
+        if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")
+    )
+
+
+def test_every_script_has_a_quick_mode_and_a_figure() -> None:
+    """A new script without ``--quick`` or without an entry here fails, not just goes untested."""
+    found = scripts()
+    assert sorted(FIGURES) == found
+    for name in found:
+        assert '"--quick"' in (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8"), name
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """World 930 at scale 1, built once for every script that takes ``--world``."""
+    from dabench.world import build_world
+
+    out = tmp_path_factory.mktemp("bench-world") / "w930"
+    build_world(930, 1, out)
+    return out
+
+
+def _needs(name: str) -> None:
+    """Skip a script whose optional extra or system dependency is missing (CI installs all
+    but inspect_ai, which is the peer being compared with, never a dabench dependency)."""
+    if name == "peer_inspect" and importlib.util.find_spec("inspect_ai") is None:
+        pytest.skip("inspect_ai is not installed (pip install 'dabench[peer]'); CI leaves it out")
+    if name in {"pg_warehouse_latency", "world_scale", "contention"} and not list(
+        Path("/usr/lib/postgresql").glob("*/bin/postgres")
+    ):
+        skip_unless_ci("PostgreSQL binaries are not installed")
+    if name == "sandbox_overhead":
+        from dabench.isolation import bwrap_path
+
+        if bwrap_path() is None:
+            skip_unless_ci("bubblewrap (bwrap) is not installed")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_quick_mode_runs_and_prints_figures(name: str, world: Path, tmp_path: Path) -> None:
+    """``python -m benchmarks.NAME --quick`` exits 0 and prints its figures."""
+    _needs(name)
+    argv = [sys.executable, "-m", f"benchmarks.{name}", "--quick"]
+    if '"--world"' in (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8"):
+        argv += ["--world", str(world)]
+    env = {**os.environ, "DABENCH_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
+    done = subprocess.run(
+        argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    assert re.search(FIGURES[name], done.stdout), f"{name} printed no figures:\n{done.stdout}"
