@@ -48,7 +48,12 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=1)
     parser.add_argument("--arms", default="a0,a1,a2,a3")
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--quick", action="store_true", help="seed 7 on a0 only (checks the script runs)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.seed_list, args.arms = "7", "a0"
     tasks = load_builtin_tasks()
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     refused: list[str] = []

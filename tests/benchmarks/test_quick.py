@@ -39,10 +39,13 @@ FIGURES: dict[str, str] = {
     "sandbox_overhead": r"sandbox overhead per program run \(median\): [+-]?\d+\.\d+ ms",
     "scale_out": r"2 Ray nodes / 1 Ray node: \d+\.\d+x",
     "search_ranking": r"embedding/wordllama\s+\d\.\d{3}",
+    "semantic_layer_parity": r"parity: 3/3 equal the gold",
     "sequential": r"largest planned-vs-simulated gap: \d+\.\d+ points",
     "soak": r"harness errors in total: 0",
+    "warm_pool": r"warm_pool 2\s+\d+\.\d+s",
     "world_build": r"│\s+1 │\s+[\d,]+ │",
     "world_scale": r"│ 1 -> 2 │\s+\d+\.\d+",
+    "world_seeds": r"1/1 seeds pass",
 }
 """Per script, a pattern one of its figure lines must match in quick mode."""
 
@@ -91,6 +94,7 @@ def _needs(name: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", sorted(FIGURES))
 def test_quick_mode_runs_and_prints_figures(name: str, world: Path, tmp_path: Path) -> None:
     """``python -m benchmarks.NAME --quick`` exits 0 and prints its figures."""

@@ -47,7 +47,8 @@ accounts, local time with de-duplication and a grouped top-1, currency)."""
 ARM_TASKS = ("s3.tier-definition.key-accounts", "s3.net-revenue.partner-revenue-2024")
 """Smoke S3 tasks the probe sends through mcp-metricflow (5-8 s per call)."""
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # installs on an empty cache
+# heavy: installs dbt, MetricFlow and mcp-metricflow into the test cache (.ci/heavy runs it)
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(1800)]
 
 
 def _venv(name: str, packages: tuple[str, ...]) -> Path:
