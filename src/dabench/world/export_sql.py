@@ -271,6 +271,21 @@ def _writer(world: World, out_dir: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def install_file_export(world: World, tmp: Path, path: Path, out_file: Path) -> None:
+    """Move a file export built at ``path`` (inside ``tmp``) to ``out_file``, with its
+    ``<name>.world`` sidecar beside it (replacing earlier ones)."""
+    sidecar = tmp / f"{out_file.name}.world"
+    sidecar.mkdir()
+    _sidecar(world, sidecar)
+    target_sidecar = out_file.parent / sidecar.name
+    if target_sidecar.exists():
+        shutil.rmtree(target_sidecar)
+    if out_file.exists():
+        out_file.unlink()
+    sidecar.rename(target_sidecar)
+    path.rename(out_file)
+
+
 def _sidecar(world: World, out_dir: Path) -> None:
     """``catalog.json``, ``world.json`` and ``knowledge/`` beside exported data."""
     for name in ("catalog.json", "world.json"):
@@ -377,16 +392,7 @@ def export_duckdb(
             con.execute("DETACH export_db")
         finally:
             con.close()
-        sidecar = tmp / f"{out_file.name}.world"
-        sidecar.mkdir()
-        _sidecar(world, sidecar)
-        target_sidecar = out_file.parent / sidecar.name
-        if target_sidecar.exists():
-            shutil.rmtree(target_sidecar)
-        if out_file.exists():
-            out_file.unlink()
-        sidecar.rename(target_sidecar)
-        path.rename(out_file)
+        install_file_export(world, tmp, path, out_file)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     summary.elapsed_s = time.perf_counter() - t0

@@ -41,7 +41,7 @@ from dabench.world.export_sql import (
     _comment,
     _ident,
     _qualified,
-    _sidecar,
+    install_file_export,
     primary_key,
 )
 from dabench.world.load import World
@@ -127,16 +127,7 @@ def export_sqlite(
                 lite.execute("VACUUM")
         finally:
             con.close()
-        sidecar = tmp / f"{out_file.name}.world"
-        sidecar.mkdir()
-        _sidecar(world, sidecar)
-        target_sidecar = out_file.parent / sidecar.name
-        if target_sidecar.exists():
-            shutil.rmtree(target_sidecar)
-        if out_file.exists():
-            out_file.unlink()
-        sidecar.rename(target_sidecar)
-        path.rename(out_file)
+        install_file_export(world, tmp, path, out_file)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     summary.elapsed_s = time.perf_counter() - t0
