@@ -17,6 +17,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dabench import safe_yaml
+from dabench.defaults import DEFAULT_SQL_WORKERS as DEFAULT_SQL_WORKERS
 from dabench.errors import UserInputError
 from dabench.fields import Name
 
@@ -108,8 +109,6 @@ class MemorySettings(_Strict):
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 """Default byte cap of one ``sql_query`` result's rows (1 MiB of JSON)."""
 
-DEFAULT_SQL_WORKERS = 4
-"""Queries that run at once (DuckDB worker processes, or PostgreSQL connections)."""
 DEFAULT_PER_SESSION_QUERIES = 1
 DEFAULT_QUEUE_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_LIMIT = "2GiB"

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from dabench.defaults import DEFAULT_SQL_THREADS as DEFAULT_SQL_THREADS
+from dabench.defaults import DEFAULT_SQL_WORKERS
 from dabench.platform.errors import ToolError
-from dabench.platform.profile import DEFAULT_SQL_WORKERS
 from dabench.platform.sqlguard import SqlScope
 from dabench.platform.warehouse.base import QueryResult, SqlDialect, TableColumns
 from dabench.platform.warehouse.process_pool import WorkerPool
-from dabench.world import OFFLINE_CONFIG
+from dabench.world.offline import OFFLINE_CONFIG
 
 READ_ONLY_CONFIG: dict[str, Any] = {
     **OFFLINE_CONFIG,
