@@ -239,21 +239,21 @@ class WorkerPool:
             self._cond.notify()
 
     def _replace(self, worker: WorkerProcess) -> None:
-        """Reap ``worker`` and, when the pool would fall below ``min_workers`` or a query
-        waits, start its successor on this thread: the caller whose query cost the worker
-        keeps its query slot until then (its wait is counted in :meth:`last_wait_s`, not as
-        query time). If the start fails, a background thread retries."""
+        """Reap ``worker`` and start its successor on this thread: the caller whose query
+        cost the worker keeps its query slot until the pool is as large as before (its wait
+        is counted in :meth:`last_wait_s`, not as query time), so other sessions never wait
+        for a worker that query cost them. If the start fails, a background thread
+        retries. (Only being idle shrinks the pool.)"""
         started = time.perf_counter()
         worker.kill()
         with self._cond:
             self._busy.discard(worker)
             self.replaced += 1
             closed = self._closed
-            needed = not closed and self._live() < self.min_workers
-            if needed:
+            if not closed:
                 self._starting += 1
         worker.stop(0)
-        if not needed:
+        if closed:
             return
         try:
             successor = WorkerProcess(self._hello)
