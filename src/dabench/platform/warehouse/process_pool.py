@@ -30,9 +30,11 @@ KILL_GRACE_S = 1.0
 """How long a worker may run past a query's timeout (its own interrupt should have stopped
 the query) before the parent kills it."""
 
-SPAWN_AFTER_S = 0.05
-"""How long a query waits for a busy worker to come free before another worker is started
-(up to the pool's size)."""
+SPAWN_AFTER_S = 0.5
+"""A query that finds every worker busy starts another (up to the pool's size) once one of
+them has run its query this long: queries waiting behind short ones share the workers
+that live (a short query frees one sooner than a new one starts), while a long query
+never holds up the others for more than this plus a worker's start."""
 
 IDLE_STOP_S = 30.0
 """A worker idle this long is stopped while more than the pool's minimum live."""
@@ -115,10 +117,11 @@ class WorkerProcess:
 class WorkerPool:
     """Up to ``size`` worker processes, each serving one query at a time.
 
-    Workers start on demand: one at construction; another when a query has waited
-    ``spawn_after_s`` for an idle one (a short query usually frees a worker sooner, so a
-    platform whose queries are short runs on one or two). A worker idle for ``idle_stop_s``
-    is stopped while more than ``min_workers`` live, so an idle platform is small."""
+    Workers start on demand: one at construction; another when a query waits for a worker
+    and some busy worker has run its query for ``spawn_after_s`` (so a platform whose
+    queries are short runs on one, and a long query does not hold up the others). A worker
+    idle for ``idle_stop_s`` is stopped while more than ``min_workers`` live, so an idle
+    platform is small."""
 
     def __init__(
         self,
@@ -141,7 +144,8 @@ class WorkerPool:
         self._cond = threading.Condition()
         self._closed = False
         self._closing = threading.Event()  # wakes the reaper (its own: never a notify's)
-        self._busy: set[WorkerProcess] = set()
+        self._busy: dict[WorkerProcess, float] = {}
+        """Busy workers and when each took its query."""
         self._idle: list[tuple[WorkerProcess, float]] = []
         """Idle workers and when each became idle; the most recently used last (taken
         first), so the least used age out."""
@@ -212,26 +216,27 @@ class WorkerPool:
         return answer
 
     def _take(self) -> WorkerProcess:
-        spawn_at = time.monotonic() + self._spawn_after_s
         asked = False
         with self._cond:
             while not self._idle:
                 if self._closed:
                     raise RuntimeError("the SQL worker pool is closed")
                 now = time.monotonic()
-                if not asked and (now >= spawn_at or self._live() == 0):
+                spawn_at = min(self._busy.values(), default=now) + self._spawn_after_s
+                room = self._live() < self.size
+                if not asked and room and (now >= spawn_at if self._busy else not self._live()):
                     asked = True  # one start per waiting query at most
-                    if self._live() < self.size:
-                        self._starting += 1
-                        threading.Thread(target=self._start_one, daemon=True).start()
-                self._cond.wait(None if asked else max(spawn_at - now, 0.001))
+                    self._starting += 1
+                    threading.Thread(target=self._start_one, daemon=True).start()
+                # woken by a worker coming free or starting, or when a busy one turns long
+                self._cond.wait(None if asked or not room else max(spawn_at - now, 0.01))
             worker, _ = self._idle.pop()
-            self._busy.add(worker)
+            self._busy[worker] = time.monotonic()
             return worker
 
     def _give(self, worker: WorkerProcess) -> None:
         with self._cond:
-            self._busy.discard(worker)
+            self._busy.pop(worker, None)
             if self._closed:
                 worker.stop()
                 return
@@ -247,7 +252,7 @@ class WorkerPool:
         started = time.perf_counter()
         worker.kill()
         with self._cond:
-            self._busy.discard(worker)
+            self._busy.pop(worker, None)
             self.replaced += 1
             closed = self._closed
             if not closed:
