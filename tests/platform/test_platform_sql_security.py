@@ -227,8 +227,9 @@ async def test_memory_limit_and_spill_cap_come_from_the_profile(
     platform_limits: RunningPlatform,
 ) -> None:
     big_agg = "SELECT length(string_agg(repeat('x', 1000), '')) FROM range(1000000)"
-    spill = (
-        "SELECT max(m) FROM (SELECT i, md5(i::VARCHAR) AS m FROM range(3000000) t(i) ORDER BY m)"
+    spill = (  # 3e6 rows of 128 characters: past the worker's DuckDB memory_limit (256 MiB)
+        "SELECT max(m) FROM "
+        "(SELECT i, repeat(md5(i::VARCHAR), 4) AS m FROM range(3000000) t(i) ORDER BY m)"
     )
     async with mcp_client(platform_limits) as client:
         sid = await open_session(client)
