@@ -129,6 +129,17 @@ def test_workers_start_on_demand_and_stop_when_idle(world_dir: Path) -> None:
         pool.close()
 
 
+def test_a_worker_starts_niced_and_serves_at_normal_priority(world_dir: Path) -> None:
+    pool = _pool(world_dir, 1)
+    try:
+        (pid,) = pool.pids
+        tasks = os.listdir(f"/proc/{pid}/task")
+        assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tasks} == {0}
+        assert _request(pool, "SELECT 3")["ok"]["rows"] == [[3]]
+    finally:
+        pool.close()
+
+
 def test_a_memory_share_too_small_for_a_worker_is_refused(world_dir: Path) -> None:
     with pytest.raises(ValueError, match="leaves 32 MiB each"):
         DuckDBWarehouse(

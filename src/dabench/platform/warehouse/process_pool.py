@@ -40,6 +40,17 @@ IDLE_STOP_S = 30.0
 """A worker idle this long is stopped while more than the pool's minimum live."""
 
 
+STARTUP_NICE = 10
+"""A worker starts (imports, connects: about 0.5 s of CPU) at this nice value and returns to
+0 once ready, so replacing workers that hostile queries cost does not take the CPU from
+other sessions' short queries."""
+
+_WORKER_BOOT = (
+    f"import os; os.nice({STARTUP_NICE}); import runpy; "
+    "runpy.run_module('dabench.platform.warehouse.worker', run_name='__main__')"
+)
+
+
 class WorkerDied(Exception):
     """The worker's pipe closed mid-call (killed, or crashed)."""
 
@@ -53,11 +64,11 @@ def _worker_env() -> dict[str, str]:
 
 
 class WorkerProcess:
-    """One ``python -m dabench.platform.warehouse.worker`` process."""
+    """One ``dabench.platform.warehouse.worker`` process (started at :data:`STARTUP_NICE`)."""
 
     def __init__(self, hello: dict[str, Any]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dabench.platform.warehouse.worker"],
+            [sys.executable, "-c", _WORKER_BOOT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=_worker_env(),

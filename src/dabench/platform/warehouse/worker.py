@@ -68,6 +68,19 @@ RESIDENT_CHECK_S = 0.05
 """How often a running query's worker compares its resident memory with its budget."""
 
 
+BASE_NICE = [0]
+"""The nice value queries run at: 0, or the start-up value when the worker may not return
+to 0 (then every query runs there and a long one is not demoted further)."""
+
+
+def _restore_priority() -> None:
+    """After start-up: every thread back to nice 0 (see ``process_pool.STARTUP_NICE``)."""
+    for tid in os.listdir("/proc/self/task"):
+        if not _set_nice(int(tid), 0):
+            BASE_NICE[0] = os.getpriority(os.PRIO_PROCESS, 0)
+            return
+
+
 def _set_nice(tid: int, nice: int) -> bool:
     """Set one thread's nice value; ``False`` when not permitted."""
     try:
@@ -160,7 +173,9 @@ class Worker:
         cur = self.con.cursor()
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
         tid = threading.get_native_id()
-        demote = self.watchdog.arm(lambda: _set_nice(tid, LONG_QUERY_NICE), LONG_QUERY_S)
+        demote = self.watchdog.arm(
+            lambda: _set_nice(tid, max(LONG_QUERY_NICE, BASE_NICE[0])), LONG_QUERY_S
+        )
         if self.resident_limit:
             with self._out_lock:
                 self._running = True
@@ -191,7 +206,7 @@ class Worker:
                 self._running = False  # the resident check stops; it can no longer answer
                 self.watchdog.disarm(self._check)
             self.watchdog.disarm(ticket)
-            if not self.watchdog.disarm(demote) and not _set_nice(tid, 0):
+            if not self.watchdog.disarm(demote) and not _set_nice(tid, BASE_NICE[0]):
                 self.must_recycle = True  # may not raise its priority again: a fresh worker
             cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
@@ -249,6 +264,7 @@ def main() -> None:
     if resident > 0 and isinstance(worker, Worker):
         worker.resident_limit = base_rss + resident
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _restore_priority()
     _send(
         out,
         {
