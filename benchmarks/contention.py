@@ -9,10 +9,11 @@ every hostile class below. Prints per engine: the light session's p50/p95 idle a
 and their ratio (target <= 2), each hostile class's calls, error codes, slowest answer at the
 client and slowest run (from the audit log: duration minus queue time, i.e. the wait for a
 query slot or for a replaced worker) with its overrun past the timeout (target <= 2 s), and
-the peak RSS of the platform's processes together (the
-server and its worker processes, sampled every 0.1 s; PostgreSQL's own processes excluded)
-against its bound. The figures mean something only on a quiet machine: the load average is
-printed beside them.
+the peak RSS of the platform's processes together (the server and its worker processes,
+sampled every 0.1 s; PostgreSQL's own processes excluded) against the DuckDB platform's
+documented bound, its RSS idle plus ``sql.memory_limit`` (target <= bound + 25 %), with
+their PSS beside it. The figures mean something only on a quiet machine: the load average
+is printed beside them.
 
     python3 -m benchmarks.contention [--world DIR] [--engines duckdb,postgres] [--hostile 10]
         [--seconds 30] [--timeout-s 5] [--quick]
@@ -97,18 +98,24 @@ def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def _tree_rss_mib(pid: int) -> float:
-    """RSS of ``pid`` and all its descendants, in MiB."""
-    total, todo = 0, [pid]
+def _tree_memory(pid: int) -> tuple[float, float, int]:
+    """RSS and PSS (shared pages divided among their processes) of ``pid`` and all its
+    descendants in MiB, and how many processes there are."""
+    rss = pss = procs = 0
+    todo = [pid]
     while todo:
         p = todo.pop()
         with contextlib.suppress(OSError, ValueError):
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
+                    rss += int(line.split()[1])
+                    procs += 1
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    pss += int(line.split()[1])
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
-    return total / 1024.0
+    return rss / 1024.0, pss / 1024.0, procs
 
 
 def _audit_runs(base: str) -> list[tuple[str, float]]:
@@ -237,16 +244,16 @@ def _run_engine(
     proc, base = next(served)
     try:
         time.sleep(1.0)  # the workers settle
-        rss_idle = _tree_rss_mib(proc.pid)
+        rss_idle, pss_idle, procs_idle = _tree_memory(proc.pid)
         asyncio.run(_light(base, table, 2.0))  # warm-up
         load_idle = _load()
         idle = asyncio.run(_light(base, table, opts.seconds / 2))
-        peak = [_tree_rss_mib(proc.pid)]
+        peak = [_tree_memory(proc.pid)]
         sampling = threading.Event()
 
         def sample() -> None:
             while not sampling.is_set():
-                peak.append(_tree_rss_mib(proc.pid))
+                peak.append(_tree_memory(proc.pid))
                 time.sleep(0.1)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -279,7 +286,11 @@ def _run_engine(
         "hostile": results,
         "audit": audit,
         "rss_idle": rss_idle,
-        "rss_peak": max(peak),
+        "pss_idle": pss_idle,
+        "procs_idle": procs_idle,
+        "rss_peak": max(r for r, _, _ in peak),
+        "pss_peak": max(p for _, p, _ in peak),
+        "procs_peak": max(n for _, _, n in peak),
     }
 
 
@@ -319,13 +330,20 @@ def _report(res: dict[str, Any], opts: argparse.Namespace, bound_mib: float | No
         f"({'within' if worst <= 2 else 'OVER'} 2 s; run = audited duration - queue time)"
     )
     line = (
-        f"platform RSS (all its processes) idle {res['rss_idle']:.0f} MiB, "
-        f"peak {res['rss_peak']:.0f} MiB"
+        f"platform RSS (all its processes) idle {res['rss_idle']:.0f} MiB "
+        f"({res['procs_idle']} processes), peak {res['rss_peak']:.0f} MiB "
+        f"(up to {res['procs_peak']} processes)"
     )
     if bound_mib is not None:
-        line += f" (bound {bound_mib:.0f} MiB: idle + memory_limit; "
-        line += f"{'within' if res['rss_peak'] <= bound_mib * 1.25 else 'OVER'} +25 %)"
-    print(line, flush=True)
+        line += f"; bound {bound_mib:.0f} MiB (RSS idle + sql.memory_limit), peak "
+        line += f"{100 * (res['rss_peak'] / bound_mib - 1):+.1f} % "
+        line += f"({'within' if res['rss_peak'] <= bound_mib * 1.25 else 'OVER'} +25 %)"
+    print(line)
+    print(
+        f"  PSS (shared pages counted once) idle {res['pss_idle']:.0f} / peak "
+        f"{res['pss_peak']:.0f} MiB",
+        flush=True,
+    )
 
 
 @contextlib.contextmanager

@@ -22,3 +22,6 @@ concurrent sessions already run in parallel, and for the small queries agents se
 DuckDB's pool costs more than it saves (``benchmarks/platform_roundtrip.py``)."""
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 """URL schemes of a PostgreSQL DSN."""
+
+DEFAULT_SQL_WORKERS = 4
+"""Queries that run at once (DuckDB worker processes, or PostgreSQL connections)."""

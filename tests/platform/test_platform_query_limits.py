@@ -8,6 +8,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,8 @@ from dabench.platform.fair_share import QueryScheduler
 from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService
 from dabench.platform.warehouse import DuckDBWarehouse, WarehouseLimits
+from dabench.platform.warehouse.duckdb_backend import read_only_config
+from dabench.platform.warehouse.process_pool import WorkerPool
 from dabench.platform.world_content import load_world_content
 
 
@@ -65,6 +68,85 @@ def test_guard_refusals_come_back_from_the_worker(one_worker: DuckDBWarehouse) -
             one_worker.guarded_run(sql, 10000, 10, 30.0, 65536)
         assert err.value.code == code, sql
     assert one_worker.workers_replaced == 0
+
+
+def _pool(world_dir: Path, size: int, **kwargs: Any) -> WorkerPool:
+    """A pool over the test world; ``resident_budget`` and the rest as given."""
+    config = read_only_config(1)
+    config["memory_limit"] = "4GiB"  # the worker's own budgets stop a query first
+    hello = {
+        "path": str(world_dir / "warehouse.duckdb"),
+        "config": config,
+        "resident_budget": kwargs.pop("resident_budget", 512 * 2**20),
+        "address_space_budget": kwargs.pop("address_space_budget", 4 * 2**30),
+    }
+    return WorkerPool(hello, size, **kwargs)
+
+
+def _request(pool: WorkerPool, sql: str, timeout_s: float = 30.0) -> dict[str, Any]:
+    req = {"sql": sql, "max_sql_chars": 20000, "limit": 10, "timeout_s": timeout_s}
+    return pool.request({**req, "max_bytes": 65536}, timeout_s)
+
+
+def test_resident_memory_past_the_budget_stops_the_query(world_dir: Path) -> None:
+    """A list built in memory the allocator already mapped grows the resident size, not the
+    address space: the worker's own check stops it and the worker is replaced."""
+    pool = _pool(world_dir, 1, resident_budget=64 * 2**20)
+    try:
+        answer = _request(pool, "SELECT len(range(200000000))")
+        assert answer["error"]["code"] == "QUERY_MEMORY_LIMIT"
+        assert "resident memory" in answer["error"]["message"]
+        assert _request(pool, "SELECT 42")["ok"]["rows"] == [[42]]
+        assert pool.replaced == 1
+    finally:
+        pool.close()
+
+
+def test_workers_start_on_demand_and_stop_when_idle(world_dir: Path) -> None:
+    slow = "SELECT count(*) FROM range(1000000000) a, range(1000) b WHERE a.range + b.range = 7"
+    pool = _pool(world_dir, 2, spawn_after_s=0.0, idle_stop_s=0.2)
+    try:
+        assert len(pool.pids) == 1 and pool.started == 1
+        codes: list[str] = []
+
+        def run() -> None:
+            codes.append(_request(pool, slow, timeout_s=1.0)["error"]["code"])
+
+        threads = [threading.Thread(target=run) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120.0)
+        assert codes == ["QUERY_TIMEOUT"] * 3
+        for _ in range(2400):  # the second worker started (safety nets, not timings)
+            if pool.stopped_idle:  # ... and, once idle, stopped
+                break
+            threading.Event().wait(0.05)
+        assert pool.started == 2  # never more than the pool's size
+        assert pool.stopped_idle == 1 and len(pool.pids) == 1
+        assert _request(pool, "SELECT 7")["ok"]["rows"] == [[7]]
+    finally:
+        pool.close()
+
+
+def test_a_worker_starts_niced_and_serves_at_normal_priority(world_dir: Path) -> None:
+    pool = _pool(world_dir, 1)
+    try:
+        (pid,) = pool.pids
+        tasks = os.listdir(f"/proc/{pid}/task")
+        assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tasks} == {0}
+        assert _request(pool, "SELECT 3")["ok"]["rows"] == [[3]]
+    finally:
+        pool.close()
+
+
+def test_a_memory_share_too_small_for_a_worker_is_refused(world_dir: Path) -> None:
+    with pytest.raises(ValueError, match="leaves 32 MiB each"):
+        DuckDBWarehouse(
+            world_dir / "warehouse.duckdb", 1, WarehouseLimits(memory_limit="128MiB", workers=4)
+        )
+    with pytest.raises(ValueError, match="min_workers"):
+        _pool(world_dir, 2, min_workers=3)
 
 
 def test_quota_per_identity_and_round_robin() -> None:

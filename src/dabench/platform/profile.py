@@ -17,6 +17,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dabench import safe_yaml
+from dabench.defaults import DEFAULT_SQL_WORKERS as DEFAULT_SQL_WORKERS
 from dabench.errors import UserInputError
 from dabench.fields import Name
 
@@ -108,8 +109,6 @@ class MemorySettings(_Strict):
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 """Default byte cap of one ``sql_query`` result's rows (1 MiB of JSON)."""
 
-DEFAULT_SQL_WORKERS = 4
-"""Queries that run at once (DuckDB worker processes, or PostgreSQL connections)."""
 DEFAULT_PER_SESSION_QUERIES = 1
 DEFAULT_QUEUE_TIMEOUT_S = 60.0
 DEFAULT_MEMORY_LIMIT = "2GiB"
@@ -131,8 +130,9 @@ class SqlSettings(_Strict):
     max_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024, le=256 * 1024 * 1024)
     """Byte cap of a result's rows (their JSON size); ``truncated`` is set when it cuts."""
     memory_limit: str = Field(default=DEFAULT_MEMORY_LIMIT, pattern=_SIZE_PATTERN)
-    """DuckDB ``memory_limit`` of the warehouse connection (``512MB``, ``2GiB`` ...); larger
-    operators spill to :attr:`temp_directory`."""
+    """What the DuckDB SQL workers together may grow beyond their start-up size (``512MB``,
+    ``2GiB`` ...): each worker's share is its memory budget, half of it DuckDB's own
+    ``memory_limit`` (larger operators spill to :attr:`temp_directory`)."""
     temp_directory: str | None = None
     """Where DuckDB spills; default ``<state-dir>/duckdb-tmp``."""
     max_temp_directory_size: str = Field(
@@ -140,8 +140,8 @@ class SqlSettings(_Strict):
     )
     """Cap of the spill files; a query needing more fails with ``SQL_ERROR``."""
     workers: int = Field(default=DEFAULT_SQL_WORKERS, ge=1, le=64)
-    """Queries that run at once: DuckDB worker processes (``memory_limit`` is split among
-    them); on PostgreSQL, pooled connections."""
+    """Queries that run at once: DuckDB worker processes at most, started on demand
+    (``memory_limit`` is split among them); on PostgreSQL, pooled connections."""
     per_user_queries: int | None = Field(default=None, ge=1)
     """Queries one identity may run at once (default: all slots but one, at least one), so
     another identity always finds a free slot."""

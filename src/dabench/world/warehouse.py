@@ -17,13 +17,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-OFFLINE_CONFIG: dict[str, str | bool | int | float | list[str]] = {
-    "enable_external_access": False,
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-}
-"""DuckDB settings that keep every connection offline: no extension install or auto-load,
-no access to files or URLs outside the database."""
+from dabench.world.offline import OFFLINE_CONFIG as OFFLINE_CONFIG
 
 _HEADER_SIZE = 4096
 _MAGIC_OFFSET = 8

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from dabench.world import OFFLINE_CONFIG
+from dabench.world.offline import OFFLINE_CONFIG
 
 PARSER_CONFIG: dict[str, Any] = {**OFFLINE_CONFIG, "lock_configuration": True, "threads": 1}
 """The parser connection: offline, one thread, settings locked."""

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from dabench.defaults import DEFAULT_SQL_THREADS as DEFAULT_SQL_THREADS
+from dabench.defaults import DEFAULT_SQL_WORKERS
 from dabench.platform.errors import ToolError
-from dabench.platform.profile import DEFAULT_SQL_WORKERS
 from dabench.platform.sqlguard import SqlScope
 from dabench.platform.warehouse.base import QueryResult, SqlDialect, TableColumns
 from dabench.platform.warehouse.process_pool import WorkerPool
-from dabench.world import OFFLINE_CONFIG
+from dabench.world.offline import OFFLINE_CONFIG
 
 READ_ONLY_CONFIG: dict[str, Any] = {
     **OFFLINE_CONFIG,
@@ -42,21 +42,34 @@ a 1 GB-result query left ~0.9 GB resident), and no ``SET`` can change them
 afterwards."""
 
 
+DUCKDB_SHARE = 0.5
+"""The part of a worker's memory budget given to DuckDB's buffer manager (``memory_limit``:
+hash tables, sorts, spilling beyond it); the rest is for what it does not manage (lists,
+strings, the parser) and for Python's copy of a result batch."""
+
+ADDRESS_SPACE_FACTOR = 2
+"""A worker's address-space budget over its memory budget: the allocators reserve address
+space they never touch, so the hard ``RLIMIT_AS`` sits above the resident budget (which the
+worker itself checks while a query runs)."""
+
+MIN_WORKER_SHARE = 64 * 2**20
+"""The smallest memory budget a worker may be given."""
+
+
 @dataclass(frozen=True)
 class WarehouseLimits:
     """DuckDB's resource settings for the warehouse (from the profile's ``sql``)."""
 
     memory_limit: str = "2GiB"
-    """Of all workers together: each gets an equal share as its DuckDB ``memory_limit`` and,
-    with :attr:`worker_headroom_bytes`, as its address-space limit."""
+    """What the SQL workers together may add to their start-up size: each gets an equal
+    share as its address-space and resident-memory budget, and
+    :data:`DUCKDB_SHARE` of that as its DuckDB ``memory_limit``."""
     temp_directory: Path | None = None
     """Where DuckDB spills; ``None`` keeps DuckDB's default (next to the database file)."""
     max_temp_directory_size: str = "4GiB"
     workers: int = DEFAULT_SQL_WORKERS
-    """Worker processes, i.e. queries that run at once; ``memory_limit`` is split among them."""
-    worker_headroom_bytes: int = 1024 * 2**20
-    """Each worker's address space beyond its share of ``memory_limit``: Python's copy of a
-    result batch and DuckDB's allocations outside its buffer manager."""
+    """Worker processes at most, i.e. queries that run at once; ``memory_limit`` is split
+    among them. They start on demand and stop when idle (one always lives)."""
 
 
 def read_only_config(
@@ -98,13 +111,20 @@ class DuckDBWarehouse:
             raise FileNotFoundError(f"no DuckDB warehouse at {path}")
         workers = self.limits.workers
         share = _size_bytes(self.limits.memory_limit) // workers
+        if share < MIN_WORKER_SHARE:
+            raise ValueError(
+                f"sql.memory_limit {self.limits.memory_limit} split among {workers} workers "
+                f"leaves {share // 2**20} MiB each; each needs at least "
+                f"{MIN_WORKER_SHARE // 2**20} MiB (raise memory_limit or lower workers)"
+            )
         config = read_only_config(threads, self.limits)
-        config["memory_limit"] = f"{max(share // 2**20, 16)}MiB"
+        config["memory_limit"] = f"{int(share * DUCKDB_SHARE) // 2**20}MiB"
         self._pool = WorkerPool(
             {
                 "path": str(path),
                 "config": config,
-                "address_space_budget": share + self.limits.worker_headroom_bytes,
+                "resident_budget": share,
+                "address_space_budget": ADDRESS_SPACE_FACTOR * share,
             },
             workers,
         )

@@ -30,6 +30,26 @@ KILL_GRACE_S = 1.0
 """How long a worker may run past a query's timeout (its own interrupt should have stopped
 the query) before the parent kills it."""
 
+SPAWN_AFTER_S = 0.5
+"""A query that finds every worker busy starts another (up to the pool's size) once one of
+them has run its query this long: queries waiting behind short ones share the workers
+that live (a short query frees one sooner than a new one starts), while a long query
+never holds up the others for more than this plus a worker's start."""
+
+IDLE_STOP_S = 30.0
+"""A worker idle this long is stopped while more than the pool's minimum live."""
+
+
+STARTUP_NICE = 10
+"""A worker starts (imports, connects: about 0.5 s of CPU) at this nice value and returns to
+0 once ready, so replacing workers that hostile queries cost does not take the CPU from
+other sessions' short queries."""
+
+_WORKER_BOOT = (
+    f"import os; os.nice({STARTUP_NICE}); import runpy; "
+    "runpy.run_module('dabench.platform.warehouse.worker', run_name='__main__')"
+)
+
 
 class WorkerDied(Exception):
     """The worker's pipe closed mid-call (killed, or crashed)."""
@@ -44,11 +64,11 @@ def _worker_env() -> dict[str, str]:
 
 
 class WorkerProcess:
-    """One ``python -m dabench.platform.warehouse.worker`` process."""
+    """One ``dabench.platform.warehouse.worker`` process (started at :data:`STARTUP_NICE`)."""
 
     def __init__(self, hello: dict[str, Any]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dabench.platform.warehouse.worker"],
+            [sys.executable, "-c", _WORKER_BOOT],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=_worker_env(),
@@ -106,46 +126,83 @@ class WorkerProcess:
 
 
 class WorkerPool:
-    """``size`` worker processes, each serving one query at a time."""
+    """Up to ``size`` worker processes, each serving one query at a time.
 
-    def __init__(self, hello: dict[str, Any], size: int) -> None:
+    Workers start on demand: one at construction; another when a query waits for a worker
+    and some busy worker has run its query for ``spawn_after_s`` (so a platform whose
+    queries are short runs on one, and a long query does not hold up the others). A worker
+    idle for ``idle_stop_s`` is stopped while more than ``min_workers`` live, so an idle
+    platform is small."""
+
+    def __init__(
+        self,
+        hello: dict[str, Any],
+        size: int,
+        *,
+        min_workers: int = 1,
+        spawn_after_s: float = SPAWN_AFTER_S,
+        idle_stop_s: float = IDLE_STOP_S,
+    ) -> None:
         if size < 1:
             raise ValueError(f"the SQL worker pool needs at least 1 worker, got {size}")
+        if not 1 <= min_workers <= size:
+            raise ValueError(f"min_workers must be between 1 and {size}, got {min_workers}")
         self._hello = hello
+        self.size = size
+        self.min_workers = min_workers
+        self._spawn_after_s = spawn_after_s
+        self._idle_stop_s = idle_stop_s
         self._cond = threading.Condition()
         self._closed = False
-        self._busy: set[WorkerProcess] = set()
+        self._closing = threading.Event()  # wakes the reaper (its own: never a notify's)
+        self._busy: dict[WorkerProcess, float] = {}
+        """Busy workers and when each took its query."""
+        self._idle: list[tuple[WorkerProcess, float]] = []
+        """Idle workers and when each became idle; the most recently used last (taken
+        first), so the least used age out."""
+        self._starting = 0
         self.replaced = 0
         """Workers killed or dead and replaced since start."""
-        started = [WorkerProcess(hello) for _ in range(size)]
+        self.started = 0
+        """Workers started since construction (the first ``min_workers`` included)."""
+        self.stopped_idle = 0
+        """Workers stopped for being idle ``idle_stop_s``."""
+        started = [WorkerProcess(hello) for _ in range(min_workers)]
         try:
             infos = [w.ready() for w in started]
         except BaseException:
             for w in started:
                 w.kill()
             raise
+        self.started = len(started)
         self.info = infos[0]
         """The first worker's start-up answer: tables, catalog, DuckDB settings, limit."""
-        self._idle: list[WorkerProcess] = started
+        now = time.monotonic()
+        self._idle = [(w, now) for w in started]
         self._killer = Watchdog("sql-worker-killer")
         self._local = threading.local()
+        threading.Thread(target=self._reap_idle, name="sql-worker-reaper", daemon=True).start()
 
     def last_wait_s(self) -> float:
         """How long this thread's last :meth:`request` waited for an idle worker (one being
-        replaced); the timeout starts after it."""
+        started or replaced); the timeout starts after it."""
         return float(getattr(self._local, "wait_s", 0.0))
 
     @property
     def pids(self) -> list[int]:
         """Process ids of the live workers (idle and busy)."""
         with self._cond:
-            return sorted(w.pid for w in [*self._idle, *self._busy])
+            return sorted(w.pid for w in [*(w for w, _ in self._idle), *self._busy])
+
+    def _live(self) -> int:
+        return len(self._idle) + len(self._busy) + self._starting
 
     def request(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Run ``req`` on an idle worker; kill the worker ``KILL_GRACE_S`` after ``timeout_s``.
 
         Raises ``QUERY_TIMEOUT`` when the worker had to be killed, ``QUERY_MEMORY_LIMIT`` when
-        it died by itself (an allocation failing outside DuckDB's error handling)."""
+        it died by itself (an allocation failing outside DuckDB's error handling, or its
+        resident memory past its budget)."""
         self._local.wait_s = 0.0
         started = time.perf_counter()
         worker = self._take()
@@ -170,35 +227,47 @@ class WorkerPool:
         return answer
 
     def _take(self) -> WorkerProcess:
+        asked = False
         with self._cond:
             while not self._idle:
                 if self._closed:
                     raise RuntimeError("the SQL worker pool is closed")
-                self._cond.wait()
-            worker = self._idle.pop()
-            self._busy.add(worker)
+                now = time.monotonic()
+                spawn_at = min(self._busy.values(), default=now) + self._spawn_after_s
+                room = self._live() < self.size
+                if not asked and room and (now >= spawn_at if self._busy else not self._live()):
+                    asked = True  # one start per waiting query at most
+                    self._starting += 1
+                    threading.Thread(target=self._start_one, daemon=True).start()
+                # woken by a worker coming free or starting, or when a busy one turns long
+                self._cond.wait(None if asked or not room else max(spawn_at - now, 0.01))
+            worker, _ = self._idle.pop()
+            self._busy[worker] = time.monotonic()
             return worker
 
     def _give(self, worker: WorkerProcess) -> None:
         with self._cond:
-            self._busy.discard(worker)
+            self._busy.pop(worker, None)
             if self._closed:
                 worker.stop()
                 return
-            self._idle.append(worker)
+            self._idle.append((worker, time.monotonic()))
             self._cond.notify()
 
     def _replace(self, worker: WorkerProcess) -> None:
         """Reap ``worker`` and start its successor on this thread: the caller whose query
-        cost the worker keeps its query slot until the pool is whole again (its wait is
-        counted in :meth:`last_wait_s`, not as query time). If the start fails, a
-        background thread retries."""
+        cost the worker keeps its query slot until the pool is as large as before (its wait
+        is counted in :meth:`last_wait_s`, not as query time), so other sessions never wait
+        for a worker that query cost them. If the start fails, a background thread
+        retries. (Only being idle shrinks the pool.)"""
         started = time.perf_counter()
         worker.kill()
         with self._cond:
-            self._busy.discard(worker)
+            self._busy.pop(worker, None)
             self.replaced += 1
             closed = self._closed
+            if not closed:
+                self._starting += 1
         worker.stop(0)
         if closed:
             return
@@ -213,18 +282,23 @@ class WorkerPool:
         self._local.wait_s = getattr(self._local, "wait_s", 0.0) + time.perf_counter() - started
 
     def _add(self, worker: WorkerProcess) -> None:
+        """A started worker joins the idle list (``_starting`` was counted for it)."""
         with self._cond:
+            self._starting -= 1
+            self.started += 1
             if self._closed:
                 worker.stop()
                 return
-            self._idle.append(worker)
+            self._idle.append((worker, time.monotonic()))
             self._cond.notify()
 
     def _start_one(self) -> None:
+        """Start one worker (``_starting`` was counted for it), retrying with back-off."""
         delay = 0.5
         while True:
             with self._cond:
                 if self._closed:
+                    self._starting -= 1
                     return
             try:
                 worker = WorkerProcess(self._hello)
@@ -237,11 +311,30 @@ class WorkerPool:
             self._add(worker)
             return
 
+    def _reap_idle(self) -> None:
+        """Stop workers idle for ``idle_stop_s`` while more than ``min_workers`` live."""
+        period = max(self._idle_stop_s / 4, 0.05)
+        while not self._closing.wait(period):
+            with self._cond:
+                now = time.monotonic()
+                stale: list[WorkerProcess] = []
+                # the least recently used first; never below min_workers
+                while (
+                    self._idle
+                    and self._live() > self.min_workers
+                    and now - self._idle[0][1] >= self._idle_stop_s
+                ):
+                    stale.append(self._idle.pop(0)[0])
+                self.stopped_idle += len(stale)
+            for w in stale:
+                w.stop()
+
     def close(self) -> None:
         """Stop every worker (a busy one is killed)."""
         with self._cond:
             self._closed = True
-            idle, busy = list(self._idle), list(self._busy)
+            self._closing.set()
+            idle, busy = [w for w, _ in self._idle], list(self._busy)
             self._idle.clear()
             self._cond.notify_all()
         for w in busy:

@@ -5,17 +5,20 @@ platform's, and is bounded by a timeout).
 Started by :class:`~dabench.platform.warehouse.process_pool.WorkerPool` as
 ``python -m dabench.platform.warehouse.worker``. It speaks one JSON object per line: the
 first line it reads is its configuration (the world file, DuckDB's settings, the address-space
-budget), answered by the warehouse's tables; every later line is a query, answered by its
-result or a structured error. JSON, not pickle, in both directions: the parent never runs code
-a compromised worker could send.
+and resident-memory budgets), answered by the warehouse's tables; every later line is a
+query, answered by its result or a structured error. JSON, not pickle, in both directions:
+the parent never runs code a compromised worker could send.
 
 Limits that hold whatever function a query calls:
 
-- ``RLIMIT_AS`` caps the process's address space at its size after start-up plus the budget,
+- ``RLIMIT_AS`` caps the process's address space at its size after start-up plus its budget,
   so a list, string or hash table that DuckDB's ``memory_limit`` does not cover fails to
   allocate (``QUERY_MEMORY_LIMIT``) instead of growing the machine's memory;
-- a worker whose address space grew past half its budget after a query (DuckDB and malloc
-  keep what they mapped) asks to be replaced;
+- its resident memory is checked every :data:`RESIDENT_CHECK_S` while a query runs; past its
+  size after start-up plus its resident budget (memory the allocator kept mapped is reused without
+  growing the address space) the worker answers ``QUERY_MEMORY_LIMIT`` and exits;
+- a worker whose address space or resident memory grew past half its budget after a query
+  (DuckDB and malloc keep what they mapped) asks to be replaced;
 - a query running longer than half a second drops to nice 10, so the short queries of
   other sessions get the CPU first (its priority is restored afterwards, or the worker
   replaced where that is not permitted);
@@ -61,6 +64,22 @@ LONG_QUERY_S = 0.5
 run, so short queries of other sessions (and the platform process) get the CPU first."""
 LONG_QUERY_NICE = 10
 
+RESIDENT_CHECK_S = 0.05
+"""How often a running query's worker compares its resident memory with its budget."""
+
+
+BASE_NICE = [0]
+"""The nice value queries run at: 0, or the start-up value when the worker may not return
+to 0 (then every query runs there and a long one is not demoted further)."""
+
+
+def _restore_priority() -> None:
+    """After start-up: every thread back to nice 0 (see ``process_pool.STARTUP_NICE``)."""
+    for tid in os.listdir("/proc/self/task"):
+        if not _set_nice(int(tid), 0):
+            BASE_NICE[0] = os.getpriority(os.PRIO_PROCESS, 0)
+            return
+
 
 def _set_nice(tid: int, nice: int) -> bool:
     """Set one thread's nice value; ``False`` when not permitted."""
@@ -71,10 +90,18 @@ def _set_nice(tid: int, nice: int) -> bool:
     return True
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
 def _vm_size_bytes() -> int:
     with open("/proc/self/status", encoding="ascii") as fh:
         match = re.search(r"VmSize:\s+(\d+) kB", fh.read())
     return int(match.group(1)) * 1024 if match else 0
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as fh:
+        return int(fh.read().split()[1]) * _PAGE
 
 
 class GuardWorker:
@@ -104,9 +131,17 @@ class Worker:
     must_recycle = False
     """Set when the worker could not restore its priority after a long query."""
 
-    def __init__(self, path: str, config: dict[str, Any]) -> None:
+    resident_limit = 0
+    """Resident bytes past which a running query's worker answers ``QUERY_MEMORY_LIMIT``
+    and exits (0: unchecked); set by :func:`main` once the worker has started."""
+
+    def __init__(self, path: str, config: dict[str, Any], out: IO[bytes]) -> None:
         self.con = duckdb.connect(path, read_only=True, config=config)
         self.watchdog = Watchdog()
+        self._out = out
+        self._out_lock = threading.Lock()
+        self._running = False
+        self._check = -1
         cur = self.con.cursor()
         try:
             rows = cur.execute(
@@ -138,7 +173,13 @@ class Worker:
         cur = self.con.cursor()
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
         tid = threading.get_native_id()
-        demote = self.watchdog.arm(lambda: _set_nice(tid, LONG_QUERY_NICE), LONG_QUERY_S)
+        demote = self.watchdog.arm(
+            lambda: _set_nice(tid, max(LONG_QUERY_NICE, BASE_NICE[0])), LONG_QUERY_S
+        )
+        if self.resident_limit:
+            with self._out_lock:
+                self._running = True
+                self._check = self.watchdog.arm(self._check_resident, RESIDENT_CHECK_S)
         try:
             sql = str(req["sql"])
             tables: list[str] = []
@@ -161,14 +202,36 @@ class Worker:
         except duckdb.Error as exc:
             return {"error": sql_error(str(exc)).body.model_dump()}
         finally:
+            with self._out_lock:
+                self._running = False  # the resident check stops; it can no longer answer
+                self.watchdog.disarm(self._check)
             self.watchdog.disarm(ticket)
-            if not self.watchdog.disarm(demote) and not _set_nice(tid, 0):
+            if not self.watchdog.disarm(demote) and not _set_nice(tid, BASE_NICE[0]):
                 self.must_recycle = True  # may not raise its priority again: a fresh worker
             cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
         return {
             "ok": {"tables": tables, "columns": columns, "rows": rows, "truncated_by": truncated_by}
         }
+
+    def _check_resident(self) -> None:
+        """On the watchdog's thread while a query runs: past the resident limit, answer
+        ``QUERY_MEMORY_LIMIT`` in the query's place and exit (the parent replaces the
+        worker); else check again in :data:`RESIDENT_CHECK_S`."""
+        with self._out_lock:
+            if not self._running:
+                return
+            rss = _rss_bytes()
+            if rss > self.resident_limit:
+                error = memory_error(
+                    f"Out of Memory: the worker's resident memory reached {rss // 2**20} MiB, "
+                    f"past its limit of {self.resident_limit // 2**20} MiB"
+                )
+                try:
+                    _send(self._out, {"error": error.body.model_dump(), "recycle": True})
+                finally:
+                    os._exit(3)
+            self._check = self.watchdog.arm(self._check_resident, RESIDENT_CHECK_S)
 
 
 def _send(out: IO[bytes], obj: dict[str, Any]) -> None:
@@ -191,12 +254,17 @@ def main() -> None:
     if hello.get("path") is None:
         worker = GuardWorker(hello["scope"])
     else:
-        worker = Worker(hello["path"], hello["config"])
+        worker = Worker(hello["path"], hello["config"], out)
     budget = int(hello["address_space_budget"])
-    base = _vm_size_bytes()
+    resident = int(hello.get("resident_budget") or 0)
+    base, base_rss = _vm_size_bytes(), _rss_bytes()
     limit = base + budget if budget > 0 else resource.RLIM_INFINITY
-    recycle_above = base + budget // 2
+    recycle_above = base + budget // 2 if budget > 0 else sys.maxsize
+    recycle_rss_above = base_rss + resident // 2 if resident > 0 else sys.maxsize
+    if resident > 0 and isinstance(worker, Worker):
+        worker.resident_limit = base_rss + resident
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _restore_priority()
     _send(
         out,
         {
@@ -218,14 +286,16 @@ def main() -> None:
         answer["worker_ms"] = (time.perf_counter() - started) * 1000.0
         # DuckDB and malloc keep address space after a big query (or a failed allocation):
         # a worker past half its budget is replaced, so the next query gets its full budget
-        if getattr(worker, "must_recycle", False) or (
-            budget > 0 and _vm_size_bytes() > recycle_above
+        if (
+            getattr(worker, "must_recycle", False)
+            or _vm_size_bytes() > recycle_above
+            or _rss_bytes() > recycle_rss_above
         ):
             answer["recycle"] = True
         try:
             _send(out, answer)
         except MemoryError:
-            _send(out, {"error": memory_error("").body.model_dump()})
+            _send(out, {"error": memory_error("").body.model_dump(), "recycle": True})
 
 
 if __name__ == "__main__":
