@@ -3,6 +3,8 @@ relative tolerance.
 
 Rules (docs/grading.md, "Numeric", which lists the words each rule uses):
 
+0. **Declined**: a committed statement that opens by declining ("cannot be answered",
+   "declined") fails, whatever numbers it gives as examples.
 1. **Committed statement** (:func:`dabench.grading.answer.commitment`): the final-answer
    line, else the first line under an answer heading, else the concluding sentence. Numbers
    elsewhere (reasoning, intermediate figures, SQL) are never graded. It must state a number
@@ -67,6 +69,15 @@ HEDGE_WORDS: tuple[str, ...] = (
 )
 """Words that make a second candidate value a hedge."""
 _CONDITIONAL = {"if", "unless", "depending"}
+_DECLINE_RE = re.compile(
+    r"^[\W_]*(?:(?:i |we )?declined?\b"
+    r"|(?:it |this |that |the question )?(?:cannot|can ?not|can't|could not|couldn't) be"
+    r" (?:answered|determined|computed|calculated)\b"
+    r"|(?:i |we )?(?:cannot|can't|could not|couldn't) (?:answer|determine|compute|calculate)\b"
+    r"|(?:not (?:answerable|determinable)|unanswerable|undeterminable)\b)",
+    re.IGNORECASE,
+)
+"""A committed statement that opens by declining to answer (rule 0 of the module)."""
 _WORD_RE = re.compile(r"[A-Za-z]+")
 _RANGE_RE = re.compile(r"[ \t]?[-–/][ \t]?")
 
@@ -359,6 +370,13 @@ def check_numeric(
             expected=expected,
             found=found or None,
             uncertain=uncertain,
+        )
+
+    declined = _DECLINE_RE.match(statement.sentence)
+    if declined is not None:
+        return fail(
+            f"{said} declines to answer ({declined.group(0).strip()!r}): numbers it gives as "
+            f"examples or readings are not a committed answer; expected {bound}"
         )
 
     tols = (tolerance_abs, tolerance_rel)
