@@ -315,6 +315,7 @@ _ENDORSE_RE = re.compile(
     r"|although)\b",
     re.IGNORECASE,
 )
+_RELATIVE_RE = re.compile(r"\b(?:which|that|who)\b", re.IGNORECASE)
 _AFTER_NAIVE_RE = re.compile(r"\b(?:and|but|which|that|this|is|are|was|were)\b", re.IGNORECASE)
 _CONDITIONAL_WORD_RE = re.compile(r"\b(?:if|would|unless|depending|depends)\b", re.IGNORECASE)
 
@@ -363,8 +364,9 @@ def alternative_reading(
     ``if``, ``under the``, ``on a ... basis``), names the reading (``fiscal``, ``calendar``,
     ``gross``, ``net``, ``reading``, ``basis``, ``definition``...), holds no other value of
     its kind, no unsure word (:data:`_UNSURE_RE`: ``or``, ``either``, ``between``,
-    ``might``, ``/``...), no endorsing word (``correct``, ``should``, ``use``, ``instead``...)
-    and, after the naive value, no ``and``/``but``/``which``/``is``...; and the text left
+    ``might``, ``/``...), no endorsing word (``correct``, ``should``, ``use``, ``instead``...),
+    no ``which``/``that``/``who``, and after the naive value no ``and``/``but``/``is``...;
+    and the text left
     once those clauses are blanked has no unsure or conditional word, nor (after the truth)
     an endorsing or contrasting one (``but``, ``report``, ``go with``...). ``X or Y``,
     ``X / Y``, ``between X and Y`` and the naive value first never qualify.
@@ -391,7 +393,12 @@ def alternative_reading(
                 if m.start != mention.start - lo and _same_kind(m, mention) and not _year_like(m)
             ]
             after = text[mention.end : hi]
-            if kin or _UNSURE_RE.search(clause) or _ENDORSE_RE.search(clause):
+            if (
+                kin
+                or _UNSURE_RE.search(clause)
+                or _ENDORSE_RE.search(clause)
+                or _RELATIVE_RE.search(clause)
+            ):
                 return None
             if _AFTER_NAIVE_RE.search(after):
                 return None

@@ -227,7 +227,8 @@ _PROJECTION_RE = re.compile(
     r"\b(?:would|will|should|could|might|may|same|similar|unchanged|flat|assum\w*|estimat\w*"
     r"|expect\w*|likely|probabl\w*|project\w*|forecast\w*|extrapolat\w*|carr(?:y|ied|ies)"
     r"|guess\w*|proxy|use|used|using|based|so|thus|therefore|hence|approx\w*|about|around"
-    r"|roughly|i'd|i would)\b|~|≈"
+    r"|roughly|i'd|i would|grow\w*|increase\w*|add|plus|inflat\w*|answer|best|closest|instead"
+    r"|stand-in|substitute|equivalent|equal\w*)\b|~|≈"
 )
 _NON_CONTEXT_COPULA_RE = re.compile(r"would be|should be|will be|i'd say|i would say|estimate")
 
