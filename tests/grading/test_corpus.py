@@ -144,7 +144,7 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
             wrong_aliases=group.get("wrong_aliases", []),
         )
     if kind in ("refusal", "abstain"):
-        return check_refusal(answer, kind)
+        return check_refusal(answer, kind, question=group.get("question"))
     if kind == "format":
         spec = FormatSpec.model_validate(group["format"])
         check = check_format(answer, spec)

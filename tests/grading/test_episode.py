@@ -136,3 +136,18 @@ def test_tool_overlap_accepts_other_stacks_equivalents() -> None:
     assert check.passed and "platform.core.execute_esql" in check.reason
     other = ToolCall(index=0, name="platform.core.get_index_mapping")
     assert not check_tool_overlap(make_episode("x", tool_calls=[other]), ["sql_query"]).passed
+
+
+def test_refusal_grader_gets_the_task_prompt() -> None:
+    """Another period's value is context only against the asked period (the task's prompt)."""
+    answer = (
+        "Not available: no FY2026 budget is recorded; the table ends at FY2025 (FY2025 = $5.4M)."
+    )
+    asked_2026 = make_task(
+        {"kind": "refusal"}, category="adversarial", prompt="The FY2026 budget, in USD?"
+    )
+    asked_2025 = make_task(
+        {"kind": "refusal"}, category="adversarial", prompt="The FY2025 budget, in USD?"
+    )
+    assert grade_episode(make_episode(answer), asked_2026, None).passed
+    assert not grade_episode(make_episode(answer), asked_2025, None).passed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dabench.grading.refusal import check_refusal
+from dabench.grading.refusal import asked_periods, check_refusal
 
 
 @pytest.mark.parametrize(
@@ -69,3 +69,9 @@ def test_commitment_to_a_value_fails(text: str) -> None:
 def test_negated_positive_word_is_not_a_refusal() -> None:
     check = check_refusal("This is not impossible to compute.", "refusal")
     assert not check.passed and "expresses no refusal" in check.reason
+
+
+def test_asked_periods() -> None:
+    assert asked_periods("budget for fiscal year 2026, in US dollars?") == {2026}
+    assert asked_periods("FY26 vs Q4 2024 revenue") == {2026, 2024}
+    assert asked_periods("orders since 2025-03-31") == frozenset()

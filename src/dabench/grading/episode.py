@@ -114,7 +114,10 @@ def _deterministic(
             )
         )
     elif kind in ("refusal", "abstain"):
-        checks.append(check_refusal(answer, "refusal" if kind == "refusal" else "abstain"))
+        question = task.prompt or (task.turns[-1] if task.turns else None)
+        checks.append(
+            check_refusal(answer, "refusal" if kind == "refusal" else "abstain", question=question)
+        )
     elif kind == "format" and grading.format is not None:
         checks.insert(0, check_format(answer, grading.format))
     return checks

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 from dabench.grading.answer import Commitment, commitment
 from dabench.grading.numbers import NumberMention, find_all_numbers, format_number
@@ -304,6 +305,126 @@ def find_hedge(
     return None
 
 
+_READING_RE = re.compile(
+    r"\b(?:fiscal|calendar|gross|net|reading|basis|definition|interpretation|convention)\b",
+    re.IGNORECASE,
+)
+_CONDITIONAL_MARK_RE = re.compile(
+    r"\b(?:would(?: have)? be(?:en)?|would (?:give|total|come to|show|yield)|if|under (?:the|a|an)"
+    r"|on an? [\w-]+ basis)\b",
+    re.IGNORECASE,
+)
+_UNSURE_RE = re.compile(
+    r"\b(?:or|either|between|might|may|could|maybe|perhaps|possibly|probably|likely|unsure"
+    r"|unclear|uncertain|ambiguous|not sure|depending|depends|ranging|range|alternatively"
+    r"|otherwise)\b|/",
+    re.IGNORECASE,
+)
+_ENDORSE_RE = re.compile(
+    r"\b(?:correct|right|answer|prefer\w*|recommend\w*|better|actual|true|real|instead|rather"
+    r"|should|use|official|intended|meant to|go with|pick|choose|report|but|however|though"
+    r"|although)\b",
+    re.IGNORECASE,
+)
+_RELATIVE_RE = re.compile(r"\b(?:which|that|who)\b", re.IGNORECASE)
+_AFTER_NAIVE_RE = re.compile(r"\b(?:and|but|which|that|this|is|are|was|were)\b", re.IGNORECASE)
+_CONDITIONAL_WORD_RE = re.compile(r"\b(?:if|would|unless|depending|depends)\b", re.IGNORECASE)
+
+
+def _clause_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The clause holding ``text[start:end]``: bounded by ``;``, an em dash, a spaced en dash
+    or the parentheses enclosing it (parentheses inside the clause stay in it)."""
+
+    def edge(i: int) -> bool:
+        char = text[i]
+        spaced = 0 < i < len(text) - 1 and text[i - 1] == " " and text[i + 1] == " "
+        return char in ";—" or (char == "–" and spaced)
+
+    lo, depth = start, 0
+    while lo > 0:
+        char = text[lo - 1]
+        if char == ")":
+            depth += 1
+        elif char == "(" and depth:
+            depth -= 1
+        elif (char == "(" or edge(lo - 1)) and not depth:
+            break
+        lo -= 1
+    hi, depth = end, 0
+    while hi < len(text):
+        char = text[hi]
+        if char == "(":
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+        elif (char == ")" or edge(hi)) and not depth:
+            break
+        hi += 1
+    return lo, hi
+
+
+def alternative_reading(
+    statement: Commitment, hit: NumberMention, naive: float, tol_abs: float, tol_rel: float
+) -> Commitment | None:
+    """``statement`` with its alternative-reading clauses blanked out, or ``None`` when the
+    known-wrong (naive) value appears in it otherwise.
+
+    The naive value is a caveat, not a hedge, only when every mention of it (in the
+    committed sentence, after the truth ``hit``, or in a following sentence) sits in its own
+    clause (:func:`_clause_around`; not the truth's) that is conditional (``would be``,
+    ``if``, ``under the``, ``on a ... basis``), names the reading (``fiscal``, ``calendar``,
+    ``gross``, ``net``, ``reading``, ``basis``, ``definition``...), holds no other value of
+    its kind, no unsure word (:data:`_UNSURE_RE`: ``or``, ``either``, ``between``,
+    ``might``, ``/``...), no endorsing word (``correct``, ``should``, ``use``, ``instead``...),
+    no ``which``/``that``/``who``, and after the naive value no ``and``/``but``/``is``...;
+    and the text left
+    once those clauses are blanked has no unsure or conditional word, nor (after the truth)
+    an endorsing or contrasting one (``but``, ``report``, ``go with``...). ``X or Y``,
+    ``X / Y``, ``between X and Y`` and the naive value first never qualify.
+    """
+    blanked: list[str] = []
+    seen = False
+    for index, text in enumerate((statement.sentence, *statement.following)):
+        chars = list(text)
+        for mention in find_all_numbers(text):
+            if not _hits(mention, naive, tol_abs, tol_rel):
+                continue
+            seen = True
+            if index == 0 and mention.start < hit.end:
+                return None
+            lo, hi = _clause_around(text, mention.start, mention.end)
+            clause = text[lo:hi]
+            if (index == 0 and lo < hit.end) or not (
+                _CONDITIONAL_MARK_RE.search(clause) and _READING_RE.search(clause)
+            ):
+                return None
+            kin = [
+                m
+                for m in find_all_numbers(clause)
+                if m.start != mention.start - lo and _same_kind(m, mention) and not _year_like(m)
+            ]
+            after = text[mention.end : hi]
+            if (
+                kin
+                or _UNSURE_RE.search(clause)
+                or _ENDORSE_RE.search(clause)
+                or _RELATIVE_RE.search(clause)
+            ):
+                return None
+            if _AFTER_NAIVE_RE.search(after):
+                return None
+            chars[lo:hi] = " " * (hi - lo)
+        rest = "".join(chars)
+        if _UNSURE_RE.search(rest) or _CONDITIONAL_WORD_RE.search(rest):
+            return None
+        if seen and _ENDORSE_RE.search(rest[hit.end :] if index == 0 else rest):
+            return None
+        blanked.append(rest)
+    if not seen:
+        return statement
+    return replace(statement, sentence=blanked[0], following=tuple(blanked[1:]))
+
+
 _ASKED_CURRENCY_RE = (
     (r"\b(?:in|as) (?:US |U\.S\. |American )?dollars\b", "USD"),
     (r"\b(?:in|as) euros?\b", "EUR"),
@@ -403,6 +524,15 @@ def check_numeric(
         and not math.isnan(naive)
         and not within(naive, expected, tolerance_abs, tolerance_rel)
     )
+    if naive is not None and naive_differs and hit is not None:
+        caveated = alternative_reading(statement, hit, naive, *tols)
+        if caveated is not None and caveated != statement:
+            statement = caveated
+            parsed = [
+                m
+                for m in find_all_numbers(statement.sentence)
+                if not m.ambiguous and not _meta_count(statement.sentence, m)
+            ]
     if naive is not None and naive_differs:
         span = [statement.sentence, *statement.following]
         for text in span:

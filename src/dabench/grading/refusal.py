@@ -6,7 +6,9 @@ filters); ``abstain``: a fact never taught or not in the data. Both pass when th
 (the final-answer section, else the whole answer) expresses one of the meaning classes
 (:data:`MEANING_CLASSES`: non-existence, not recorded, impossible or contradictory, cannot be
 determined, not permitted, not applicable, out of scope) **and** does not commit to a value
-(:func:`find_commitment`).
+(:func:`find_commitment`). A value labelled with another period than the question asks
+(``FY2025 = $5,443,200`` when FY2026 was asked), after the refusal, is context, not a
+commitment (:func:`other_period_context`).
 
 Matching runs on normalised text (lower case, curly quotes straightened, ``*`` and backticks
 removed, whitespace collapsed). Patterns whose words are themselves positive
@@ -216,13 +218,69 @@ def find_meaning(text: str) -> MeaningMatch | None:
     return None
 
 
-def find_commitment(text: str, *, marked_line: str | None = None) -> str | None:
+_PERIOD_RE = re.compile(
+    r"\b(?:fy|fiscal(?: year)?) ?'?(?P<fy>\d{4}|\d{2})\b|(?<![\d-])(?P<y>(?:19|20)\d{2})(?![\d-])"
+)
+_CLAUSE_EDGE_RE = re.compile(r"[;()\n]|[.!?](?:\s|$)")
+_SENTENCE_EDGE_RE = re.compile(r"\n|[.!?](?:\s|$)")
+_PROJECTION_RE = re.compile(
+    r"\b(?:would|will|should|could|might|may|same|similar|unchanged|flat|assum\w*|estimat\w*"
+    r"|expect\w*|likely|probabl\w*|project\w*|forecast\w*|extrapolat\w*|carr(?:y|ied|ies)"
+    r"|guess\w*|proxy|use|used|using|based|so|thus|therefore|hence|approx\w*|about|around"
+    r"|roughly|i'd|i would|grow\w*|increase\w*|add|plus|inflat\w*|answer|best|closest|instead"
+    r"|stand-in|substitute|equivalent|equal\w*)\b|~|≈"
+)
+_NON_CONTEXT_COPULA_RE = re.compile(r"would be|should be|will be|i'd say|i would say|estimate")
+
+
+def asked_periods(question: str) -> frozenset[int]:
+    """The years a question names (``fiscal year 2026``, ``FY26``, ``Q4 2024``, ``2025``);
+    ISO dates' years are not counted."""
+    found = set()
+    for match in _PERIOD_RE.finditer(question.lower()):
+        year = match.group("fy") or match.group("y")
+        found.add(int(year) + (2000 if len(year) == 2 else 0))
+    return frozenset(found)
+
+
+def other_period_context(norm: str, start: int, end: int, asked: frozenset[int]) -> bool:
+    """True when the value at ``norm[start:end]`` (normalised text) is context about another
+    period: the question names periods (``asked``); a refusal (:func:`find_meaning`) comes
+    before the value's clause; the clause up to the value names a period, and none of
+    ``asked``; the rest of the sentence names no asked period; and neither the clause nor
+    anything after the value projects (``would``, ``same``, ``estimate``, ``using``...).
+    A value for the asked period (``FY2026 = $X``) or carried over to it is never context.
+    """
+    if not asked:
+        return False
+    edges = [m.end() for m in _CLAUSE_EDGE_RE.finditer(norm, 0, start)]
+    clause_start = edges[-1] if edges else 0
+    clause = norm[clause_start:start]
+    sentence_end = _SENTENCE_EDGE_RE.search(norm, end)
+    sentence_tail = norm[end : sentence_end.start() if sentence_end else len(norm)]
+    named = asked_periods(clause)
+    return (
+        bool(named)
+        and not named & asked
+        and not asked_periods(sentence_tail) & asked
+        and not _PROJECTION_RE.search(clause)
+        and not _PROJECTION_RE.search(norm[end:])
+        and not _NON_CONTEXT_COPULA_RE.search(clause)
+        and find_meaning(norm[:clause_start]) is not None
+    )
+
+
+def find_commitment(
+    text: str, *, marked_line: str | None = None, asked: frozenset[int] = frozenset()
+) -> str | None:
     """What in ``text`` commits to a value, or ``None``.
 
     A commitment is: the final-answer line being a bare number (``marked_line``); a number
     right after a copula (``is 42``, ``= $1,234``, ``was approximately 12%``, ``: 42``); a
     markdown table cell holding only a number; or a guess after a hedge (``I'm not sure, but
-    it is ...``). Dates are not values here (``data ends on 2025-03-31`` is an explanation).
+    it is ...``). Dates are not values here (``data ends on 2025-03-31`` is an explanation),
+    nor are values about another period than the ``asked`` years after a refusal
+    (:func:`other_period_context`).
     """
     if marked_line is not None:
         line = marked_line.strip().strip("*_`").strip()
@@ -230,13 +288,13 @@ def find_commitment(text: str, *, marked_line: str | None = None) -> str | None:
         if numbers and len(numbers[0].text) >= len(line) * 0.5:
             return f"the final-answer line is a value ({line[:60]!r})"
     norm = "\n".join(normalise(_LIST_MARKER_RE.sub("", line)) for line in text.splitlines())
-    for match in _COPULA_VALUE_RE.finditer(norm):
-        if _DATE_LIKE_RE.match(norm[match.start("val") :]):
-            continue
-        return f"it states a value ({match.group(0)!r})"
-    measure = _MEASURE_OF_RE.search(norm)
-    if measure is not None and not _DATE_LIKE_RE.match(norm[measure.start("val") :]):
-        return f"it states a value ({measure.group(0)!r})"
+    for regex in (_COPULA_VALUE_RE, _MEASURE_OF_RE):
+        for match in regex.finditer(norm):
+            if _DATE_LIKE_RE.match(norm[match.start("val") :]) or other_period_context(
+                norm, match.start(), match.end("val"), asked
+            ):
+                continue
+            return f"it states a value ({match.group(0)!r})"
     table = _TABLE_VALUE_RE.search(text)
     if table is not None:
         return f"it gives a table of values ({table.group(0).strip()!r})"
@@ -250,18 +308,22 @@ _NULL_ANSWER_RE = re.compile(r"^(?:n/a|na|not applicable|no answer|no value|—|
 _FENCE_RE = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
 
 
-def check_refusal(answer: str, kind: Literal["refusal", "abstain"] = "refusal") -> GradeCheck:
+def check_refusal(
+    answer: str, kind: Literal["refusal", "abstain"] = "refusal", *, question: str | None = None
+) -> GradeCheck:
     """Pass when the graded text refuses or abstains (a meaning class) and commits to no
     value. A final-answer section that is only ``N/A`` (``not applicable``, a dash) is read
     together with the text above the marker (fenced code left out): its reasons, and any
-    value it commits to."""
+    value it commits to. ``question`` (the task's prompt) gives the asked periods: a value
+    labelled with another period after the refusal is context (:func:`other_period_context`)."""
     where = focus(answer)
     wanted = "a refusal" if kind == "refusal" else "an abstention"
     text, line = where.section, where.line if where.marked else None
     if where.marked and _NULL_ANSWER_RE.match(where.section.strip().strip("*_`").strip()):
         text, line = _FENCE_RE.sub("", answer).strip(), None
     meaning = find_meaning(text)
-    commit = find_commitment(text, marked_line=line)
+    asked = asked_periods(question) if question else frozenset()
+    commit = find_commitment(text, marked_line=line, asked=asked)
     snippet = where.section[:120]
     if meaning is None:
         reason = f"{where.where} expresses no {kind}; it appears to answer: {snippet!r}"
