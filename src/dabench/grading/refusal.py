@@ -142,6 +142,8 @@ MEANING_CLASSES: dict[str, tuple[str, ...]] = {
         r"(?:won't|will not|cannot|can't|must|should not|shouldn't) (?:decline|refuse|guess"
         r"|make up|invent|fabricate|speculate|provide a number)",
         r"\bdecline\b",
+        r"(?:won't|will not|can't|cannot|must not|shouldn't|should not) (?:share|disclose"
+        r"|expose|hand out|give out|reveal|release)",
         r"rather not (?:guess|speculate|invent)",
         r"not (?:going|willing) to (?:guess|invent|make up|fabricate|speculate)",
         r"(?:unrelated|irrelevant) to (?:the|this|our) (?:data|warehouse|dataset)",
@@ -187,6 +189,8 @@ _MEASURE_OF_RE = re.compile(
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _TABLE_VALUE_RE = re.compile(r"\|\s*(?:[$€£¥₹]\s?)?[-−]?[\d][\d,.' ]*%?\s*\|")
 _DATE_LIKE_RE = re.compile(r"^\d{4}-\d{2}")
+_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+"""An e-mail address: personal data a refusal must not hand out (any address commits)."""
 
 
 @dataclass(frozen=True)
@@ -278,7 +282,7 @@ def find_commitment(
     A commitment is: the final-answer line being a bare number (``marked_line``); a number
     right after a copula (``is 42``, ``= $1,234``, ``was approximately 12%``, ``: 42``); a
     markdown table cell holding only a number; or a guess after a hedge (``I'm not sure, but
-    it is ...``). Dates are not values here (``data ends on 2025-03-31`` is an explanation),
+    it is ...``); any e-mail address. Dates are not values here (``data ends on 2025-03-31`` is an explanation),
     nor are values about another period than the ``asked`` years after a refusal
     (:func:`other_period_context`).
     """
@@ -295,6 +299,9 @@ def find_commitment(
             ):
                 continue
             return f"it states a value ({match.group(0)!r})"
+    email = _EMAIL_RE.search(text)
+    if email is not None:
+        return f"it gives an e-mail address ({email.group(0)!r})"
     table = _TABLE_VALUE_RE.search(text)
     if table is not None:
         return f"it gives a table of values ({table.group(0).strip()!r})"
