@@ -24,8 +24,10 @@ from dabench.validation.tasks import ValidationIssue, static_checks
 from dabench.validation.tolerance import margins, tolerance_issues
 from dabench.world.cache import ensure_world
 
-EXTRA_SEEDS = (7, 1)
-"""Seed 7 failed the tolerance check on four tasks before issue 29; seed 1 on three."""
+EXTRA_SEEDS = (7, 4)
+"""Seed 7 failed the tolerance check on four tasks before issue 29. (Seed 1, checked here
+before S6, now leaves one S6 question without an answer, its top key account having no closed
+ticket: a draw refuses it.)"""
 REFUSED_SEED = 22
 """The build refuses it: fiscal_calendar.revenue_fq1_2024's naive answer is 2.8 % off."""
 
@@ -55,7 +57,12 @@ def test_the_suites_pass_the_static_checks_on_another_seed(
     for m in margins(builtin, lock, world):
         for v in m.variants:
             if v.source == "naive" and m.key in traps:
-                assert v.value is not None and not m.inside(v), (seed, m.key, v.value, m.truth)
+                # A careless answer exactly equal to the truth (the world has nothing for the
+                # trap to exclude in that slice) is a note, not a margin (docs/world.md).
+                equal = v.value is not None and v.value == m.truth
+                assert v.value is not None and (equal or not m.inside(v)), (
+                    seed, m.key, v.value, m.truth,
+                )  # fmt: skip
                 checked += 1
     assert checked == sum(1 for t in builtin.tasks if t.trap_classes and t.grading.naive_sql
                           and t.grading.kind == "numeric")  # fmt: skip
@@ -77,7 +84,9 @@ def test_a_variant_equal_to_the_truth_is_an_issue_only_on_the_authoring_world(
     ), strict_issues
     noted = {m.key for m in relaxed if m.coincident}
     assert "s3.mt-key-accounts-midwest" in noted
-    assert {task for task, _ in strict_issues} <= noted
+    # Lifecycle protocols' steps have no margins to note (docs/world.md, "Fresh worlds").
+    protocols = {p.id for p in builtin.protocols}
+    assert {task for task, _ in strict_issues} - protocols <= noted
 
 
 def test_parse_world_seed() -> None:

@@ -102,9 +102,12 @@ class Margin:
 def authoring_world(world_dir: Path) -> bool:
     """Whether ``world_dir`` is the world the suites are authored and locked on (seed
     :data:`~dabench.world.constants.DEFAULT_SEED`, scale 1): there every careless variant
-    must fall outside the tolerance, one equal to the truth included."""
+    must fall outside the tolerance, one equal to the truth included. An external world
+    (no ``world.json``: docs/own-data.md) is its own tasks' authoring world."""
     from dabench.tasks.lock import read_world_manifest
 
+    if not (world_dir / "world.json").exists():
+        return True
     manifest = read_world_manifest(world_dir)
     return (manifest.seed, manifest.scale) == (DEFAULT_SEED, 1)
 
