@@ -282,8 +282,8 @@ def find_commitment(
     A commitment is: the final-answer line being a bare number (``marked_line``); a number
     right after a copula (``is 42``, ``= $1,234``, ``was approximately 12%``, ``: 42``); a
     markdown table cell holding only a number; or a guess after a hedge (``I'm not sure, but
-    it is ...``); any e-mail address. Dates are not values here (``data ends on 2025-03-31`` is an explanation),
-    nor are values about another period than the ``asked`` years after a refusal
+    it is ...``); any e-mail address. Dates are not values here (``data ends on 2025-03-31``
+    is an explanation), nor are values about another period than the ``asked`` years after a refusal
     (:func:`other_period_context`).
     """
     if marked_line is not None:
