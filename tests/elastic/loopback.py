@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Self
+
+from tests.quiet_http import QuietThreadingHTTPServer
 
 
 class LoopbackServer:
@@ -12,7 +14,7 @@ class LoopbackServer:
     Subclasses build their request handler class in :meth:`_handler`."""
 
     def __init__(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = QuietThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

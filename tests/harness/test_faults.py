@@ -7,7 +7,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import yaml
 from rich.console import Console
+from tests.quiet_http import QuietThreadingHTTPServer
 from typer.testing import CliRunner
 
 from dabench.agents.base import EpisodeRequest, EpisodeTranscript
@@ -175,7 +176,7 @@ class AuditHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def audit_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), AuditHandler)
+    server = QuietThreadingHTTPServer(("127.0.0.1", 0), AuditHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.harness.agent_runs import write_agent_experiment
+from tests.quiet_http import QuietThreadingHTTPServer
 from typer.testing import CliRunner
 
 from dabench.cli import app
@@ -591,7 +592,7 @@ class _Provider(http.server.BaseHTTPRequestHandler):
 def test_the_model_proxy_forwards_and_meters_tokens_into_the_episode(
     real_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Provider)
+    server = QuietThreadingHTTPServer(("127.0.0.1", 0), _Provider)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     upstream = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.setenv("TEST_MODEL_KEY", "k")  # the harness's; the program sends another

@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
+from tests.quiet_http import QuietThreadingHTTPServer
 
 from dabench.errors import HarnessError
 from dabench.targets.loopback_http import LoopbackHttp
@@ -57,7 +58,7 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[ThreadingHTTPServer]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv = QuietThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     yield srv
