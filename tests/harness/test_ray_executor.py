@@ -37,6 +37,9 @@ from .ray_cluster import RayCluster
 pytestmark = pytest.mark.slow
 
 FAKE = "fake:latency=300ms,calls=2"
+FAKE_SLOW = "fake:latency=1s,calls=2"
+"""The node-loss test's model: episodes long enough that the second node still holds some in
+flight when it is killed, however fast the machine drains the queue."""
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +77,7 @@ def driver_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
-def experiment(tmp_path: Path, **extra: object) -> Path:
+def experiment(tmp_path: Path, model: str = FAKE, **extra: object) -> Path:
     data = {
         "name": "ray",
         "world": {"seed": 930, "scale": 1},
@@ -85,7 +88,7 @@ def experiment(tmp_path: Path, **extra: object) -> Path:
             {"name": "oracle", "target": {"kind": "reference", "profile": "a0"},
              "agent": {"kind": "oracle"}},
             {"name": "fake", "target": {"kind": "reference", "profile": "a2"},
-             "agent": {"kind": "llm", "model": FAKE}},
+             "agent": {"kind": "llm", "model": model}},
         ],
         **extra,
     }  # fmt: skip
@@ -144,7 +147,7 @@ async def test_cluster_wide_provider_limit(
 def test_node_loss_requeues_and_matches_local(
     cluster: RayCluster, tmp_path: Path, driver_cache: Path
 ) -> None:
-    path = experiment(tmp_path)
+    path = experiment(tmp_path, model=FAKE_SLOW)
     ray_run, local_run = tmp_path / "ray-run", tmp_path / "local-run"
     cmd = [sys.executable, "-m", "dabench.cli", "run", str(path), "--no-progress", "--no-grade"]
     env = {**os.environ, "PYTHONPATH": cluster.env["PYTHONPATH"]}
