@@ -20,7 +20,8 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -271,6 +272,30 @@ def _writer(world: World, out_dir: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+@contextmanager
+def staged_file_export(
+    world: World, out_file: Path, *, force: bool
+) -> Iterator[tuple[Path, SqlExportSummary]]:
+    """Build a one-file export in a temporary folder beside ``out_file``.
+
+    Yields the path to write and the summary to fill; on a clean exit the file and its
+    ``<name>.world`` sidecar replace ``out_file`` (refused when it exists and not ``force``),
+    and the summary gets the elapsed time. The temporary folder is always removed."""
+    if out_file.exists() and not force:
+        raise UserInputError(f"{out_file}: exists (pass --force to replace it)")
+    t0 = time.perf_counter()
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_file.name}-", dir=out_file.parent))
+    summary = SqlExportSummary(target=str(out_file), world_hash=world.world_hash)
+    try:
+        path = tmp / out_file.name
+        yield path, summary
+        install_file_export(world, tmp, path, out_file)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    summary.elapsed_s = time.perf_counter() - t0
+
+
 def install_file_export(world: World, tmp: Path, path: Path, out_file: Path) -> None:
     """Move a file export built at ``path`` (inside ``tmp``) to ``out_file``, with its
     ``<name>.world`` sidecar beside it (replacing earlier ones)."""
@@ -360,19 +385,12 @@ def export_duckdb(
         raise UserInputError(
             f"--storage-version {storage_version!r}: expected one of {', '.join(STORAGE_VERSIONS)}"
         )
-    if out_file.exists() and not force:
-        raise UserInputError(f"{out_file}: exists (pass --force to replace it)")
-    t0 = time.perf_counter()
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_file.name}-", dir=out_file.parent))
-    summary = SqlExportSummary(target=str(out_file), world_hash=world.world_hash)
-    try:
-        path = tmp / out_file.name
+    with staged_file_export(world, out_file, force=force) as (path, summary):
         config = {k: v for k, v in OFFLINE_CONFIG.items() if k != "enable_external_access"}
         con = duckdb.connect(":memory:", config=config)
         try:
             con.execute(f"ATTACH {_literal(str(world.warehouse_path))} AS wh (READ_ONLY)")
-            con.execute("SET allowed_directories = ?", [[str(tmp)]])
+            con.execute("SET allowed_directories = ?", [[str(path.parent)]])
             con.execute("SET enable_external_access = false")
             con.execute(
                 f"ATTACH {_literal(str(path))} AS export_db (STORAGE_VERSION "
@@ -392,10 +410,6 @@ def export_duckdb(
             con.execute("DETACH export_db")
         finally:
             con.close()
-        install_file_export(world, tmp, path, out_file)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    summary.elapsed_s = time.perf_counter() - t0
     return summary
 
 

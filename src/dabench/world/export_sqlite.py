@@ -22,15 +22,11 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import shutil
 import sqlite3
-import tempfile
-import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from dabench.errors import UserInputError
 from dabench.world.export_sql import (
     COPY_BATCH,
     ProgressFn,
@@ -41,8 +37,8 @@ from dabench.world.export_sql import (
     _comment,
     _ident,
     _qualified,
-    install_file_export,
     primary_key,
+    staged_file_export,
 )
 from dabench.world.load import World
 from dabench.world.model import DatasetMeta
@@ -110,14 +106,7 @@ def export_sqlite(
 ) -> SqlExportSummary:
     """The warehouse as one SQLite file, tables flattened to ``<schema>__<table>``, with the
     catalog, world manifest and knowledge pages in ``<file>.world/``."""
-    if out_file.exists() and not force:
-        raise UserInputError(f"{out_file}: exists (pass --force to replace it)")
-    t0 = time.perf_counter()
-    out_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_file.name}-", dir=out_file.parent))
-    summary = SqlExportSummary(target=str(out_file), world_hash=world.world_hash)
-    try:
-        path = tmp / out_file.name
+    with staged_file_export(world, out_file, force=force) as (path, summary):
         con = connect_warehouse(world.warehouse_path)
         try:
             with closing(sqlite3.connect(path)) as lite:
@@ -127,10 +116,6 @@ def export_sqlite(
                 lite.execute("VACUUM")
         finally:
             con.close()
-        install_file_export(world, tmp, path, out_file)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    summary.elapsed_s = time.perf_counter() - t0
     return summary
 
 
