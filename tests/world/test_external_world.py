@@ -15,8 +15,9 @@ from dabench.errors import UserInputError
 from dabench.tasks.loader import load_tasks
 from dabench.tasks.lock import check_lock, compute_lock
 from dabench.world import World
-from dabench.world.external_checks import data_policy_issues, discoverability_issues
+from dabench.world.external_checks import discoverability_issues
 from dabench.world.init import init_world
+from dabench.world.policy_data import policy_issues
 from dabench.world.source import (
     RULES_FILE,
     SOURCE_FILE,
@@ -243,12 +244,12 @@ def test_discoverability_and_policies_as_data(external: Path) -> None:
     policies = open_world(external).policies
     good = "SELECT sum(amount) / 100.0 FROM shop.orders"
     bad = "SELECT sum(amount) FROM shop.orders"
-    assert data_policy_issues(policies, good, "in euros", []) == []
-    assert "does not apply policy 'cents'" in data_policy_issues(policies, bad, "in euros", [])[0]
-    assert data_policy_issues(policies, bad, "how many orders", []) == []  # out of scope
+    assert policy_issues(policies, good, "in euros", []) == []
+    assert "does not apply policy 'cents'" in policy_issues(policies, bad, "in euros", [])[0]
+    assert policy_issues(policies, bad, "how many orders", []) == []  # out of scope
     exempt = ["policy-exempt:cents"]
-    assert data_policy_issues(policies, bad, "in euros, in cents", exempt) == []
-    assert "prompt does not say so" in data_policy_issues(policies, bad, "in euros", exempt)[0]
+    assert policy_issues(policies, bad, "in euros, in cents", exempt) == []
+    assert "prompt does not say so" in policy_issues(policies, bad, "in euros", exempt)[0]
 
 
 def test_bad_world_directories_are_named(tmp_path: Path, external: Path) -> None:
