@@ -319,3 +319,50 @@ def test_an_inline_external_world_in_an_experiment(
     assert builtin.hash() == canonical_hash(dumped)  # the built-in experiment's hash is as before
     with pytest.raises(ValueError, match="needs engine, location and knowledge"):
         Experiment.model_validate({"name": "x", "world": {"kind": "warehouse"}, "arms": arms})
+
+
+def test_world_info_describes_an_external_world(external: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dabench.cli import app
+
+    runner = CliRunner()
+    shown = runner.invoke(app, ["world", "info", str(external)])
+    assert shown.exit_code == 0, shown.output
+    fp = open_world(external).fingerprint()
+    assert fp is not None
+    assert "external duckdb warehouse" in shown.output and fp.hash[:12] in shown.output
+    assert "shop.orders" in shown.output and "hidden rules" in shown.output
+    md = runner.invoke(app, ["world", "info", str(external), "--markdown"])
+    assert md.exit_code == 0, md.output
+    assert "| `cents` | hidden (units) | `cents` |" in md.output
+    assert "| policy | title | page | rule | careless readings |" in md.output
+
+
+def test_a_ray_node_finds_and_checks_an_external_world(
+    external: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a Ray worker does before it serves (``node_world``): an external world, by
+    directory or inline, is opened and its hash (with the data fingerprint computed on the
+    node) checked against the driver's; a node whose data differs refuses."""
+    pytest.importorskip("ray")
+    from dabench.errors import HarnessError
+    from dabench.runner.experiment import Experiment
+    from dabench.runner.ray_executor import node_world
+
+    monkeypatch.setenv("DABENCH_CACHE", str(tmp_path / "cache"))
+    arms = [{"name": "a0", "target": {"kind": "reference", "profile": "a0"},
+             "agent": {"kind": "oracle"}}]  # fmt: skip
+    driver_hash = open_world(external).world_hash
+    by_dir = Experiment.model_validate({"name": "x", "world": {"dir": "world"}, "arms": arms})
+    assert node_world(by_dir, external.parent, driver_hash) == external
+    location = yaml.safe_load((external / SOURCE_FILE).read_text(encoding="utf-8"))["location"]
+    inline = {"kind": "warehouse", "engine": "duckdb", "location": location, "knowledge": "world"}
+    exp = Experiment.model_validate({"name": "x", "world": inline, "arms": arms})
+    found = node_world(exp, external.parent, driver_hash)
+    assert found.parent == tmp_path / "cache" / "external-worlds"
+    con = duckdb.connect(location)
+    con.execute("DELETE FROM shop.orders WHERE order_id = 1")
+    con.close()
+    with pytest.raises(HarnessError, match=r"differs from the driver's .*data differ on this node"):
+        node_world(by_dir, external.parent, driver_hash)

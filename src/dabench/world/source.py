@@ -419,6 +419,12 @@ def load_knowledge(
     return catalog, pages, policies, rules
 
 
+def is_world_dir(path: Path) -> bool:
+    """Whether ``path`` is a world directory: built (``world.json``) or external
+    (``world.yaml``)."""
+    return (path / MANIFEST_FILE).is_file() or (path / SOURCE_FILE).is_file()
+
+
 def open_world(path: Path | str) -> OpenWorld:
     """Open the world named by the directory ``path``: a built world (``world.json``, its
     identity declared there) or an external one (``world.yaml``); either way the knowledge
