@@ -2,16 +2,16 @@
 
 Every text a policy names must say what the world's policies (``policies.yaml``,
 :mod:`dabench.world.policy_data`) say, and every curated query it names must compute what its
-SQL form computes. :func:`consistency_issues` checks any world, built or external
-(``dabench tasks validate`` runs it):
+SQL form computes. :func:`consistency_issues` checks any world, built or external, on the texts
+as the a2 platform serves them (:func:`knowledge_texts`; ``dabench tasks validate`` runs it):
 
 1. the policy's knowledge page exists and states its rule verbatim (whitespace folded; the
    built-in pages render rule and scope with :func:`~dabench.world.policy_data.scope_markdown`);
-2. every location in :attr:`Policy.states` exists and states :attr:`Policy.rule` verbatim;
-3. every curated query in :attr:`Policy.queries` exists and its SQL applies the policy (the
-   same syntactic check as a truth SQL), and for a definition with :attr:`Policy.members_sql`
+2. every location in :attr:`DataPolicy.states` exists and states :attr:`DataPolicy.rule` verbatim;
+3. every curated query in :attr:`DataPolicy.queries` exists and its SQL applies the policy (the
+   same syntactic check as a truth SQL), and for a definition with :attr:`DataPolicy.members_sql`
    its first column is exactly the defined set, computed on the warehouse (DuckDB worlds);
-4. no knowledge text defines :attr:`Policy.term` otherwise: a text that names the term and one
+4. no knowledge text defines :attr:`DataPolicy.term` otherwise: a text that names the term and one
    of its defining words must state the rule.
 
 The built-in generator builds those texts from the policies (by construction); the check
@@ -35,16 +35,21 @@ def _flat(text: str) -> str:
 
 
 def knowledge_texts(catalog: Catalog, pages: list[KnowledgePage]) -> dict[str, str]:
-    """Every knowledge-layer text by location (``catalog:<dataset>[.<column>]``,
-    ``glossary:<id>``, ``query:<id>`` for a curated query's description, ``knowledge:<id>``)."""
+    """Every knowledge-layer text by location, as the a2 platform serves it
+    (``catalog:<dataset>[.<column>]`` with a column's unit, ``glossary:<id>`` with the term's
+    name, ``query:<id>`` with the curated query's name, description and SQL, ``knowledge:<id>``
+    with the page's title)."""
     texts: dict[str, str] = {}
     for ds in catalog.datasets:
         texts[f"catalog:{ds.id}"] = ds.description
         for col in ds.columns:
-            texts[f"catalog:{ds.id}.{col.name}"] = col.description
-    texts.update({f"glossary:{g.id}": g.definition for g in catalog.glossary})
-    texts.update({f"query:{q.id}": q.description for q in catalog.curated_queries})
-    texts.update({f"knowledge:{p.id}": p.body for p in pages})
+            unit = f" Unit: {col.unit}." if col.unit else ""
+            texts[f"catalog:{ds.id}.{col.name}"] = col.description + unit
+    texts.update({f"glossary:{g.id}": f"{g.name}: {g.definition}" for g in catalog.glossary})
+    texts.update(
+        {f"query:{q.id}": f"{q.name}: {q.description}\n{q.sql}" for q in catalog.curated_queries}
+    )
+    texts.update({f"knowledge:{p.id}": f"{p.title}\n{p.body}" for p in pages})
     return texts
 
 

@@ -11,28 +11,12 @@ from __future__ import annotations
 
 import re
 
+from dabench.world.consistency import knowledge_texts
 from dabench.world.source import OpenWorld
 
 
 def _fold(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def served_texts(world: OpenWorld) -> dict[str, str]:
-    """Fact location -> the text the a2 knowledge layer serves for it."""
-    out: dict[str, str] = {}
-    for ds in world.catalog.datasets:
-        out[f"catalog:{ds.id}"] = ds.description
-        for col in ds.columns:
-            unit = f" Unit: {col.unit}." if col.unit else ""
-            out[f"catalog:{ds.id}.{col.name}"] = col.description + unit
-    for g in world.catalog.glossary:
-        out[f"glossary:{g.id}"] = f"{g.name}: {g.definition}"
-    for q in world.catalog.curated_queries:
-        out[f"query:{q.id}"] = f"{q.name}: {q.description}\n{q.sql}"
-    for page in world.pages:
-        out[f"knowledge:{page.id}"] = f"{page.title}\n{page.body}"
-    return out
 
 
 def a0_text(world: OpenWorld) -> str:
@@ -45,7 +29,7 @@ def a0_text(world: OpenWorld) -> str:
 
 def discoverability_issues(world: OpenWorld) -> list[str]:
     """Every hidden rule that a2 does not state or a0 gives away, one message each."""
-    served = served_texts(world)
+    served = knowledge_texts(world.catalog, world.pages)
     a0 = _fold(a0_text(world))
     names = re.findall(r"[a-z0-9]+", a0)
     issues: list[str] = []
