@@ -366,3 +366,32 @@ def test_a_ray_node_finds_and_checks_an_external_world(
     con.close()
     with pytest.raises(HarnessError, match=r"differs from the driver's .*data differ on this node"):
         node_world(by_dir, external.parent, driver_hash)
+
+
+def test_careless_readings_of_a_user_policy_are_checked(external: Path, tmp_path: Path) -> None:
+    """A reading declared in the user's ``policies.yaml`` is a careless variant like a
+    built-in one: its answer must fall outside the task's tolerance."""
+    from dabench.validation.tasks import static_checks
+
+    policy = {
+        "id": "cents",
+        "title": "Money",
+        "rule": "Amounts are in euro cents",
+        "page": "overview",
+        "scope": {"tables": ["shop.orders"], "prompt": r"\beuros?\b"},
+        "applied_by": [r"/ 100\.0"],
+        "ignored": [
+            {
+                "id": "cents.rounding",
+                "reading": "divides by 100.01",
+                "rewrites": [{"pattern": r"/ 100\.0\b", "replacement": "/ 100.01"}],
+            }
+        ],
+    }
+    (external / "policies.yaml").write_text(yaml.safe_dump({"policies": [policy]}))
+    overview = external / "knowledge" / "overview.md"
+    overview.write_text(overview.read_text() + "\nAmounts are in euro cents.\n")
+    tasks = load_tasks([_tasks(tmp_path)])
+    _, issues = static_checks(tasks, external)
+    assert [(i.item, i.check) for i in issues] == [("t.revenue", "tolerance")], issues
+    assert "variant 'cents.rounding' (divides by 100.01)" in issues[0].detail
