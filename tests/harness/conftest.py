@@ -16,7 +16,9 @@ from tests.environment import skip_unless_ci
 
 from dabench.targets.base import Target, TargetContext
 from dabench.targets.registry import make_target
+from dabench.world.files import sha256_file
 from dabench.world.model import Catalog, ColumnMeta, DatasetMeta, WorldManifest
+from dabench.world.policy_data import dump_policies
 
 DATA = Path(__file__).parent / "data"
 EVERYTHING_PKG = "@modelcontextprotocol/server-everything"
@@ -58,6 +60,7 @@ def build_mini_world(root: Path, *, orders: int = 40) -> Path:
         lineage=[],
     )
     (root / "catalog.json").write_text(catalog.model_dump_json(indent=2))
+    (root / "policies.yaml").write_text(dump_policies([]))  # a world without policies
     manifest = WorldManifest(
         generator_version="test",
         seed=1,
@@ -66,6 +69,7 @@ def build_mini_world(root: Path, *, orders: int = 40) -> Path:
         world_hash=f"mini-{orders}",
         traps=[],
         table_rows={"sales.orders": orders},
+        policies_sha256=sha256_file(root / "policies.yaml"),
     )
     (root / "world.json").write_text(manifest.model_dump_json(indent=2))
     return root

@@ -64,6 +64,12 @@ def test_flights_example_from_world_init_to_a_report(tmp_path: Path) -> None:
     }
     shutil.copytree(EXAMPLE / "knowledge", world, dirs_exist_ok=True)
 
+    info = _cli("world", "info", world)
+    assert info.returncode == 0, info.stderr
+    assert "external duckdb warehouse" in info.stdout and "data fingerprint" in info.stdout
+    for name in ("nyc.flights", "cancelled_flights", "operated_flights", "hidden rules"):
+        assert name in info.stdout, name
+
     validated = _cli("tasks", "validate", "--world", world, "--tasks", EXAMPLE / "tasks.yaml")
     assert validated.returncode == 0, validated.stdout[-3000:] + validated.stderr[-2000:]
     assert "22 items, 88 oracle episodes on a0, a1, a2, a3" in validated.stdout

@@ -2,9 +2,10 @@
 node joined with ``ray start --address``, each with its own raylet), with the fake provider.
 
 The nodes build the world from its seed into their own cache (not the driver's). One test
-checks the cluster-wide provider limit from the journal's episode intervals; the other kills
+checks the cluster-wide provider limit from the journal's episode intervals; another kills
 the second node mid-run and checks the run still holds exactly one episode per key, with no
-harness errors, graded exactly like a local run of the same experiment.
+harness errors, graded exactly like a local run of the same experiment; the last runs an
+inline external world (each node resolves and fingerprints it itself).
 """
 
 from __future__ import annotations
@@ -188,3 +189,52 @@ def test_node_loss_requeues_and_matches_local(
     on_local = {g.key: g.passed for g in grade_run(local_run)}
     assert on_ray == on_local
     assert sum(on_ray.values()) >= 12  # the oracle arm passes: the comparison is not vacuous
+
+
+async def test_an_external_world_runs_on_the_cluster(
+    cluster: RayCluster, tmp_path: Path, driver_cache: Path
+) -> None:
+    """An inline external world (a DuckDB file and a knowledge directory made by ``world
+    init``): each node writes its ``world.yaml`` into its own cache, fingerprints the data
+    itself and serves it; the oracle's episodes pass."""
+    import duckdb
+
+    from dabench.world.init import init_world
+
+    warehouse = tmp_path / "data.duckdb"
+    con = duckdb.connect(str(warehouse))
+    con.execute("CREATE SCHEMA shop")
+    con.execute("CREATE TABLE shop.orders AS SELECT i AS order_id, i * 100 AS amount "
+                "FROM range(1, 41) t(i)")  # fmt: skip
+    con.close()
+    init_world(str(warehouse), tmp_path / "knowledge")
+    tasks = [
+        {"id": "x.orders", "suite": "s2", "category": "single_tool", "difficulty": "easy",
+         "prompt": "How many orders are there?",
+         "grading": {"kind": "numeric", "truth_sql": "SELECT count(*) FROM shop.orders"}},
+        {"id": "x.amount", "suite": "s2", "category": "single_tool", "difficulty": "easy",
+         "prompt": "What is the total order amount?",
+         "grading": {"kind": "numeric", "truth_sql": "SELECT sum(amount) FROM shop.orders"}},
+    ]  # fmt: skip
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": tasks}))
+    path = experiment(
+        tmp_path,
+        world={"kind": "warehouse", "engine": "duckdb", "location": "data.duckdb",
+               "knowledge": "knowledge"},
+        tasks={"builtin": False, "files": ["tasks.yaml"]},
+        k=1,
+        arms=[{"name": "oracle", "target": {"kind": "reference", "profile": "a0"},
+               "agent": {"kind": "oracle"}}],
+    )  # fmt: skip
+    exp = Experiment.model_validate(yaml.safe_load(path.read_text()))
+    run = ExperimentRun(
+        exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(stderr=True),
+        progress=False, executor="ray", ray_address=cluster.address,
+    )  # fmt: skip
+    summary = await run.execute()
+    assert summary.statuses == Counter(completed=2), summary.harness_errors
+    from dabench.grading.run import agrade_run
+
+    grades = await agrade_run(tmp_path / "run")
+    assert len(grades) == 2 and all(g.passed for g in grades)
+    assert list((cluster.node_cache / "external-worlds").glob("*/world.yaml"))  # type: ignore[attr-defined]

@@ -45,6 +45,27 @@ def test_static_checks_flag_a_truth_that_ignores_a_policy(suites_world: Path) ->
     assert "'test_accounts'" in issues[0].detail and "test-accounts" in issues[0].detail
 
 
+def test_static_checks_read_the_policies_from_the_world(suites_world: Path, tmp_path: Path) -> None:
+    """The built world's checks come from its ``policies.yaml`` through the loader every world
+    uses: a copy whose file lacks the test-account policy no longer flags the truth that
+    ignores it, and a policy page that does not state the rule is named."""
+    import shutil
+
+    import yaml
+
+    copy = tmp_path / "w"
+    shutil.copytree(suites_world, copy)
+    data = yaml.safe_load((copy / "policies.yaml").read_text(encoding="utf-8"))
+    data["policies"] = [p for p in data["policies"] if p["id"] != "test_accounts"]
+    currency = next(p for p in data["policies"] if p["id"] == "currency")
+    currency["rule"] = "Report in euros."
+    (copy / "policies.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    bad = _task("bad", "How many orders were placed in 2024?", "SELECT count(*) FROM sales.orders")
+    _, issues = static_checks(TaskSet(tasks=[bad]), copy)
+    assert [(i.item, i.check) for i in issues] == [("world", "knowledge")], issues
+    assert "policy 'currency': knowledge page 'currency-policy' does not state" in issues[0].detail
+
+
 def test_duplicates_need_same_sql_and_near_identical_prompt() -> None:
     a = _task("a", "How many stores are there?", "SELECT count(*) FROM sales.stores")
     b = _task("b", "How many stores are there ?", "select count(*)  from sales.stores;")

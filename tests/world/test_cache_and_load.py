@@ -89,3 +89,25 @@ def test_verify_detects_changes(world_dir: Path, tmp_path: Path) -> None:
         WorldIntegrityError, match=r"unexpected file extra\.txt; warehouse\.duckdb: sha256"
     ):
         load_world(copy, verify=True)
+
+
+def test_verify_checks_the_policies_outside_the_hash(world_dir: Path, tmp_path: Path) -> None:
+    """``policies.yaml`` is not in ``world_hash`` (so adding it kept every hash) but its own
+    SHA-256 in world.json is verified; a world built before it must be rebuilt to open."""
+    from dabench.world.source import open_world
+
+    copy = tmp_path / "copy"
+    shutil.copytree(world_dir, copy)
+    policies = copy / "policies.yaml"
+    policies.write_text(policies.read_text() + "# edited\n")
+    with pytest.raises(WorldIntegrityError, match=r"policies\.yaml: sha256 differs"):
+        load_world(copy, verify=True)
+    policies.unlink()
+    with pytest.raises(WorldIntegrityError, match=r"missing file policies\.yaml"):
+        load_world(copy, verify=True)
+    manifest = json.loads((copy / "world.json").read_text())
+    manifest["policies_sha256"] = None
+    (copy / "world.json").write_text(json.dumps(manifest))
+    load_world(copy, verify=True)  # an older world: intact, same hash
+    with pytest.raises(UserInputError, match=r"built by an older dabench.*--force"):
+        open_world(copy)

@@ -120,7 +120,7 @@ def test_build_into_new_parents_then_force(world_dir: Path, tmp_path: Path) -> N
 
 def test_info_on_a_non_world(tmp_path: Path) -> None:
     result = runner.invoke(app, ["world", "info", str(tmp_path)])
-    assert result.exit_code == 2 and "world.json: not found" in result.output
+    assert result.exit_code == 2 and "neither a built world (world.json)" in result.output
 
 
 def test_interrupted_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,8 +15,9 @@ from dabench.errors import UserInputError
 from dabench.tasks.loader import load_tasks
 from dabench.tasks.lock import check_lock, compute_lock
 from dabench.world import World
-from dabench.world.external_checks import data_policy_issues, discoverability_issues
+from dabench.world.external_checks import discoverability_issues
 from dabench.world.init import init_world
+from dabench.world.policy_data import policy_issues
 from dabench.world.source import (
     RULES_FILE,
     SOURCE_FILE,
@@ -243,12 +244,12 @@ def test_discoverability_and_policies_as_data(external: Path) -> None:
     policies = open_world(external).policies
     good = "SELECT sum(amount) / 100.0 FROM shop.orders"
     bad = "SELECT sum(amount) FROM shop.orders"
-    assert data_policy_issues(policies, good, "in euros", []) == []
-    assert "does not apply policy 'cents'" in data_policy_issues(policies, bad, "in euros", [])[0]
-    assert data_policy_issues(policies, bad, "how many orders", []) == []  # out of scope
+    assert policy_issues(policies, good, "in euros", []) == []
+    assert "does not apply policy 'cents'" in policy_issues(policies, bad, "in euros", [])[0]
+    assert policy_issues(policies, bad, "how many orders", []) == []  # out of scope
     exempt = ["policy-exempt:cents"]
-    assert data_policy_issues(policies, bad, "in euros, in cents", exempt) == []
-    assert "prompt does not say so" in data_policy_issues(policies, bad, "in euros", exempt)[0]
+    assert policy_issues(policies, bad, "in euros, in cents", exempt) == []
+    assert "prompt does not say so" in policy_issues(policies, bad, "in euros", exempt)[0]
 
 
 def test_bad_world_directories_are_named(tmp_path: Path, external: Path) -> None:
@@ -318,3 +319,79 @@ def test_an_inline_external_world_in_an_experiment(
     assert builtin.hash() == canonical_hash(dumped)  # the built-in experiment's hash is as before
     with pytest.raises(ValueError, match="needs engine, location and knowledge"):
         Experiment.model_validate({"name": "x", "world": {"kind": "warehouse"}, "arms": arms})
+
+
+def test_world_info_describes_an_external_world(external: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dabench.cli import app
+
+    runner = CliRunner()
+    shown = runner.invoke(app, ["world", "info", str(external)])
+    assert shown.exit_code == 0, shown.output
+    fp = open_world(external).fingerprint()
+    assert fp is not None
+    assert "external duckdb warehouse" in shown.output and fp.hash[:12] in shown.output
+    assert "shop.orders" in shown.output and "hidden rules" in shown.output
+    md = runner.invoke(app, ["world", "info", str(external), "--markdown"])
+    assert md.exit_code == 0, md.output
+    assert "| `cents` | hidden (units) | `cents` |" in md.output
+    assert "| policy | title | page | rule | careless readings |" in md.output
+
+
+def test_a_ray_node_finds_and_checks_an_external_world(
+    external: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a Ray worker does before it serves (``node_world``): an external world, by
+    directory or inline, is opened and its hash (with the data fingerprint computed on the
+    node) checked against the driver's; a node whose data differs refuses."""
+    pytest.importorskip("ray")
+    from dabench.errors import HarnessError
+    from dabench.runner.experiment import Experiment
+    from dabench.runner.ray_executor import node_world
+
+    monkeypatch.setenv("DABENCH_CACHE", str(tmp_path / "cache"))
+    arms = [{"name": "a0", "target": {"kind": "reference", "profile": "a0"},
+             "agent": {"kind": "oracle"}}]  # fmt: skip
+    driver_hash = open_world(external).world_hash
+    by_dir = Experiment.model_validate({"name": "x", "world": {"dir": "world"}, "arms": arms})
+    assert node_world(by_dir, external.parent, driver_hash) == external
+    location = yaml.safe_load((external / SOURCE_FILE).read_text(encoding="utf-8"))["location"]
+    inline = {"kind": "warehouse", "engine": "duckdb", "location": location, "knowledge": "world"}
+    exp = Experiment.model_validate({"name": "x", "world": inline, "arms": arms})
+    found = node_world(exp, external.parent, driver_hash)
+    assert found.parent == tmp_path / "cache" / "external-worlds"
+    con = duckdb.connect(location)
+    con.execute("DELETE FROM shop.orders WHERE order_id = 1")
+    con.close()
+    with pytest.raises(HarnessError, match=r"differs from the driver's .*data differ on this node"):
+        node_world(by_dir, external.parent, driver_hash)
+
+
+def test_careless_readings_of_a_user_policy_are_checked(external: Path, tmp_path: Path) -> None:
+    """A reading declared in the user's ``policies.yaml`` is a careless variant like a
+    built-in one: its answer must fall outside the task's tolerance."""
+    from dabench.validation.tasks import static_checks
+
+    policy = {
+        "id": "cents",
+        "title": "Money",
+        "rule": "Amounts are in euro cents",
+        "page": "overview",
+        "scope": {"tables": ["shop.orders"], "prompt": r"\beuros?\b"},
+        "applied_by": [r"/ 100\.0"],
+        "ignored": [
+            {
+                "id": "cents.rounding",
+                "reading": "divides by 100.01",
+                "rewrites": [{"pattern": r"/ 100\.0\b", "replacement": "/ 100.01"}],
+            }
+        ],
+    }
+    (external / "policies.yaml").write_text(yaml.safe_dump({"policies": [policy]}))
+    overview = external / "knowledge" / "overview.md"
+    overview.write_text(overview.read_text() + "\nAmounts are in euro cents.\n")
+    tasks = load_tasks([_tasks(tmp_path)])
+    _, issues = static_checks(tasks, external)
+    assert [(i.item, i.check) for i in issues] == [("t.revenue", "tolerance")], issues
+    assert "variant 'cents.rounding' (divides by 100.01)" in issues[0].detail

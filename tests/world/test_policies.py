@@ -1,5 +1,5 @@
-"""The declared analysis policies: their scope is on the pages, and the SQL check catches a
-truth that ignores one."""
+"""The declared analysis policies: written into the built world as data, their scope is on the
+pages, and the SQL check catches a truth that ignores one."""
 
 from __future__ import annotations
 
@@ -13,20 +13,36 @@ from dabench.world import World
 from dabench.world.consistency import consistency_issues
 from dabench.world.metrics import ACTIVE, NOT_TEST, revenue_orders
 from dabench.world.model import Catalog
-from dabench.world.policies import (
-    POLICIES,
-    ignore,
-    ignored_readings,
-    policy,
-    policy_issues,
-    scope_markdown,
-)
+from dabench.world.policies import POLICIES, policy
+from dabench.world.policy_data import DataPolicy, ignore, scope_markdown
+from dabench.world.policy_data import ignored_readings as _ignored_readings
+from dabench.world.policy_data import policy_issues as _policy_issues
+from dabench.world.source import open_world
+
+
+def policy_issues(sql: str, prompt: str, tags: list[str]) -> list[str]:
+    """The built-in policies' issues with a truth SQL."""
+    return _policy_issues(POLICIES, sql, prompt, tags)
+
+
+def ignored_readings(sql: str, prompt: str, tags: list[str]) -> list[object]:
+    return list(_ignored_readings(POLICIES, sql, prompt, tags))
+
+
+def test_the_built_world_holds_the_policies_as_data(world: World) -> None:
+    """The generator writes its policies in the knowledge format; the loader every world goes
+    through reads back exactly them, and the world hash does not cover the file."""
+    opened = open_world(world.path)
+    assert tuple(opened.policies) == POLICIES
+    assert "policies.yaml" not in world.manifest.files
+    assert world.manifest.policies_sha256 is not None
+    assert all(isinstance(p, DataPolicy) for p in opened.policies)
 
 
 def test_every_policy_states_its_scope_on_its_page(world: World) -> None:
     for p in POLICIES:
         body = world.page(p.page).body
-        assert scope_markdown(p.id) in body, p.id
+        assert scope_markdown(p) in body, p.id
         assert "Does **not** apply to" in body, p.id
 
 
@@ -164,7 +180,7 @@ def test_revenue_readings_rebuild_the_monthly_aggregate(world: World) -> None:
 def test_knowledge_layer_agrees_with_the_policies(world: World) -> None:
     con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
     try:
-        assert consistency_issues(world.catalog, world.pages, con) == []
+        assert consistency_issues(POLICIES, world.catalog, world.pages, con) == []
     finally:
         con.close()
 
@@ -198,7 +214,9 @@ def test_the_old_key_account_texts_are_flagged(world: World) -> None:
 
     con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
     try:
-        issues = consistency_issues(_with(world, tier=tier, query=query), world.pages, con)
+        issues = consistency_issues(
+            POLICIES, _with(world, tier=tier, query=query), world.pages, con
+        )
     finally:
         con.close()
     text = "\n".join(issues)
@@ -220,7 +238,7 @@ def test_a_curated_query_that_computes_another_set_is_flagged(world: World) -> N
     con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
     try:
         issues = consistency_issues(
-            _with(world, narrower=narrower, wrong_rule=wrong_rule), world.pages, con
+            POLICIES, _with(world, narrower=narrower, wrong_rule=wrong_rule), world.pages, con
         )
     finally:
         con.close()

@@ -27,7 +27,7 @@ from dabench.judge.judge import Judge
 from dabench.tasks.loader import SuiteItem, TaskSet, load_builtin_tasks, load_tasks
 from dabench.tasks.lock import check_lock, read_lock
 from dabench.tasks.model import Protocol, Task, TruthLock
-from dabench.world.source import SOURCE_FILE, open_world
+from dabench.world.source import is_world_dir, open_world
 
 LOCK_FILE = "tasks.lock.json"
 JUDGE_CONCURRENCY = 4
@@ -88,11 +88,11 @@ def _manifest_judge(manifest: RunManifest | None) -> Judge | None:
 def _warehouse(world: Path | None) -> Path | None:
     if world is None:
         return None
-    if world.is_dir() and (world / SOURCE_FILE).is_file():
-        return open_world(world).warehouse_path  # an external world's DuckDB file or copy
-    path = world / "warehouse.duckdb" if world.is_dir() else world
+    if is_world_dir(world):
+        return open_world(world).warehouse_path  # the world's DuckDB file (Parquet: its copy)
+    path = world / "warehouse.duckdb" if world.is_dir() else world  # a bare warehouse
     if not path.is_file():
-        raise UserInputError(f"{path}: no warehouse.duckdb (is {world} a built world?)")
+        raise UserInputError(f"{path}: no warehouse.duckdb (is {world} a world?)")
     return path
 
 

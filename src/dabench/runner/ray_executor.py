@@ -1,8 +1,10 @@
 """The Ray executor: episodes of one run spread over the nodes of a Ray cluster.
 
 One :class:`ArmWorker` actor runs per (node, arm), pinned to its node: it finds the world
-(the experiment's directory when it holds the run's world, else built from the seed into the
-node's own cache), refuses to serve when its hash differs from the driver's, starts the arm's
+(the experiment's world directory, built or external, or its inline external world, when the
+node has it; else the world built from the seed into the node's own cache), refuses to serve
+when its hash differs from the driver's (an external world's data fingerprint is computed on
+the node, in its engine), starts the arm's
 target (one reference platform per node and arm) and plays episodes with the same episode code
 as the local executor (:func:`dabench.runner.episode.run_job`). Provider limits
 (``provider_concurrency``) hold cluster-wide through one :class:`ProviderLimiter` actor per
@@ -38,11 +40,11 @@ from ray.exceptions import (
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from dabench.errors import HarnessError
+from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import Episode
 from dabench.runner.episode import ArmRuntime, EpisodeJob, build_arm, run_job
 from dabench.runner.experiment import Experiment
-from dabench.tasks.lock import read_world_manifest
+from dabench.world.source import is_world_dir, open_world
 
 if TYPE_CHECKING:
     from dabench.runner.run import ExperimentRun, PlannedEpisode
@@ -52,24 +54,33 @@ LOST = (RayActorError, NodeDiedError, WorkerCrashedError, ObjectLostError, Owner
 
 
 def node_world(exp: Experiment, experiment_dir: Path, world_hash: str) -> Path:
-    """This node's copy of the run's world: the experiment's ``world.dir`` when it exists here
-    with the run's hash, else the world built from the seed into this node's cache (or the one
-    already there). Raises :class:`HarnessError` when the hash differs from the driver's."""
+    """This node's copy of the run's world, found as the driver found it
+    (:func:`~dabench.runner.run.resolve_world`): the experiment's world directory (built or
+    external) or its inline external world when it exists on this node, else the world built
+    from the seed into this node's cache (or the one already there). Opened by
+    :func:`~dabench.world.source.open_world` like every world, so an external world's hash
+    (its knowledge files and the data fingerprint, computed here in its engine) is checked as
+    a built one's. Raises :class:`HarnessError` when the hash differs from the driver's."""
     from dabench.runner.run import resolve_world
 
     given = Path(exp.world.dir) if exp.world.dir else None
     if given is not None and not given.is_absolute():
         given = experiment_dir / given
-    if given is not None and (given / "world.json").exists():
-        path = given
+    if exp.world.kind == "warehouse" or (given is not None and is_world_dir(given)):
+        path = resolve_world(exp, experiment_dir)
+        what = "the world's files or data differ on this node"
     else:
         seeded = exp.model_copy(update={"world": exp.world.model_copy(update={"dir": None})})
         path = resolve_world(seeded, experiment_dir)
-    found = read_world_manifest(path).world_hash
+        what = f"seed {exp.world.seed}, scale {exp.world.scale}"
+    try:
+        found = open_world(path).world_hash
+    except UserInputError as exc:
+        raise HarnessError(f"node world {path}: {exc}") from exc
     if found != world_hash:
         raise HarnessError(
             f"node world {path}: hash {found[:12]} differs from the driver's {world_hash[:12]} "
-            f"(seed {exp.world.seed}, scale {exp.world.scale}); refusing to serve"
+            f"({what}); refusing to serve"
         )
     return path
 

@@ -72,7 +72,13 @@ from dabench.tasks.lock import (
 )
 from dabench.tasks.model import Protocol, TruthLock
 from dabench.tasks.selection import applies_to_arm, select_tasks
-from dabench.world.source import SOURCE_FILE, DataFingerprint, open_world, write_source_dir
+from dabench.world.source import (
+    SOURCE_FILE,
+    DataFingerprint,
+    is_world_dir,
+    open_world,
+    write_source_dir,
+)
 
 TASKS_FILE = "tasks.yaml"
 """The run's selected tasks, as they were when it started (graders read them)."""
@@ -135,7 +141,7 @@ def resolve_world(exp: Experiment, experiment_dir: Path) -> Path:
     if exp.world.dir:
         path = Path(exp.world.dir)
         path = path if path.is_absolute() else experiment_dir / path
-        if not (path / "world.json").exists() and not (path / SOURCE_FILE).exists():
+        if not is_world_dir(path):
             raise UserInputError(
                 f"world.dir {path}: not a built world (no world.json) nor an external world "
                 f"(no {SOURCE_FILE})"

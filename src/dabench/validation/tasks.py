@@ -29,7 +29,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 from rich.console import Console
 from rich.table import Table
 
@@ -48,9 +47,8 @@ from dabench.tasks.model import Protocol, Task, Truth, TruthLock
 from dabench.tasks.selection import applies_to_arm
 from dabench.validation.tolerance import coincidence_notes, margins, tolerance_issues
 from dabench.world.consistency import consistency_issues
-from dabench.world.external_checks import data_policy_issues, discoverability_issues
-from dabench.world.load import load_world
-from dabench.world.policies import policy_issues
+from dabench.world.external_checks import discoverability_issues
+from dabench.world.policy_data import policy_issues
 from dabench.world.source import OpenWorld, open_world
 
 DUPLICATE_PROMPT_RATIO = 0.9
@@ -171,9 +169,9 @@ def _referenced_ids(item: SuiteItem) -> list[tuple[str, str]]:
     return refs
 
 
-def _trap_issues(
-    item: SuiteItem, rubric_ids: set[str], *, caveats: bool = True
-) -> list[ValidationIssue]:
+def _trap_issues(item: SuiteItem, rubric_ids: set[str], judged: set[str]) -> list[ValidationIssue]:
+    """A trap task needs a naive SQL, and a ``caveat.<class>`` rubric item for each of its
+    classes the judge rubric has one for (``judged``); other ids must be in ``rubric_ids``."""
     issues: list[ValidationIssue] = []
     if not isinstance(item, Task):
         return issues
@@ -185,8 +183,12 @@ def _trap_issues(
     if item.trap_classes:
         if not item.grading.naive_sql:
             issues.append(ValidationIssue(item.id, "trap", "a trap task needs grading.naive_sql"))
-        missing = [c for c in item.trap_classes if f"caveat.{c}" not in item.rubric]
-        if missing and caveats:
+        missing = [
+            c
+            for c in item.trap_classes
+            if f"caveat.{c}" in judged and f"caveat.{c}" not in item.rubric
+        ]
+        if missing:
             issues.append(
                 ValidationIssue(
                     item.id,
@@ -198,8 +200,8 @@ def _trap_issues(
 
 
 def _policy_issues(item: SuiteItem, world: OpenWorld) -> list[ValidationIssue]:
-    """Every declared world policy that a truth SQL is in scope of but does not apply (the
-    built-in policies on a built world, the knowledge directory's on an external one)."""
+    """Every policy of the world (its ``policies.yaml``) that a truth SQL is in scope of but
+    does not apply."""
     checks: list[tuple[str, str]] = []
     if isinstance(item, Task):
         if item.grading.truth_sql:
@@ -210,14 +212,9 @@ def _policy_issues(item: SuiteItem, world: OpenWorld) -> list[ValidationIssue]:
             for s in item.steps
             if s.grading is not None and s.grading.truth_sql
         ]
-    if world.builtin:
-        found = [d for sql, prompt in checks for d in policy_issues(sql, prompt, item.tags)]
-    else:
-        found = [
-            d
-            for sql, prompt in checks
-            for d in data_policy_issues(world.policies, sql, prompt, item.tags)
-        ]
+    found = [
+        d for sql, prompt in checks for d in policy_issues(world.policies, sql, prompt, item.tags)
+    ]
     return [ValidationIssue(item.id, "policy", detail) for detail in found]
 
 
@@ -235,19 +232,20 @@ def static_checks(
         issues.append(ValidationIssue("*", "truth", str(exc)))
     world = open_world(world_dir)
     ids = world.ids()
-    rubric_ids = {i.id for i in load_rubric().items}
-    if not world.builtin:  # the user's rules may have judged caveats, not required
-        rubric_ids |= {f"caveat.{r.trap_class}" for r in world.rules}
+    judged = {i.id for i in load_rubric().items}
+    # A hidden rule of the world may have a judged caveat; one is required only where the
+    # judge rubric defines it.
+    rubric_ids = judged | {f"caveat.{r.trap_class}" for r in world.rules}
     for item in task_set.items:
         for what, ref in _referenced_ids(item):
             if ref not in ids:
                 issues.append(
                     ValidationIssue(item.id, "entity", f"{what}: {ref!r} is not in the catalog")
                 )
-        issues += _trap_issues(item, rubric_ids, caveats=world.builtin)
+        issues += _trap_issues(item, rubric_ids, judged)
         issues += _policy_issues(item, world)
     issues += duplicate_issues(task_set.items)
-    issues += knowledge_issues(world_dir)
+    issues += knowledge_issues(world)
     if lock is not None and world.dsn is None:
         found = margins(task_set, lock, world_dir)
         issues += [
@@ -261,22 +259,19 @@ def static_checks(
     return lock, issues
 
 
-def knowledge_issues(world_dir: Path) -> list[ValidationIssue]:
-    """Every disagreement between the world's knowledge layer and its policies (built
-    world), or every hidden rule not stated on a2 or given away on a0 (external world)."""
-    opened = open_world(world_dir)
-    if not opened.builtin:
-        return [
-            ValidationIssue("world", "discoverability", detail)
-            for detail in discoverability_issues(opened)
-        ]
-    world = load_world(world_dir)
-    con = duckdb.connect(str(world_dir / "warehouse.duckdb"), read_only=True)
+def knowledge_issues(world: OpenWorld) -> list[ValidationIssue]:
+    """Every disagreement between the world's knowledge layer and its policies, and every
+    hidden rule not stated on a2 or given away on a0 (the same checks for every world)."""
+    con = None if world.dsn else world.connect()
     try:
-        found = consistency_issues(world.catalog, world.pages, con)
+        found = consistency_issues(world.policies, world.catalog, world.pages, con)
     finally:
-        con.close()
-    return [ValidationIssue("world", "knowledge", detail) for detail in found]
+        if con is not None:
+            con.close()
+    return [ValidationIssue("world", "knowledge", detail) for detail in found] + [
+        ValidationIssue("world", "discoverability", detail)
+        for detail in discoverability_issues(world)
+    ]
 
 
 # -- dynamic checks ------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 For every numeric truth (tasks, ``also_numeric`` format tasks, numeric protocol steps) the
 careless variants are:
 
-- **policy-ignored**: for every world policy the truth SQL is in scope of and applies, each of
-  the policy's :class:`~dabench.world.policies.Ignored` readings rewrites the truth SQL with
-  that one policy switched off (:func:`dabench.world.policies.ignored_readings`);
+- **policy-ignored**: for every policy of the world (its ``policies.yaml``) the truth SQL is in
+  scope of and applies, each of the policy's careless readings
+  (:class:`~dabench.world.policy_data.IgnoredReading`) rewrites the truth SQL with that one
+  policy switched off (:func:`dabench.world.policy_data.ignored_readings`);
 - **declared**: ``grading.variants`` (another year, another average), which also stand in
   for a policy reading whose rewrite cannot be derived from the truth's form;
 - **naive**: a trap's ``naive_sql`` (in the margins; the grader's verdict on it is the
@@ -36,7 +37,7 @@ from dabench.tasks.loader import SuiteItem, TaskSet
 from dabench.tasks.lock import gradings
 from dabench.tasks.model import Grading, Protocol, Task, TruthLock
 from dabench.world.constants import DEFAULT_SEED
-from dabench.world.policies import ignored_readings
+from dabench.world.policy_data import DataPolicy, ignored_readings
 from dabench.world.source import open_world
 
 VariantSource = Literal["policy", "declared", "naive"]
@@ -145,6 +146,7 @@ def _margin(
     truth: float,
     naive: float | None,
     con: duckdb.DuckDBPyConnection,
+    policies: list[DataPolicy],
     *,
     strict: bool = True,
 ) -> Margin:
@@ -153,7 +155,7 @@ def _margin(
     declared = {v.id: v for v in grading.variants}
     seen_sql: set[str] = set()
     assert grading.truth_sql is not None
-    for p, reading, sql in ignored_readings(grading.truth_sql, prompt, tags):
+    for p, reading, sql in ignored_readings(policies, grading.truth_sql, prompt, tags):
         if reading.id in declared:
             continue  # the task's own SQL for this reading
         if sql is None:
@@ -204,7 +206,8 @@ def margins(
     otherwise it is a note (``Margin.coincident``)."""
     strict = authoring_world(world_dir) if strict is None else strict
     out: list[Margin] = []
-    con = open_world(world_dir).connect()
+    world = open_world(world_dir)
+    con = world.connect()
     try:
         for item in task_set.items:
             prompts = _prompts(item)
@@ -224,6 +227,7 @@ def margins(
                         truth.value,
                         truth.naive_value,
                         con,
+                        world.policies,
                         strict=strict,
                     )
                 )

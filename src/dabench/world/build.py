@@ -15,9 +15,11 @@ from dabench.errors import UserInputError
 from dabench.world.catalog import build_catalog, dataset_meta
 from dabench.world.constants import GENERATOR_VERSION, MAX_SCALE
 from dabench.world.datasets import DatasetSpec, Helper, Step, build_steps
-from dabench.world.files import canonical_json, hash_tree, world_hash
+from dabench.world.files import canonical_json, hash_tree, sha256_file, world_hash
 from dabench.world.knowledge import knowledge_pages, render_page
 from dabench.world.model import Catalog, Trap, WorldManifest
+from dabench.world.policies import POLICIES
+from dabench.world.policy_data import dump_policies
 from dabench.world.sqlrand import Rand
 from dabench.world.traps import evaluate_traps
 from dabench.world.warehouse import OFFLINE_CONFIG, pin_database_identifier
@@ -26,6 +28,15 @@ WAREHOUSE_FILE = "warehouse.duckdb"
 CATALOG_FILE = "catalog.json"
 MANIFEST_FILE = "world.json"
 KNOWLEDGE_DIR = "knowledge"
+POLICIES_FILE = "policies.yaml"
+UNHASHED = (MANIFEST_FILE, POLICIES_FILE)
+"""Files of a built world outside ``files`` and ``world_hash``: the manifest itself, and the
+policies as data (added to built worlds after their hashes were published; the manifest
+records their SHA-256 apart, in ``policies_sha256``, so ``world verify`` still checks them)."""
+POLICIES_HEADER = (
+    "The built-in world's analysis policies as data (dabench knowledge format version 1,\n"
+    "docs/own-data.md), written by the generator from dabench.world.policies."
+)
 
 ProgressFn = Callable[[str, int, int], None]
 """Called with (label, step number, total steps) as the build advances."""
@@ -174,8 +185,9 @@ def generate(
     knowledge.mkdir()
     for page in knowledge_pages():
         (knowledge / f"{page.id}.md").write_text(render_page(page), encoding="utf-8")
+    (root / POLICIES_FILE).write_text(dump_policies(POLICIES, POLICIES_HEADER), encoding="utf-8")
     tick("knowledge pages")
-    files = hash_tree(root)
+    files = hash_tree(root, exclude=UNHASHED)
     manifest = WorldManifest(
         generator_version=GENERATOR_VERSION,
         seed=seed,
@@ -185,6 +197,7 @@ def generate(
         traps=traps,
         table_rows={d.id: d.row_count for d in catalog.datasets},
         duckdb_version=duckdb.__version__,
+        policies_sha256=sha256_file(root / POLICIES_FILE),
     )
     (root / MANIFEST_FILE).write_text(canonical_json(manifest), encoding="utf-8")
     tick("manifest")

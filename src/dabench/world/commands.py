@@ -72,30 +72,48 @@ def build(
 @_one_line_errors
 def info(
     path: Path | None = typer.Argument(
-        None, help="A built world directory (default: the cache).", show_default=False
+        None, help="A world directory, built or external (default: the cache).", show_default=False
     ),
     markdown: bool = typer.Option(False, "--markdown", help="Print markdown tables instead."),
 ) -> None:
-    """Show a world's seed, scale, hash, datasets and traps (correct vs naive)."""
+    """Show a world's identity, datasets, traps (built: correct vs naive; external: the hidden
+    rules) and policies."""
     from rich.table import Table
 
     from dabench.world.cache import default_world
-    from dabench.world.load import load_world
-    from dabench.world.markdown import datasets_table, traps_table
+    from dabench.world.load import read_manifest
+    from dabench.world.markdown import datasets_table, policies_table, rules_table, traps_table
+    from dabench.world.model import Trap
+    from dabench.world.source import open_world
 
     path = path or default_world()
-    world = load_world(path)
+    world = open_world(path)
+    traps = [t for t in world.traps if isinstance(t, Trap)]
     out = stdout_console()
     if markdown:
-        typer.echo(datasets_table(world) + "\n" + traps_table(world), nl=False)
+        hidden = traps_table(world) if world.builtin else rules_table(world.rules)
+        typer.echo(
+            datasets_table(world) + "\n" + hidden + "\n" + policies_table(world.policies),
+            nl=False,
+        )
         return
-    m = world.manifest
-    out.print(
-        f"world {path}: generator {m.generator_version}, seed {m.seed}, scale {m.scale}, "
-        f"duckdb {m.duckdb_version}\nhash {m.world_hash}",
-        highlight=False,
-        soft_wrap=True,
-    )
+    if world.builtin:
+        m = read_manifest(path)
+        head = (
+            f"world {path}: generator {m.generator_version}, seed {m.seed}, scale {m.scale}, "
+            f"duckdb {m.duckdb_version}\nhash {m.world_hash}"
+        )
+    else:
+        fp = world.fingerprint()
+        assert fp is not None
+        where = "(DSN)" if world.dsn else world.location
+        head = (
+            f"world {path}: external {world.source.engine} warehouse {where}, knowledge "
+            f"{world.knowledge_dir}\nhash {world.world_hash} (data fingerprint {fp.hash[:12]}"
+            + (f", snapshot {fp.snapshot_id}" if fp.snapshot_id else "")
+            + ")"
+        )
+    out.print(head, highlight=False, soft_wrap=True)
     datasets = Table(title="datasets")
     datasets.add_column("id", no_wrap=True)
     for col in ("kind", "domain", "rows", "last loaded", "note"):
@@ -104,19 +122,30 @@ def info(
         note = f"deprecated -> {d.replaced_by}" if d.deprecated else ""
         datasets.add_row(d.id, d.kind, d.domain, f"{d.row_count:,}", str(d.last_loaded), note)
     out.print(datasets)
-    traps = Table(title="traps")
-    traps.add_column("id", no_wrap=True)
-    traps.add_column("kind")
-    traps.add_column("correct", justify="right")
-    traps.add_column("naive", justify="right")
-    for t in m.traps:
-        traps.add_row(
-            t.id,
-            "control" if t.control else "hidden",
-            f"{t.correct_answer:,.2f}",
-            f"{t.naive_answer:,.2f}",
-        )
-    out.print(traps)
+    if traps:
+        table = Table(title="traps")
+        table.add_column("id", no_wrap=True)
+        table.add_column("kind")
+        table.add_column("correct", justify="right")
+        table.add_column("naive", justify="right")
+        for t in traps:
+            kind = "control" if t.control else "hidden"
+            table.add_row(t.id, kind, f"{t.correct_answer:,.2f}", f"{t.naive_answer:,.2f}")
+        out.print(table)
+    if world.rules:
+        table = Table(title="hidden rules")
+        for col in ("id", "kind", "class", "stated in"):
+            table.add_column(col, no_wrap=col == "id")
+        for r in world.rules:
+            kind = f"{'control' if r.control else 'hidden'} ({r.kind})"
+            table.add_row(r.id, kind, r.trap_class, ", ".join(r.fact_locations))
+        out.print(table)
+    policies = Table(title="policies")
+    for col in ("id", "title", "page", "careless readings"):
+        policies.add_column(col, no_wrap=col == "id")
+    for p in world.policies:
+        policies.add_row(p.id, p.title, p.page, str(len(p.ignored)))
+    out.print(policies)
 
 
 @app.command()

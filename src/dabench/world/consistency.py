@@ -1,19 +1,23 @@
 """The knowledge layer agrees with the policies' executable form.
 
-Every text a policy names must say what :mod:`dabench.world.policies` says, and every curated
-query it names must compute what its SQL form computes. :func:`consistency_issues` checks a
-built world (``dabench tasks validate`` runs it):
+Every text a policy names must say what the world's policies (``policies.yaml``,
+:mod:`dabench.world.policy_data`) say, and every curated query it names must compute what its
+SQL form computes. :func:`consistency_issues` checks any world, built or external, on the texts
+as the a2 platform serves them (:func:`knowledge_texts`; ``dabench tasks validate`` runs it):
 
-1. the policy's knowledge page renders its rule and scope (:func:`scope_markdown`);
-2. every location in :attr:`Policy.states` exists and states :attr:`Policy.rule` verbatim;
-3. every curated query in :attr:`Policy.queries` exists and its SQL applies the policy (the
-   same syntactic check as a truth SQL), and for a definition with :attr:`Policy.members_sql`
-   its first column is exactly the defined set, computed on the warehouse;
-4. no knowledge text defines :attr:`Policy.term` otherwise: a text that names the term and one
+1. the policy's knowledge page exists and states its rule verbatim (whitespace folded; the
+   built-in pages render rule and scope with :func:`~dabench.world.policy_data.scope_markdown`);
+2. every location in :attr:`DataPolicy.states` exists and states :attr:`DataPolicy.rule` verbatim;
+3. every curated query in :attr:`DataPolicy.queries` exists and its SQL applies the policy (the
+   same syntactic check as a truth SQL), and for a definition with :attr:`DataPolicy.members_sql`
+   its first column is exactly the defined set, computed on the warehouse (DuckDB worlds);
+4. no knowledge text defines :attr:`DataPolicy.term` otherwise: a text that names the term and one
    of its defining words must state the rule.
 
-The generators build those texts from the policies (by construction); the check catches a
-text written by hand that drifts, like the old "gold and platinum customers are key accounts".
+The built-in generator builds those texts from the policies (by construction); the check
+catches a text written by hand that drifts, like the old "gold and platinum customers are key
+accounts". Checks 2-4 apply only to what a policy declares (``states``, ``queries``,
+``members_sql``, ``term``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import re
 import duckdb
 
 from dabench.world.model import Catalog, KnowledgePage
-from dabench.world.policies import POLICIES, Policy, applies, scope_markdown
+from dabench.world.policy_data import DataPolicy, applies
 
 
 def _flat(text: str) -> str:
@@ -31,16 +35,21 @@ def _flat(text: str) -> str:
 
 
 def knowledge_texts(catalog: Catalog, pages: list[KnowledgePage]) -> dict[str, str]:
-    """Every knowledge-layer text by location (``catalog:<dataset>[.<column>]``,
-    ``glossary:<id>``, ``query:<id>`` for a curated query's description, ``knowledge:<id>``)."""
+    """Every knowledge-layer text by location, as the a2 platform serves it
+    (``catalog:<dataset>[.<column>]`` with a column's unit, ``glossary:<id>`` with the term's
+    name, ``query:<id>`` with the curated query's name, description and SQL, ``knowledge:<id>``
+    with the page's title)."""
     texts: dict[str, str] = {}
     for ds in catalog.datasets:
         texts[f"catalog:{ds.id}"] = ds.description
         for col in ds.columns:
-            texts[f"catalog:{ds.id}.{col.name}"] = col.description
-    texts.update({f"glossary:{g.id}": g.definition for g in catalog.glossary})
-    texts.update({f"query:{q.id}": q.description for q in catalog.curated_queries})
-    texts.update({f"knowledge:{p.id}": p.body for p in pages})
+            unit = f" Unit: {col.unit}." if col.unit else ""
+            texts[f"catalog:{ds.id}.{col.name}"] = col.description + unit
+    texts.update({f"glossary:{g.id}": f"{g.name}: {g.definition}" for g in catalog.glossary})
+    texts.update(
+        {f"query:{q.id}": f"{q.name}: {q.description}\n{q.sql}" for q in catalog.curated_queries}
+    )
+    texts.update({f"knowledge:{p.id}": f"{p.title}\n{p.body}" for p in pages})
     return texts
 
 
@@ -49,15 +58,17 @@ def _first_column(con: duckdb.DuckDBPyConnection, sql: str) -> set[object]:
 
 
 def _policy_issues(
-    p: Policy, texts: dict[str, str], catalog: Catalog, con: duckdb.DuckDBPyConnection
+    p: DataPolicy, texts: dict[str, str], catalog: Catalog, con: duckdb.DuckDBPyConnection | None
 ) -> list[str]:
     issues: list[str] = []
     rule = _flat(p.rule)
     page = texts.get(f"knowledge:{p.page}")
     if page is None:
         issues.append(f"policy {p.id!r}: knowledge page {p.page!r} does not exist")
-    elif _flat(scope_markdown(p.id)) not in _flat(page):
-        issues.append(f"policy {p.id!r}: knowledge page {p.page!r} does not state its rule")
+    elif rule not in _flat(page):
+        issues.append(
+            f"policy {p.id!r}: knowledge page {p.page!r} does not state its rule ({p.rule!r})"
+        )
     for where in p.states:
         text = texts.get(where)
         if text is None:
@@ -65,7 +76,7 @@ def _policy_issues(
         elif rule not in _flat(text):
             issues.append(f"policy {p.id!r}: {where} does not state the rule ({text!r})")
     queries = {q.id: q for q in catalog.curated_queries}
-    members = _first_column(con, p.members_sql) if p.members_sql else None
+    members = _first_column(con, p.members_sql) if p.members_sql and con else None
     for qid in p.queries:
         query = queries.get(qid)
         if query is None:
@@ -73,7 +84,7 @@ def _policy_issues(
             continue
         if not applies(p, query.sql):
             issues.append(f"policy {p.id!r}: curated query {qid!r} does not apply it")
-        elif members is not None:
+        elif members is not None and con is not None:
             got = _first_column(con, query.sql)
             if got != members:
                 issues.append(
@@ -97,8 +108,12 @@ def _policy_issues(
 
 
 def consistency_issues(
-    catalog: Catalog, pages: list[KnowledgePage], con: duckdb.DuckDBPyConnection
+    policies: list[DataPolicy] | tuple[DataPolicy, ...],
+    catalog: Catalog,
+    pages: list[KnowledgePage],
+    con: duckdb.DuckDBPyConnection | None,
 ) -> list[str]:
-    """Every disagreement between the knowledge layer and the policies, one message each."""
+    """Every disagreement between the knowledge layer and the policies, one message each
+    (``con``: the warehouse, for ``members_sql``; ``None`` skips that check)."""
     texts = knowledge_texts(catalog, pages)
-    return [issue for p in POLICIES for issue in _policy_issues(p, texts, catalog, con)]
+    return [issue for p in policies for issue in _policy_issues(p, texts, catalog, con)]

@@ -312,9 +312,11 @@ def install_file_export(world: World, tmp: Path, path: Path, out_file: Path) -> 
 
 
 def _sidecar(world: World, out_dir: Path) -> None:
-    """``catalog.json``, ``world.json`` and ``knowledge/`` beside exported data."""
-    for name in ("catalog.json", "world.json"):
-        shutil.copy2(world.path / name, out_dir / name)
+    """``catalog.json``, ``world.json``, ``policies.yaml`` and ``knowledge/`` beside exported
+    data."""
+    for name in ("catalog.json", "world.json", "policies.yaml"):
+        if (world.path / name).is_file():
+            shutil.copy2(world.path / name, out_dir / name)
     if (world.path / "knowledge").is_dir():
         shutil.copytree(world.path / "knowledge", out_dir / "knowledge")
 

@@ -1,76 +1,22 @@
-"""Checks of an external world's knowledge: its policies as data, and whether each hidden rule
-is discoverable on a2 and hidden on a0.
+"""Whether each hidden rule of a world (``rules.yaml``) is discoverable on a2 and hidden on a0.
 
-- :func:`data_policy_issues`: a truth SQL in a user policy's scope (it reads one of the
-  scope's tables, and its prompt and SQL match the scope's patterns) must apply the policy
-  (match one of ``applied_by``), or the task is tagged ``policy-exempt:<id>`` and its prompt
-  states the exemption, as for the built-in policies (:mod:`dabench.world.policies`).
-- :func:`discoverability_issues`: each hidden rule's ``statement`` appears in at least one of
-  its fact locations, which are all texts the a2 knowledge layer serves (descriptions,
-  glossary, curated queries, pages), and appears nowhere in what a0 serves (table and column
-  names and types), nor does any of its ``giveaway_words`` occur in a name.
+:func:`discoverability_issues`: each hidden rule's ``statement`` appears in at least one of its
+fact locations, which are all texts the a2 knowledge layer serves (descriptions, glossary,
+curated queries, pages), and appears nowhere in what a0 serves (table and column names and
+types), nor does any of its ``giveaway_words`` occur in a name. (The policy scope checks, the
+same for every world, are in :mod:`dabench.world.policy_data`.)
 """
 
 from __future__ import annotations
 
 import re
 
-from dabench.world.policies import EXEMPT_TAG, normalise_sql, tables_read
-from dabench.world.source import DataPolicy, OpenWorld
-
-
-def _in_scope(p: DataPolicy, sql: str, prompt: str) -> bool:
-    if not tables_read(sql) & {t.lower() for t in p.scope.tables}:
-        return False
-    if p.scope.prompt and not re.search(p.scope.prompt, prompt, re.IGNORECASE):
-        return False
-    return not (p.scope.sql and not re.search(p.scope.sql, normalise_sql(sql)))
-
-
-def data_policy_issues(
-    policies: list[DataPolicy], sql: str, prompt: str, tags: list[str] | tuple[str, ...]
-) -> list[str]:
-    """Every user policy a truth SQL is in scope of but does not apply, one message each."""
-    exempt = {t[len(EXEMPT_TAG) :] for t in tags if t.startswith(EXEMPT_TAG)}
-    issues = [f"unknown policy in tag {EXEMPT_TAG}{pid}" for pid in sorted(
-        exempt - {p.id for p in policies}
-    )]  # fmt: skip
-    norm = normalise_sql(sql)
-    for p in policies:
-        if p.id in exempt:
-            if not re.search(p.exemption, prompt, re.IGNORECASE):
-                issues.append(
-                    f"exempt from policy {p.id!r} but the prompt does not say so "
-                    f"(expected it to match /{p.exemption}/)"
-                )
-            continue
-        if _in_scope(p, sql, prompt) and not any(re.search(rx, norm) for rx in p.applied_by):
-            issues.append(
-                f"truth SQL does not apply policy {p.id!r} ({p.title}, knowledge page "
-                f"{p.page}): {p.rule}"
-            )
-    return issues
+from dabench.world.consistency import knowledge_texts
+from dabench.world.source import OpenWorld
 
 
 def _fold(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def served_texts(world: OpenWorld) -> dict[str, str]:
-    """Fact location -> the text the a2 knowledge layer serves for it."""
-    out: dict[str, str] = {}
-    for ds in world.catalog.datasets:
-        out[f"catalog:{ds.id}"] = ds.description
-        for col in ds.columns:
-            unit = f" Unit: {col.unit}." if col.unit else ""
-            out[f"catalog:{ds.id}.{col.name}"] = col.description + unit
-    for g in world.catalog.glossary:
-        out[f"glossary:{g.id}"] = f"{g.name}: {g.definition}"
-    for q in world.catalog.curated_queries:
-        out[f"query:{q.id}"] = f"{q.name}: {q.description}\n{q.sql}"
-    for page in world.pages:
-        out[f"knowledge:{page.id}"] = f"{page.title}\n{page.body}"
-    return out
 
 
 def a0_text(world: OpenWorld) -> str:
@@ -83,7 +29,7 @@ def a0_text(world: OpenWorld) -> str:
 
 def discoverability_issues(world: OpenWorld) -> list[str]:
     """Every hidden rule that a2 does not state or a0 gives away, one message each."""
-    served = served_texts(world)
+    served = knowledge_texts(world.catalog, world.pages)
     a0 = _fold(a0_text(world))
     names = re.findall(r"[a-z0-9]+", a0)
     issues: list[str] = []

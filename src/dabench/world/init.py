@@ -19,13 +19,12 @@ import yaml
 
 from dabench.defaults import POSTGRES_PREFIXES
 from dabench.errors import UserInputError
-from dabench.world.build import CATALOG_FILE, KNOWLEDGE_DIR
+from dabench.world.build import CATALOG_FILE, KNOWLEDGE_DIR, POLICIES_FILE
 from dabench.world.files import canonical_json
 from dabench.world.knowledge import render_page
 from dabench.world.model import Catalog, ColumnMeta, DatasetMeta, KnowledgePage, LineageEdge
+from dabench.world.policy_data import KNOWLEDGE_FORMAT_VERSION
 from dabench.world.source import (
-    KNOWLEDGE_FORMAT_VERSION,
-    POLICIES_FILE,
     RULES_FILE,
     SOURCE_FILE,
     EngineName,

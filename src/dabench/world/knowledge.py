@@ -18,7 +18,8 @@ from dabench.world.constants import (
     TEST_SIGNUP_SOURCE,
 )
 from dabench.world.model import KnowledgePage
-from dabench.world.policies import scope_markdown
+from dabench.world.policies import policy
+from dabench.world.policy_data import scope_markdown
 
 
 def _page(id: str, title: str, tags: list[str], related: list[str], body: str) -> KnowledgePage:
@@ -54,7 +55,7 @@ never be presented as revenue. The curated query `revenue-by-month` implements t
 and so does `analytics.monthly_revenue` exactly. `analytics.daily_sales` applies the same
 formula but misses late-arriving orders (see *data-freshness*): never report revenue from it.
 
-{scope_markdown("revenue")}
+{scope_markdown(policy("revenue"))}
 """,
         ),
         _page(
@@ -76,7 +77,7 @@ Fiscal quarters: Q1 = February-April, Q2 = May-July, Q3 = August-October, Q4 =
 November-January. "First half" means Q1 + Q2 (February-July). Budgets in `finance.budget`
 use fiscal years and quarters.
 
-{scope_markdown("fiscal_calendar")}
+{scope_markdown(policy("fiscal_calendar"))}
 """,
         ),
         _page(
@@ -99,7 +100,7 @@ The warehouse has one schema per business domain: `sales`, `customers`, `finance
   is replaced by `customers.customers` and is frozen as of {CORE_CUSTOMERS_SNAPSHOT}. Do not
   use either for anything after those dates.
 
-{scope_markdown("reporting_sources")}
+{scope_markdown(policy("reporting_sources"))}
 
 Money columns in the operational schemas are integer cents (*money-and-units*), the revenue
 definition is in *revenue-policy*, and timestamps of web events need care (*event-data*).
@@ -117,7 +118,7 @@ current tier).
 
 ## Key accounts
 
-{scope_markdown("key_accounts")}
+{scope_markdown(policy("key_accounts"))}
 
 Key accounts get a named account manager and are reported separately in every sales review.
 Counts of key accounts, and sales broken down by key account, follow the customer rules: no
@@ -147,7 +148,7 @@ order lines, refunds and payments). `analytics.monthly_revenue`, `analytics.dail
 `analytics.product_sales_monthly` already exclude them; `analytics.customer_360` does not (it
 keeps every account, and its lifetime figures include test accounts' orders).
 
-{scope_markdown("test_accounts")}
+{scope_markdown(policy("test_accounts"))}
 """,
         ),
         _page(
@@ -164,7 +165,7 @@ still join. Erased accounts are **not customers any more**: filter
 `row_state <> {ERASED_ROW_STATE}` in every customer count, customer list and breakdown by a
 customer attribute.
 
-{scope_markdown("erased_accounts")}
+{scope_markdown(policy("erased_accounts"))}
 """,
         ),
         _page(
@@ -179,7 +180,7 @@ customer attribute.
 lost, the same event is stored again with the same `event_id` (and a later `received_at`).
 Always count `DISTINCT event_id`.
 
-{scope_markdown("unique_events")}
+{scope_markdown(policy("unique_events"))}
 
 **Time zone change.** Until the collector migration, `event_ts` was written in **UTC**. Since
 {COLLECTOR_SWITCH} it is written in **company local time** (Pacific Standard Time, UTC-08:00,
@@ -187,7 +188,7 @@ no daylight saving). Nothing was collected on {COLLECTOR_GAP} (migration window)
 time: `CASE WHEN event_ts < TIMESTAMP '{COLLECTOR_SWITCH}' THEN event_ts - INTERVAL 8 HOUR
 ELSE event_ts END`. All hour-of-day and per-day reporting is in company local time.
 
-{scope_markdown("company_local_time")}
+{scope_markdown(policy("company_local_time"))}
 """,
         ),
         _page(
@@ -223,7 +224,7 @@ the partner's country: both invoice partners in Canada and in the US.
 with the `CAD` rate of `finance.fx_rates` (US dollars per unit) for the month of `issued_on`
 before adding invoices up.
 
-{scope_markdown("currency")}
+{scope_markdown(policy("currency"))}
 """,
         ),
         _page(
@@ -237,7 +238,7 @@ To avoid rounding errors, the commerce platform stores money as **integer US cen
 money column of `sales`, `product`, `finance.payments` and `marketing` is in cents. Divide
 by 100 to report dollars.
 
-{scope_markdown("money_units")}
+{scope_markdown(policy("money_units"))}
 """,
         ),
         _page(

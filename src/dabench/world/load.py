@@ -11,8 +11,15 @@ import duckdb
 from pydantic import ValidationError
 
 from dabench.errors import DabenchError, UserInputError
-from dabench.world.build import CATALOG_FILE, KNOWLEDGE_DIR, MANIFEST_FILE, WAREHOUSE_FILE
-from dabench.world.files import hash_tree, world_hash
+from dabench.world.build import (
+    CATALOG_FILE,
+    KNOWLEDGE_DIR,
+    MANIFEST_FILE,
+    POLICIES_FILE,
+    UNHASHED,
+    WAREHOUSE_FILE,
+)
+from dabench.world.files import hash_tree, sha256_file, world_hash
 from dabench.world.knowledge import parse_page
 from dabench.world.model import Catalog, DatasetMeta, KnowledgePage, Trap, WorldManifest
 from dabench.world.warehouse import connect_warehouse
@@ -107,7 +114,7 @@ def read_manifest(path: Path) -> WorldManifest:
 
 def verify_files(path: Path, manifest: WorldManifest) -> list[str]:
     """Every difference between the files in ``path`` and the manifest (empty when intact)."""
-    actual = hash_tree(path)
+    actual = hash_tree(path, exclude=UNHASHED)
     problems = []
     for rel in sorted(set(manifest.files) | set(actual)):
         want, got = manifest.files.get(rel), actual.get(rel)
@@ -117,6 +124,12 @@ def verify_files(path: Path, manifest: WorldManifest) -> list[str]:
             problems.append(f"missing file {rel}")
         elif want != got:
             problems.append(f"{rel}: sha256 {got[:12]}... != {want[:12]}... in world.json")
+    if manifest.policies_sha256 is not None:
+        policies = path / POLICIES_FILE
+        if not policies.is_file():
+            problems.append(f"missing file {POLICIES_FILE}")
+        elif sha256_file(policies) != manifest.policies_sha256:
+            problems.append(f"{POLICIES_FILE}: sha256 differs from policies_sha256 in world.json")
     if world_hash(manifest.files) != manifest.world_hash:
         problems.append("world_hash does not match the file hashes in world.json")
     return problems

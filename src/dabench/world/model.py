@@ -161,3 +161,6 @@ class WorldManifest(_Record):
     """Dataset id -> row count."""
     duckdb_version: str | None = None
     """DuckDB version that wrote the warehouse; byte identity holds for one DuckDB version."""
+    policies_sha256: str | None = None
+    """SHA-256 of ``policies.yaml`` (the policies as data), which is not in :attr:`files`, so
+    that adding it left every world's hash as it was; ``None``: a world built before it."""

@@ -16,7 +16,8 @@ The knowledge directory format (version :data:`KNOWLEDGE_FORMAT_VERSION`, docs/o
                         curated queries, lineage
     knowledge/<id>.md   pages: YAML front matter (id, title, tags, related_datasets: the
                         tables and columns the page applies to) and a markdown body
-    policies.yaml       optional: policies as data (scope plus the SQL that applies them)
+    policies.yaml       policies as data (scope plus the SQL that applies them;
+                        dabench.world.policy_data); optional for an external world
     rules.yaml          optional: the hidden business rules (the traps), with where each is
                         stated
 """
@@ -35,16 +36,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dabench.errors import UserInputError
 from dabench.recordfile import first_error
-from dabench.world.build import CATALOG_FILE, KNOWLEDGE_DIR, MANIFEST_FILE, WAREHOUSE_FILE
+from dabench.world.build import (
+    CATALOG_FILE,
+    KNOWLEDGE_DIR,
+    MANIFEST_FILE,
+    POLICIES_FILE,
+    WAREHOUSE_FILE,
+)
 from dabench.world.files import sha256_file, world_hash
 from dabench.world.knowledge import parse_page
 from dabench.world.model import Catalog, DatasetMeta, KnowledgePage, Trap
+from dabench.world.policy_data import KNOWLEDGE_FORMAT_VERSION, DataPolicy, PolicyFile
 from dabench.world.warehouse import OFFLINE_CONFIG
 
-KNOWLEDGE_FORMAT_VERSION = 1
-"""Version of the knowledge directory format this code reads and writes."""
 SOURCE_FILE = "world.yaml"
-POLICIES_FILE = "policies.yaml"
 RULES_FILE = "rules.yaml"
 
 EngineName = Literal["duckdb", "postgres", "parquet"]
@@ -88,36 +93,6 @@ class HiddenRule(_Record):
     """The data alone gives the rule away to a careful analyst (a control trap)."""
     giveaway_words: list[str] = Field(default_factory=list)
     """Words that would give the rule away in a table or column name (checked on a0)."""
-
-
-class PolicyScope(_Record):
-    """When a truth SQL is in a policy's scope: it reads one of ``tables``, and the prompt
-    matches ``prompt`` and the SQL matches ``sql`` (regular expressions; empty: any)."""
-
-    tables: list[str]
-    prompt: str = ""
-    sql: str = ""
-
-
-class DataPolicy(_Record):
-    """A policy as data: scope plus the SQL forms that apply it (see world/policies.py)."""
-
-    id: str
-    title: str
-    rule: str
-    page: str
-    applies_to: list[str] = Field(default_factory=list)
-    not_applies_to: list[str] = Field(default_factory=list)
-    scope: PolicyScope
-    applied_by: list[str] = Field(min_length=1)
-    """Regular expressions over lower-cased, whitespace-normalised SQL."""
-    exemption: str = r"\bexempt\b"
-    """Regular expression the prompt of a task tagged ``policy-exempt:<id>`` must match."""
-
-
-class _Policies(_Record):
-    format_version: int = KNOWLEDGE_FORMAT_VERSION
-    policies: list[DataPolicy] = Field(default_factory=list)
 
 
 class _Rules(_Record):
@@ -254,9 +229,8 @@ class OpenWorld:
     pages: list[KnowledgePage]
     policies: list[DataPolicy]
     rules: list[HiddenRule]
-    builtin: bool
     declared_hash: str | None = None
-    """The built-in world's ``world_hash`` (its declared snapshot id)."""
+    """A built world's ``world_hash`` from its ``world.json`` (a declared snapshot id)."""
     traps: list[Trap | HiddenRule] = field(default_factory=list)
     """The planted traps (built-in) or the hidden rules (external), with fact locations."""
     _fingerprint: DataFingerprint | None = field(default=None, repr=False)
@@ -284,9 +258,16 @@ class OpenWorld:
         """The PostgreSQL DSN of a ``postgres`` world."""
         return self.source.location if self.source.engine == "postgres" else None
 
+    @property
+    def builtin(self) -> bool:
+        """Whether the world was built by ``dabench world build`` (its identity is declared in
+        ``world.json``, its data generated from a seed); every other difference lies in the
+        knowledge directory both kinds share."""
+        return self.declared_hash is not None
+
     def fingerprint(self) -> DataFingerprint | None:
-        """The data fingerprint (``None`` for the built-in world: its files are hashed)."""
-        if self.builtin:
+        """The data fingerprint (``None`` for a built world: its files are hashed)."""
+        if self.declared_hash is not None:
             return None
         if self._fingerprint is None:
             self._fingerprint = fingerprint(self)
@@ -333,7 +314,7 @@ class OpenWorld:
         """A read-only, offline DuckDB connection (``duckdb`` and ``parquet`` engines)."""
         if self.source.engine == "postgres":
             raise UserInputError(f"world {self.path}: a PostgreSQL world has no DuckDB file")
-        if self.source.engine == "parquet" and not self.builtin:
+        if self.source.engine == "parquet":
             return parquet_views(Path(self.location))
         path = Path(self.location)
         if not path.is_file():
@@ -431,46 +412,40 @@ def load_knowledge(
             raise UserInputError(f"{page_file}: invalid knowledge page: {exc}") from exc
     policies: list[DataPolicy] = []
     if (root / POLICIES_FILE).is_file():
-        policies = list(_yaml_model(root / POLICIES_FILE, _Policies).policies)
+        policies = list(_yaml_model(root / POLICIES_FILE, PolicyFile).policies)
     rules: list[HiddenRule] = []
     if (root / RULES_FILE).is_file():
         rules = list(_yaml_model(root / RULES_FILE, _Rules).rules)
     return catalog, pages, policies, rules
 
 
+def is_world_dir(path: Path) -> bool:
+    """Whether ``path`` is a world directory: built (``world.json``) or external
+    (``world.yaml``)."""
+    return (path / MANIFEST_FILE).is_file() or (path / SOURCE_FILE).is_file()
+
+
 def open_world(path: Path | str) -> OpenWorld:
-    """Open the world named by the directory ``path`` (built-in: ``world.json``; external:
-    ``world.yaml``). Raises :class:`UserInputError` naming what is missing or invalid."""
+    """Open the world named by the directory ``path``: a built world (``world.json``, its
+    identity declared there) or an external one (``world.yaml``); either way the knowledge
+    directory is read by :func:`load_knowledge`. Raises :class:`UserInputError` naming what is
+    missing or invalid."""
     path = Path(path)
     if not path.is_dir():
         raise UserInputError(f"--world {path}: not a directory")
+    declared: str | None = None
+    traps: list[Trap] | None = None
     if (path / MANIFEST_FILE).is_file():
-        from dabench.world.load import read_manifest
-
-        manifest = read_manifest(path)
-        source = WorldSource(engine="duckdb", location=WAREHOUSE_FILE, snapshot_id=None)
-        catalog, pages, _, _ = load_knowledge(path)
-        if not (path / WAREHOUSE_FILE).is_file():
-            raise UserInputError(f"{path}: missing {WAREHOUSE_FILE}")
-        return OpenWorld(
-            path=path,
-            source=source,
-            knowledge_dir=path,
-            catalog=catalog,
-            pages=pages,
-            policies=[],
-            rules=[],
-            builtin=True,
-            declared_hash=manifest.world_hash,
-            traps=list(manifest.traps),
-        )
-    if not (path / SOURCE_FILE).is_file():
+        source, declared, traps = _built_source(path)
+        knowledge = path
+    elif (path / SOURCE_FILE).is_file():
+        source = read_source(path)
+        knowledge = (path / source.knowledge).resolve()
+    else:
         raise UserInputError(
             f"--world {path}: neither a built world (world.json) nor an external world "
             f"({SOURCE_FILE}; create one with `dabench world init`)"
         )
-    source = read_source(path)
-    knowledge = (path / source.knowledge).resolve()
     catalog, pages, policies, rules = load_knowledge(knowledge)
     return OpenWorld(
         path=path,
@@ -480,9 +455,27 @@ def open_world(path: Path | str) -> OpenWorld:
         pages=pages,
         policies=policies,
         rules=rules,
-        builtin=False,
-        traps=list(rules),
+        declared_hash=declared,
+        traps=list(rules) if traps is None else list(traps),
     )
+
+
+def _built_source(path: Path) -> tuple[WorldSource, str, list[Trap]]:
+    """A built world as a source: its own DuckDB file, the manifest's hash as a declared
+    snapshot id, and the planted traps."""
+    from dabench.world.load import read_manifest
+
+    manifest = read_manifest(path)
+    if manifest.policies_sha256 is None:
+        raise UserInputError(
+            f"{path}: built by an older dabench, without {POLICIES_FILE} (the policies as "
+            f"data); rebuild it: dabench world build --seed {manifest.seed} --scale "
+            f"{manifest.scale} --out {path} --force (its world hash stays the same)"
+        )
+    if not (path / WAREHOUSE_FILE).is_file():
+        raise UserInputError(f"{path}: missing {WAREHOUSE_FILE}")
+    source = WorldSource(engine="duckdb", location=WAREHOUSE_FILE, snapshot_id=None)
+    return source, manifest.world_hash, list(manifest.traps)
 
 
 def write_source_dir(source: WorldSource, parent: Path) -> Path:
