@@ -100,7 +100,10 @@ def _child(key: str, point: str, opts: argparse.Namespace) -> dict[str, float]:
         figures = asyncio.run(
             measure(Path(world), int(point), opts.episodes, opts.latency_ms, opts.calls)
         )
-        keep = ("efficiency", "wall_s", "cpu_ms_per_call", "platform_cpu_ms_per_call")
+        keep = (
+            "efficiency", "wall_s", "cpu_ms_per_call", "platform_cpu_ms_per_call",
+            "platform_peak_pss_mb",
+        )  # fmt: skip
         out = {k: float(figures[k]) for k in keep if k in figures}
         if "platform_cpu_ms_per_call" in out and figures.get("episodes"):
             per_episode = out["platform_cpu_ms_per_call"] * figures["tool_calls"]

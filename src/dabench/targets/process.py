@@ -78,15 +78,36 @@ def _tree_cpu_ticks(pid: int) -> int | None:
     its live descendants; ``None`` when ``pid`` is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        children = [
+    except (OSError, IndexError):
+        return None
+    total = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return total + sum(_tree_cpu_ticks(c) or 0 for c in children(pid))
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux ``/proc``; empty when it is gone)."""
+    try:
+        return [
             int(c)
             for task in Path(f"/proc/{pid}/task").iterdir()
             for c in (task / "children").read_text().split()
         ]
-    except (OSError, IndexError, ValueError):
-        return None
-    total = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-    return total + sum(_tree_cpu_ticks(c) or 0 for c in children)
+    except (OSError, ValueError):
+        return []
+
+
+def tree_pss_bytes(pid: int) -> int:
+    """Proportional set size of ``pid`` and its live descendants together (pages shared
+    between them counted once; Linux ``smaps_rollup``); 0 when ``pid`` is gone."""
+    total = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                total = int(line.split()[1]) * 1024
+                break
+    except OSError:
+        return 0
+    return total + sum(tree_pss_bytes(c) for c in children(pid))
 
 
 class ServerProcess:
