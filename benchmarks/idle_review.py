@@ -97,7 +97,7 @@ async def clients(ref: ReferenceTarget, wire: str, work: Path) -> dict[str, Call
         "reference: lean MCP client": lean,
         "mcp target: official MCP client": sdk,
         "reference: audit read-back": lambda: ref.read_audit([session.handle], 0),
-        "reference: admin API (httpx)": lambda: ref.admin("GET", "/api/v1/admin/audit/events"),
+        "reference: admin API (loopback)": lambda: ref.admin("GET", "/api/v1/admin/audit/events"),
         "kibana client": kibana.status,
         "openai provider": model(openai),
         "anthropic provider": model(anthropic),

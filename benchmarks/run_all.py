@@ -30,6 +30,7 @@ one repetition.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -65,6 +66,24 @@ def _env(root: Path) -> dict[str, str]:
 # --- children: run inside the measured tree's code ---------------------------------------
 
 
+def _count_platform_tree() -> None:
+    """Make the measured tree's platform CPU figure cover the platform's whole process tree
+    (its SQL worker processes too) with this tree's :func:`tree_cpu_seconds`: older trees
+    count the platform process alone, which ran every query in-process before 2d03504."""
+    spec = importlib.util.spec_from_file_location(
+        "_run_all_process", HERE.parent / "src" / "dabench" / "targets" / "process.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mine)
+    from dabench.targets.process import ServerProcess
+
+    def cpu_seconds(self: Any) -> float | None:
+        return None if self.proc is None else mine.tree_cpu_seconds(self.proc.pid)
+
+    ServerProcess.cpu_seconds = cpu_seconds  # type: ignore[method-assign]
+
+
 def _child(key: str, point: str, opts: argparse.Namespace) -> dict[str, float]:
     """One measurement with the tree at ``opts.root`` (its src and benchmarks on the path)."""
     root = Path(opts.root)
@@ -76,12 +95,20 @@ def _child(key: str, point: str, opts: argparse.Namespace) -> dict[str, float]:
         from dabench.world import ensure_world
         from runner_throughput import measure  # the measured tree's own script
 
+        _count_platform_tree()
         world = opts.world or ensure_world(930, 1, _cache_root() / "worlds")
         figures = asyncio.run(
             measure(Path(world), int(point), opts.episodes, opts.latency_ms, opts.calls)
         )
-        keep = ("efficiency", "wall_s", "cpu_ms_per_call", "platform_cpu_ms_per_call")
-        return {k: float(figures[k]) for k in keep if k in figures}
+        keep = (
+            "efficiency", "wall_s", "cpu_ms_per_call", "platform_cpu_ms_per_call",
+            "platform_peak_pss_mb",
+        )  # fmt: skip
+        out = {k: float(figures[k]) for k in keep if k in figures}
+        if "platform_cpu_ms_per_call" in out and figures.get("episodes"):
+            per_episode = out["platform_cpu_ms_per_call"] * figures["tool_calls"]
+            out["platform_cpu_ms_per_episode"] = per_episode / figures["episodes"]
+        return out
     if key == "report":
         from report_scale import generate
 

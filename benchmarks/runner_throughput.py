@@ -5,7 +5,9 @@ the reference platform (profile a0) serves the tools. Each episode makes ``calls
 and one final answer, so it needs ``calls + 1`` model calls. With concurrency ``c`` and ``n``
 episodes the ideal wall time is ``ceil(n / c) * (calls + 1) * latency`` (tool time counted as
 overhead); efficiency = ideal / measured wall time of the episode phase (targets already up).
-Also prints the harness process's CPU time per tool call and per episode.
+Also prints the harness process's CPU time per tool call and per episode, the platform's CPU
+(its SQL worker processes included) and its peak memory (PSS of the platform process and its
+workers together, sampled every 0.1 s).
 
     python benchmarks/runner_throughput.py [--world DIR] [--latency-ms 200] [--calls 2]
         [--concurrency 1 8 32 64] [--episodes 320] [--repeat 3]
@@ -19,6 +21,7 @@ import math
 import os
 import statistics
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ from dabench.journal.records import Episode
 from dabench.journal.store import Journal
 from dabench.runner.experiment import Experiment
 from dabench.runner.run import ExperimentRun, RunSummary, load_task_set, resolve_world
+from dabench.targets.process import children, tree_pss_bytes
 from dabench.targets.reference import ReferenceTarget
 
 LEVELS = ((1, 8), (8, 64), (32, 128))
@@ -105,12 +109,48 @@ async def run_level(exp: Experiment, episodes: int) -> LevelRun:
     return LevelRun(run, summary, loaded)
 
 
+class PlatformMemory:
+    """Samples, every 0.1 s on a thread, the memory of each ``platform serve`` process below
+    this one with its worker processes (PSS: pages they share counted once); keeps the peak."""
+
+    def __init__(self) -> None:
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="platform-memory", daemon=True)
+
+    def __enter__(self) -> PlatformMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            for pid in _platforms(os.getpid()):
+                self.peak_bytes = max(self.peak_bytes, tree_pss_bytes(pid))
+
+
+def _platforms(pid: int) -> list[int]:
+    """``platform serve`` processes among the descendants of ``pid``."""
+    found: list[int] = []
+    for child in children(pid):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        found += [child] if b"platform\x00serve" in cmdline else _platforms(child)
+    return found
+
+
 async def measure(
     world: Path, concurrency: int, episodes: int, latency_ms: int, calls: int
 ) -> dict[str, float]:
     """Run one level and return its figures."""
     model = f"fake:latency={latency_ms}ms,calls={calls},search=off"
-    level = await run_level(experiment(world, concurrency, model), episodes)
+    with PlatformMemory() as memory:
+        level = await run_level(experiment(world, concurrency, model), episodes)
     summary = level.summary
     n = len(level.episodes)
     assert summary.statuses.get("completed", 0) == n, summary.statuses
@@ -128,6 +168,7 @@ async def measure(
         "platform_cpu_ms_per_call": 1000 * platform_cpu / max(1, summary.tool_calls),
         "tool_latency_ms": statistics.mean(latencies),
         "cpu_load": (summary.episodes_cpu_s + platform_cpu) / summary.episodes_wall_s,
+        "platform_peak_pss_mb": memory.peak_bytes / 2**20,
     }
 
 
@@ -189,6 +230,7 @@ def main() -> None:
         "tool-call latency ms",
         "CPU busy (cores)",
     )
+    peaks: list[tuple[int, float]] = []
     for concurrency, episodes in levels:
         runs = [
             asyncio.run(measure(world, concurrency, episodes, args.latency_ms, args.calls))
@@ -196,6 +238,7 @@ def main() -> None:
         ]
         runs.sort(key=lambda run: run["efficiency"])
         r = runs[len(runs) // 2]
+        peaks.append((concurrency, max(run["platform_peak_pss_mb"] for run in runs)))
         spread = (
             f" ({runs[0]['efficiency']:.3f}-{runs[-1]['efficiency']:.3f})" if len(runs) > 1 else ""
         )
@@ -218,6 +261,11 @@ def main() -> None:
         "per episode, reference platform a0"
     )
     console.print(table)
+    for concurrency, r in peaks:
+        console.print(
+            f"platform peak memory at c = {concurrency} (PSS, with its SQL worker processes): "
+            f"{r:.0f} MiB"
+        )
     load = os.getloadavg()[0]
     console.print(f"load average at the end: {load:.2f} on {os.cpu_count()} cores")
 

@@ -66,6 +66,50 @@ def _secret_pipe(data: bytes) -> int:
     return read
 
 
+def tree_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` (with its reaped children's) and of its live
+    descendants (Linux ``/proc``); ``None`` when ``pid`` is gone."""
+    ticks = _tree_cpu_ticks(pid)
+    return None if ticks is None else ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_ticks(pid: int) -> int | None:
+    """CPU clock ticks of ``pid`` (user + system, with its reaped children's) plus those of
+    its live descendants; ``None`` when ``pid`` is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    total = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return total + sum(_tree_cpu_ticks(c) or 0 for c in children(pid))
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux ``/proc``; empty when it is gone)."""
+    try:
+        return [
+            int(c)
+            for task in Path(f"/proc/{pid}/task").iterdir()
+            for c in (task / "children").read_text().split()
+        ]
+    except (OSError, ValueError):
+        return []
+
+
+def tree_pss_bytes(pid: int) -> int:
+    """Proportional set size of ``pid`` and its live descendants together (pages shared
+    between them counted once; Linux ``smaps_rollup``); 0 when ``pid`` is gone."""
+    total = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                total = int(line.split()[1]) * 1024
+                break
+    except OSError:
+        return 0
+    return total + sum(tree_pss_bytes(c) for c in children(pid))
+
+
 class ServerProcess:
     """A server subprocess with its output in a log file."""
 
@@ -122,15 +166,11 @@ class ServerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def cpu_seconds(self) -> float | None:
-        """User + system CPU time of the child so far (Linux ``/proc``), else ``None``."""
+        """User + system CPU time so far of the child and every process under it (its SQL
+        workers: live ones and those it reaped), from Linux ``/proc``, else ``None``."""
         if self.proc is None:
             return None
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return None
-        ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks
+        return tree_cpu_seconds(self.proc.pid)
 
     def log_tail(self, chars: int = 2000) -> str:
         """The end of the child's output (for error messages)."""

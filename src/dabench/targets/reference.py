@@ -27,7 +27,7 @@ from dabench.fields import Name, Seconds
 from dabench.journal.records import AuditCheck
 from dabench.keepalive import SERVER_KEEP_ALIVE_S, client_idle_limit
 from dabench.providers.base import ToolSpec
-from dabench.targets.audit import AuditReaderConfig, http_client, loopback_get, read_audit_http
+from dabench.targets.audit import AuditReaderConfig, loopback_get, read_audit_http
 from dabench.targets.base import (
     Target,
     TargetContext,
@@ -152,7 +152,6 @@ class ReferenceTarget(Target):
         self.health: dict[str, Any] = {}
         self._conns: dict[str, ToolConnection] = {}
         self._conn_lock = asyncio.Lock()
-        self._http: httpx.AsyncClient | None = None
         self._loopback: LoopbackHttp | None = None
         self._shown_tools: dict[str, list[ToolSpec]] = {}
         self.cpu_at_ready: float | None = None
@@ -246,9 +245,6 @@ class ReferenceTarget(Target):
             if isinstance(conn, LeanMcpConnection) and conn.pool is not None:
                 self.pool_stats.add(conn.pool.stats)
             await conn.close()
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
         if self._loopback is not None:
             self.pool_stats.add(self._loopback.stats)
             await self._loopback.aclose()
@@ -356,38 +352,39 @@ class ReferenceTarget(Target):
             return self.config.client_idle_s
         return client_idle_limit(self.config.keep_alive_s)
 
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = http_client(self.idle_s)
-        return self._http
+    def _admin_http(self) -> LoopbackHttp:
+        """The loopback client of the admin API and audit reads (one pool per target: a
+        general-purpose client's pool scan per request cost more CPU than the request)."""
+        if self._loopback is None:
+            self._loopback = LoopbackHttp(self.base_url, timeout_s=30.0, idle_s=self.idle_s)
+        return self._loopback
 
     async def read_audit(
         self, sessions: list[str], expected_calls: int, episode: str | None = None
     ) -> AuditCheck:
         """The platform's audit rows of the episode (every row of its keys; else of its
         sessions) vs. our count."""
-        if self._loopback is None:
-            self._loopback = LoopbackHttp(self.base_url, timeout_s=30.0, idle_s=self.idle_s)
         cfg = AuditReaderConfig(base_url=self.base_url)
-        get = loopback_get(self._loopback)
+        get = loopback_get(self._admin_http())
         return await read_audit_http(
             get, cfg, self.admin_key, sessions, expected_calls, episode=episode
         )
 
     async def admin(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Call the admin API (``/api/v1/admin/...``) with the admin key (for protocols)."""
+        headers = {"Authorization": f"Bearer {self.admin_key}"}
+        payload = b""
+        if body is not None:
+            payload = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
         try:
-            resp = await self._client().request(
-                method,
-                self.base_url + path,
-                json=body,
-                headers={"Authorization": f"Bearer {self.admin_key}"},
-            )
-        except httpx.HTTPError as exc:
-            raise HarnessError(f"admin {method} {path} failed: {exc!r}") from exc
-        if resp.status_code >= 400:
-            raise HarnessError(f"admin {method} {path} -> HTTP {resp.status_code}: {resp.text}")
-        return resp.json() if resp.content else None
+            resp = await self._admin_http().request(method, path, headers=headers, body=payload)
+        except HarnessError as exc:
+            raise HarnessError(f"admin {method} {path} failed: {exc}") from exc
+        if resp.status >= 400:
+            text = resp.body.decode("utf-8", "replace")
+            raise HarnessError(f"admin {method} {path} -> HTTP {resp.status}: {text}")
+        return json.loads(resp.body) if resp.body else None
 
 
 def _factory(config: ReferenceTargetConfig, context: TargetContext) -> Target:

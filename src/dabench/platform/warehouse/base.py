@@ -120,7 +120,8 @@ def fetch_capped(
     rows: list[list[Any]] = []
     used = 0
     while True:
-        batch = fetchmany(min(FETCH_BATCH_ROWS, limit + 1 - len(rows)))
+        asked = min(FETCH_BATCH_ROWS, limit + 1 - len(rows))
+        batch = fetchmany(asked)
         if not batch:
             return rows, None
         for raw in batch:
@@ -137,6 +138,8 @@ def fetch_capped(
             if used > max_bytes:
                 return rows, "bytes"
             rows.append(row)
+        if len(batch) < asked:  # a short batch is the result's end: no empty fetch to see it
+            return rows, None
 
 
 def timeout_error(timeout_s: float) -> ToolError:

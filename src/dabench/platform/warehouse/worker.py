@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import sys
 import threading
@@ -91,17 +90,17 @@ def _set_nice(tid: int, nice: int) -> bool:
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_STATM: dict[int, int] = {}
+"""Process id -> an open ``/proc/self/statm`` (read again with ``pread``: no open per query)."""
 
 
-def _vm_size_bytes() -> int:
-    with open("/proc/self/status", encoding="ascii") as fh:
-        match = re.search(r"VmSize:\s+(\d+) kB", fh.read())
-    return int(match.group(1)) * 1024 if match else 0
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/statm", encoding="ascii") as fh:
-        return int(fh.read().split()[1]) * _PAGE
+def _memory_bytes() -> tuple[int, int]:
+    """This process's address-space size and resident memory in bytes."""
+    fd = _STATM.get(os.getpid())
+    if fd is None:
+        fd = _STATM[os.getpid()] = os.open("/proc/self/statm", os.O_RDONLY)
+    size, resident = os.pread(fd, 256, 0).split()[:2]
+    return int(size) * _PAGE, int(resident) * _PAGE
 
 
 class GuardWorker:
@@ -142,6 +141,9 @@ class Worker:
         self._out_lock = threading.Lock()
         self._running = False
         self._check = -1
+        self._cursor: duckdb.DuckDBPyConnection | None = None
+        """The last query's cursor, kept for the next one when that query read its whole
+        (small) result and was not interrupted: a new cursor costs a client context."""
         cur = self.con.cursor()
         try:
             rows = cur.execute(
@@ -170,7 +172,7 @@ class Worker:
     def query(self, req: dict[str, Any]) -> dict[str, Any]:
         """Guard-check (when ``max_sql_chars`` is given) and run one query; the answer."""
         timeout_s = float(req["timeout_s"])
-        cur = self.con.cursor()
+        cur, self._cursor = self._cursor or self.con.cursor(), None
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
         tid = threading.get_native_id()
         demote = self.watchdog.arm(
@@ -180,6 +182,7 @@ class Worker:
             with self._out_lock:
                 self._running = True
                 self._check = self.watchdog.arm(self._check_resident, RESIDENT_CHECK_S)
+        reuse = False  # the cursor, once the query has read its whole result
         try:
             sql = str(req["sql"])
             tables: list[str] = []
@@ -191,6 +194,7 @@ class Worker:
             rows, truncated_by = fetch_capped(
                 cur.fetchmany, int(req["limit"]), int(req["max_bytes"])
             )
+            reuse = truncated_by is None
         except ToolError as exc:
             return {"error": exc.body.model_dump()}
         except duckdb.InterruptException:
@@ -205,10 +209,14 @@ class Worker:
             with self._out_lock:
                 self._running = False  # the resident check stops; it can no longer answer
                 self.watchdog.disarm(self._check)
-            self.watchdog.disarm(ticket)
+            if not self.watchdog.disarm(ticket):
+                reuse = False  # its interrupt may still reach it
             if not self.watchdog.disarm(demote) and not _set_nice(tid, BASE_NICE[0]):
                 self.must_recycle = True  # may not raise its priority again: a fresh worker
-            cur.close()
+            if reuse:
+                self._cursor = cur
+            else:
+                cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
         return {
             "ok": {"tables": tables, "columns": columns, "rows": rows, "truncated_by": truncated_by}
@@ -221,7 +229,7 @@ class Worker:
         with self._out_lock:
             if not self._running:
                 return
-            rss = _rss_bytes()
+            rss = _memory_bytes()[1]
             if rss > self.resident_limit:
                 error = memory_error(
                     f"Out of Memory: the worker's resident memory reached {rss // 2**20} MiB, "
@@ -257,7 +265,7 @@ def main() -> None:
         worker = Worker(hello["path"], hello["config"], out)
     budget = int(hello["address_space_budget"])
     resident = int(hello.get("resident_budget") or 0)
-    base, base_rss = _vm_size_bytes(), _rss_bytes()
+    base, base_rss = _memory_bytes()
     limit = base + budget if budget > 0 else resource.RLIM_INFINITY
     recycle_above = base + budget // 2 if budget > 0 else sys.maxsize
     recycle_rss_above = base_rss + resident // 2 if resident > 0 else sys.maxsize
@@ -286,11 +294,9 @@ def main() -> None:
         answer["worker_ms"] = (time.perf_counter() - started) * 1000.0
         # DuckDB and malloc keep address space after a big query (or a failed allocation):
         # a worker past half its budget is replaced, so the next query gets its full budget
-        if (
-            getattr(worker, "must_recycle", False)
-            or _vm_size_bytes() > recycle_above
-            or _rss_bytes() > recycle_rss_above
-        ):
+        size, rss = _memory_bytes()
+        grown = size > recycle_above or rss > recycle_rss_above
+        if getattr(worker, "must_recycle", False) or grown:
             answer["recycle"] = True
         try:
             _send(out, answer)
