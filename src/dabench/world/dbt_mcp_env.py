@@ -122,6 +122,18 @@ def _root_python_argv(root: Path, *argv: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _unmount_below(root: Path) -> None:
+    """Unmount what an interrupted debootstrap left mounted under ``root`` (its ``/proc``,
+    ``/sys``), deepest first, so removing the root never walks into the host's files."""
+    mounts = Path("/proc/self/mounts")
+    if not mounts.is_file():
+        return
+    prefix = str(root.resolve()) + "/"
+    points = [line.split()[1] for line in mounts.read_text().splitlines() if len(line.split()) > 1]
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
 def _dbt_venv_duckdb(dbt_venv: Path) -> str | None:
     """The DuckDB version installed in the dbt venv (from its dist-info directory)."""
     for info in dbt_venv.glob("lib/python3*/site-packages/duckdb-*.dist-info"):
@@ -144,6 +156,7 @@ def install_dbt_mcp(dbt_venv: Path | None = None, target: Path | None = None) ->
         if marker.exists() and marker.read_text().split() == list(packages):
             return root
         if not (base / ".root-ok").exists():
+            _unmount_below(root)
             shutil.rmtree(root, ignore_errors=True)
             started = time.monotonic()
             _run(
