@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
+from dabench.errors import UserInputError
 from dabench.providers.base import ToolSpec
 from dabench.roles import RoleBinding, ToolRoles
 from dabench.sqlresult import SqlToolError, read_sql_result
+from dabench.targets.base import TargetContext
 from dabench.targets.inspect import propose_roles
+from dabench.targets.reference import ReferenceTarget, ReferenceTargetConfig
 from dabench.world.dbt_env import DbtToolError
 from dabench.world.dbt_mcp_env import VENV, apt_mirror, dbt_mcp_command
 
@@ -145,3 +148,16 @@ def test_the_sandbox_binds_the_project_and_warehouse_read_only(tmp_path: Path) -
     warehouse.unlink()
     with pytest.raises(DbtToolError, match="does not exist"):
         dbt_mcp_command(project, root)
+
+
+def test_a_reference_target_serves_its_own_world(tmp_path: Path) -> None:
+    """``target.world`` (the marts arm): that directory, relative to the experiment file,
+    instead of the experiment's world; a missing one is refused naming it."""
+    (tmp_path / "marts").mkdir()
+    context = TargetContext(tmp_path / "w930", tmp_path / "work", experiment_dir=tmp_path)
+    default = ReferenceTarget(ReferenceTargetConfig(), context)
+    assert default.served_world() == tmp_path / "w930"
+    marts = ReferenceTarget(ReferenceTargetConfig(world="marts"), context)
+    assert marts.served_world() == (tmp_path / "marts").resolve()
+    with pytest.raises(UserInputError, match=r"target\.world 'absent': no such directory"):
+        ReferenceTarget(ReferenceTargetConfig(world="absent"), context).served_world()

@@ -66,10 +66,7 @@ _WORDS: dict[Role, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("list", "lineage"),
     ),
     "list": (("list", "tables", "show", "datasets", "indices", "relations"), ("describe",)),
-    "fetch": (
-        ("fetch", "get", "read", "document", "page", "resource"),
-        ("sql", "search"),
-    ),
+    "fetch": (("fetch", "get", "read", "document", "page", "resource"), ("sql", "search")),
     "metric": (("query", "metrics", "metric", "semantic", "measure"), ("list", "dimensions")),
 }
 """Per role, words in a tool's name or description that speak for it and against it."""
