@@ -14,8 +14,9 @@ A binding, as written under ``target.roles``::
 
 ``arguments`` maps a canonical name to the tool's argument name (unmapped names pass through
 unchanged), ``drop`` lists canonical arguments never sent, ``constants`` are extra arguments
-always sent, and ``also`` names further tools that play the role for grading (never called
-by the harness). A binding may be written as just the tool's name (``sql: execute_query``).
+always sent, ``templates`` put a value into a text the tool wants (``source:{value}``), and
+``also`` names further tools that play the role for grading (never called by the harness).
+A binding may be written as just the tool's name (``sql: execute_query``).
 
 The ``sql`` binding may also say how to read its result (``result: {path, format}``, see
 :class:`~dabench.sqlresult.ResultAdapter`).
@@ -73,6 +74,11 @@ class RoleBinding(BaseModel):
     """Canonical arguments never sent (the tool does not take them)."""
     constants: dict[str, Any] = Field(default_factory=dict)
     """Extra arguments always sent, by the tool's argument name."""
+    templates: dict[str, str] = Field(default_factory=dict)
+    """Canonical argument -> the text the tool gets, ``{value}`` standing for the value (a
+    string): ``{table: "source:{value}"}`` sends ``source:sales.orders`` for
+    ``sales.orders`` (dbt-mcp's ``get_node_details_dev`` takes a dbt selector). Not for
+    ``sql``, whose sent text grading reads back."""
     also: list[str] = Field(default_factory=list)
     """Further tools of the target that play this role too (counted by grading, never
     called by the harness), e.g. Kibana's ``platform.core.search`` for ``sql``."""
@@ -99,7 +105,8 @@ class RoleBinding(BaseModel):
         for name, value in canonical.items():
             mapped = self.argument(name)
             if mapped is not None and value is not None:
-                out[mapped] = value
+                template = self.templates.get(name)
+                out[mapped] = template.replace("{value}", str(value)) if template else value
         return {**out, **self.constants}
 
     def sends(self, canonical: str) -> bool:
@@ -130,7 +137,13 @@ class ToolRoles(RootModel[dict[Role, RoleBinding | None]]):
                     f"{role}.result: only the sql and metric roles read a result as a table"
                 )
             known = CANONICAL_ARGUMENTS[role]
-            for field, names in (("arguments", list(binding.arguments)), ("drop", binding.drop)):
+            if "sql" in binding.templates:
+                raise ValueError(f"{role}.templates: the SQL text is sent as it is")
+            for field, names in (
+                ("arguments", list(binding.arguments)),
+                ("drop", binding.drop),
+                ("templates", list(binding.templates)),
+            ):
                 bad = [n for n in names if n not in known]
                 if bad:
                     raise ValueError(

@@ -39,6 +39,8 @@ def test_project_has_every_source_page_and_metric(world: World, tmp_path: Path) 
     profiles = yaml.safe_load((out / "profiles.yml").read_text())["dabench_world"]
     assert profiles["target"] == "readonly"
     assert profiles["outputs"]["readonly"]["config_options"] == {"access_mode": "READ_ONLY"}
+    path = profiles["outputs"]["readonly"]["settings"]["search_path"].split(",")
+    assert path[0] == "semantic.marts" and "warehouse.sales" in path
     assert profiles["outputs"]["build"]["attach"][0]["read_only"] is True
     written = {p.name for p in out.rglob("*")}
     assert not written & {"world.json", "tasks.lock.json", "catalog.json"}

@@ -9,7 +9,8 @@ the deciding fact of every trap class of the task during the episode, and with t
    (``knowledge:<id>`` -> ``page:<id>``, ``glossary:<id>``, ``catalog:<ds>`` -> ``dataset:<ds>``,
    ``catalog:<ds>.<col>`` -> ``column:<ds>.<col>``) and the ``fetch`` role delivers it, or
 2. the ``describe`` role on a dataset named by a ``catalog:`` location returns the catalog
-   description of that dataset or column (the platform's enrichment).
+   description of that dataset or column (the platform's enrichment), as a JSON string or
+   within one (dbt-mcp's node details append the unit to a column's description).
 
 On a target that plays the ``metric`` role, a trap task with a metric
 (:data:`~dabench.tasks.metric_parity.METRIC_QUERIES`) is answered through the metric, which
@@ -192,7 +193,7 @@ class ProbeAgent(OracleAgent):
                 ds = self.world.dataset(dataset_id)
                 col = next((c for c in ds.columns if c.name == column), None)
                 text = col.description if col is not None else ds.description
-                if text and text in results[dataset_id]:
+                if text and any(text in found for found in results[dataset_id]):
                     surfaced.add(cls)
                     break
         return surfaced

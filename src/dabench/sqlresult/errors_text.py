@@ -16,11 +16,39 @@ _ERROR_TEXT = re.compile(
 ``ERROR:  ...``."""
 
 
+_DBT_FAILED = re.compile(
+    r"^\s*(?:--- (?:stdout|stderr) ---$|Timeout: dbt command|Command failed with exit code)",
+    re.MULTILINE,
+)
+"""dbt-mcp's answer when the dbt command failed (it sets no ``isError``): the command's
+output under ``--- stdout ---`` / ``--- stderr ---``, a timeout or a bare exit code."""
+_DBT_ERROR_LINE = re.compile(r"^\s*(?:[A-Z][A-Za-z]* )*Error: .+$", re.MULTILINE)
+"""The database's own message in dbt's output (``Catalog Error: Table ... does not exist``)."""
+DBT_LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d(?:\.\d+)?\s\s")
+"""A line of dbt's console log (``07:27:52  Running with dbt=1.11.16``)."""
+
+
 def error_in_text(text: str) -> str | None:
     """The error line when ``text`` is a server's error answer, else ``None``."""
     if _ERROR_TEXT.match(text):
         return text.strip().splitlines()[0]
+    if _DBT_FAILED.match(text):
+        found = _DBT_ERROR_LINE.search(text)
+        lines = text.strip().splitlines()
+        return found.group(0).strip() if found else (lines[-1] if lines else text).strip()
     return None
+
+
+def without_dbt_log(text: str) -> str:
+    """``text`` without the dbt console log lines it opens with (``dbt show``'s output
+    before its JSON: ``07:27:52  Running with dbt=...``)."""
+    lines = text.lstrip().splitlines()
+    if not lines or not DBT_LOG_LINE.match(lines[0]):
+        return text
+    rest = 0
+    while rest < len(lines) and DBT_LOG_LINE.match(lines[rest]):
+        rest += 1
+    return "\n".join(lines[rest:])
 
 
 def error_in_json(body: Any) -> str | None:

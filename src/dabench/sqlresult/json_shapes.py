@@ -5,9 +5,10 @@ Rows: a list of objects (columns in order of first appearance), or a list of lis
 positional). Tables sit under ``rows``/``values``/``data``/``records`` next to
 ``columns``/``fields``/``meta``/``schema``; envelopes ``data``, ``result``, ``results``,
 ``content``, ``output``, ``statements`` (dbhub: ``data.statements[i].rows``, the last
-statement's), MCP content blocks (``[{"type": "text", "text": ...}]``, the shape FastMCP puts
-in ``structuredContent``) and JSON held in a string are opened, at most four deep. Text
-found inside (a content block's text) is handed back to the caller to read as text.
+statement's), ``show`` (``dbt show --output json``), MCP content blocks
+(``[{"type": "text", "text": ...}]``, the shape FastMCP puts in ``structuredContent``) and
+JSON held in a string are opened, at most four deep. Text found inside (a content block's
+text) is handed back to the caller to read as text.
 Strings that read as numbers in canonical form (``"1000"``, ``"1.50"``) become numbers.
 """
 
@@ -21,7 +22,9 @@ from dabench.sqlresult.model import SqlTable, UnreadableResult, number_or_text, 
 
 ROW_KEYS = ("rows", "values", "data", "records", "items")
 COLUMN_KEYS = ("columns", "fields", "meta", "schema", "column_names", "headers")
-ENVELOPES = ("data", "result", "results", "content", "output", "statements", "structuredContent")
+ENVELOPES = (
+    "data", "result", "results", "content", "output", "statements", "structuredContent", "show",
+)  # fmt: skip
 MAX_DEPTH = 4
 
 ReadText = Callable[[str], SqlTable]

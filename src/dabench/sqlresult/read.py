@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from dabench.sqlresult.adapter import ResultAdapter
-from dabench.sqlresult.errors_text import error_in_json, error_in_text
+from dabench.sqlresult.errors_text import error_in_json, error_in_text, without_dbt_log
 from dabench.sqlresult.json_shapes import json_table
 from dabench.sqlresult.model import (
     SqlTable,
@@ -52,6 +52,10 @@ def _read(text: str, adapter: ResultAdapter | None) -> SqlTable:
     if not stripped:
         raise UnreadableResult("empty text")
     error = error_in_text(stripped)
+    if error is None:
+        stripped = without_dbt_log(stripped).strip()
+        if not stripped:
+            raise UnreadableResult("only dbt log lines")
     if error is not None:
         raise SqlToolError(error)
     if adapter is not None and (adapter.path is not None or adapter.format is not None):

@@ -61,7 +61,10 @@ _ARGUMENT_NAMES: dict[Role, dict[str, tuple[str, ...]]] = {
 _WORDS: dict[Role, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sql": (("sql", "query", "execute", "select", "run", "statement"), ("search", "explain")),
     "search": (("search", "find", "lookup", "discover", "semantic"), ("sql", "execute", "metrics")),
-    "describe": (("describe", "schema", "columns", "column", "info", "structure"), ("list",)),
+    "describe": (
+        ("describe", "schema", "columns", "column", "info", "structure", "details"),
+        ("list", "lineage"),
+    ),
     "list": (("list", "tables", "show", "datasets", "indices", "relations"), ("describe",)),
     "fetch": (("fetch", "get", "read", "document", "page", "resource"), ("sql", "search")),
     "metric": (("query", "metrics", "metric", "semantic", "measure"), ("list", "dimensions")),
@@ -173,6 +176,8 @@ def _score(role: Role, spec: ToolSpec) -> int:
         score += 3
     if role == "list" and "list" in name and name & {"tables", "datasets", "indices", "table"}:
         score += 3
+    if role == "fetch" and name & {"lineage", "parents", "children"}:
+        return 0  # walks a graph from an id (dbt-mcp's get_lineage_dev): not a document
     return score
 
 
@@ -200,6 +205,13 @@ def propose_roles(tools: list[ToolSpec]) -> RoleProposal:
         if role == "metric":
             binding = binding.model_copy(update={"also": _metric_companions(tools, binding.tool)})
             used.update(binding.also)
+        if role == "describe" and _takes_dbt_selector(tools, binding):
+            binding = binding.model_copy(update={"templates": {"table": "source:{value}"}})
+            why = [
+                *why,
+                f"describe: {binding.tool} takes a dbt selector; a warehouse table is the dbt "
+                "source of that name (templates: {table: 'source:{value}'})",
+            ]
         chosen[role] = binding
         used.add(binding.tool)
         notes.extend(why)
@@ -225,6 +237,18 @@ def propose_roles(tools: list[ToolSpec]) -> RoleProposal:
             f"(target.session_tool: {{name: {opener.name}, field: {field_name}}})"
         )
     return RoleProposal(ToolRoles(chosen), reasons, notes, target)
+
+
+_DBT_SELECTOR_ARGUMENTS = frozenset({"node_id", "selector", "node_selection", "select"})
+
+
+def _takes_dbt_selector(tools: list[ToolSpec], binding: RoleBinding) -> bool:
+    """Whether a describe tool takes a dbt node selector (dbt-mcp's ``get_node_details_dev``:
+    ``sales.orders`` selects nothing, ``source:sales.orders`` the table's source node)."""
+    spec = next(s for s in tools if s.name == binding.tool)
+    return binding.argument("table") in _DBT_SELECTOR_ARGUMENTS and "dbt" in _words(
+        spec.description
+    )
 
 
 _METRIC_WORDS = frozenset({"metric", "metrics", "dimension", "dimensions", "entity", "entities"})

@@ -68,6 +68,11 @@ class ReferenceTargetConfig(BaseModel):
     """Serve SQL from this PostgreSQL warehouse (a read-only role's DSN; ``platform serve
     --warehouse``) instead of the world's DuckDB file. Keep a password out of it (PGPASSWORD
     or ~/.pgpass): the run manifest records the target."""
+    world: str | None = None
+    """Serve this world directory instead of the experiment's (relative paths: to the
+    experiment file), e.g. an external world over a dbt project's mart file
+    (``world.yaml`` with ``kind: warehouse``); tasks are still graded on the experiment's
+    world. The manifest records the served world's hash."""
     keep_alive_s: Seconds = SERVER_KEEP_ALIVE_S
     """The platform closes keep-alive connections idle this long; the harness's clients close
     theirs at 80 % of it (:func:`~dabench.keepalive.client_idle_limit`), so neither side
@@ -185,13 +190,23 @@ class ReferenceTarget(Target):
         text = yaml.safe_dump({"identities": identities, "admin_keys": [self.admin_key]})
         return text.encode("utf-8")
 
+    def served_world(self) -> Path:
+        """The world directory the platform serves (``world``, else the experiment's)."""
+        if self.config.world is None:
+            assert self.context.world_dir is not None
+            return self.context.world_dir
+        path = Path(self.config.world)
+        path = path if path.is_absolute() else self.context.experiment_dir / path
+        if not path.is_dir():
+            raise UserInputError(f"target.world {self.config.world!r}: no such directory ({path})")
+        return path.resolve()
+
     async def start(self) -> None:
         """Start the platform and wait until ``/healthz`` answers."""
         if self.process is not None and self.process.running():
             return
         self.port = free_port()
-        world = self.context.world_dir
-        assert world is not None
+        world = self.served_world()
         argv = [
             sys.executable, "-m", "dabench.cli", "platform", "serve",
             "--world", str(world), "--profile", self.profile_arg,

@@ -213,3 +213,38 @@ def init(
 
 
 app.command("export")(_one_line_errors(export_command))
+
+dbt_mcp_app = typer.Typer(no_args_is_help=True)
+app.add_typer(
+    dbt_mcp_app, name="dbt-mcp", help="dbt-mcp (Python 3.13 in a Debian root) over a dbt export."
+)
+
+
+@dbt_mcp_app.command("install")
+@_one_line_errors
+def dbt_mcp_install() -> None:
+    """Install dbt-mcp into a Debian trixie root under the cache (once; needs root)."""
+    from dabench.world.dbt_env import dbt_venv
+    from dabench.world.dbt_mcp_env import install_dbt_mcp
+
+    started = time.perf_counter()
+    root = install_dbt_mcp(dbt_venv())
+    elapsed = time.perf_counter() - started
+    stdout_console().print(f"dbt-mcp ready in {root} ({elapsed:.1f}s)", highlight=False)
+
+
+@dbt_mcp_app.command("serve")
+@_one_line_errors
+def dbt_mcp_serve(
+    project: Path = typer.Option(
+        ..., "--project", envvar="DBT_PROJECT_DIR", help="The dbt project (world export --dbt)."
+    ),
+) -> None:
+    """Serve PROJECT with dbt-mcp over stdio, read-only, in a bubblewrap sandbox (installed
+    by `dabench world dbt-mcp install` under the same DABENCH_CACHE)."""
+    import os
+
+    from dabench.world.dbt_mcp_env import dbt_mcp_command
+
+    argv = dbt_mcp_command(project)
+    os.execvp(argv[0], argv)

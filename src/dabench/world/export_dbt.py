@@ -15,7 +15,8 @@ writes to the warehouse. It holds:
   ``fiscal_quarter`` (``FY2024-Q1``) and ``fiscal_year`` (``FY2024``);
 - ``models/docs.md``: one docs block per knowledge page, referenced from the models;
 - ``profiles.yml`` with two targets: ``build`` (writes the marts) and ``readonly`` (the
-  default: the mart file opened with ``access_mode: READ_ONLY``), for servers.
+  default: the mart file opened with ``access_mode: READ_ONLY``, and a ``search_path`` so
+  SQL names marts and warehouse tables as the warehouse does), for servers.
 
 Nothing of the answer key (world.json, truth SQL, the truth lock) is written. Build it with
 ``dbt build --target build`` (:func:`dabench.world.dbt_env.dbt_build`); check it with
@@ -446,16 +447,23 @@ def _semantic_yml() -> dict[str, Any]:
     return {"semantic_models": semantic, "metrics": metrics}
 
 
-def _profiles(warehouse: Path, out: Path) -> dict[str, Any]:
+def _profiles(warehouse: Path, out: Path, schemas: list[str]) -> dict[str, Any]:
     attach = [{"path": str(warehouse), "alias": WAREHOUSE_ALIAS, "read_only": True}]
     mart = str(out / MART_FILE)
     common = {"type": "duckdb", "path": mart, "schema": "marts", "threads": 1, "attach": attach}
+    # SQL run on the read-only target (dbt show) names marts and warehouse tables as the
+    # warehouse does (fct_orders, sales.orders): DuckDB looks a schema up along the path.
+    path = ",".join([f"{Path(MART_FILE).stem}.marts", *(f"{WAREHOUSE_ALIAS}.{s}" for s in schemas)])
     return {
         PROJECT: {
             "target": "readonly",
             "outputs": {
                 "build": common,
-                "readonly": {**common, "config_options": {"access_mode": "READ_ONLY"}},
+                "readonly": {
+                    **common,
+                    "config_options": {"access_mode": "READ_ONLY"},
+                    "settings": {"search_path": path},
+                },
             },
         }
     }
@@ -495,7 +503,8 @@ def export_dbt(
             "flags": {"send_anonymous_usage_stats": False},
         },
     )  # fmt: skip
-    _dump(out / "profiles.yml", _profiles(wh, out))
+    schemas = sorted({ds.id.split(".", 1)[0] for ds in world.catalog.datasets})
+    _dump(out / "profiles.yml", _profiles(wh, out, schemas))
     _dump(models / "sources.yml", _sources(world))
     for name, sql in STAGING.items():
         (models / "staging").mkdir(parents=True, exist_ok=True)
