@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from markupsafe import Markup, escape
 
 from dabench.defaults import MAX_TRANSCRIPTS as MAX_TRANSCRIPTS
 from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, Grade
-from dabench.report.context import ReportContext, score_help, score_label
+from dabench.report.context import ReportContext, TaskRow, score_help, score_label
 from dabench.report.render import environment, static_text
 from dabench.roles import Role, reference_role
 from dabench.stats.model import Interval
@@ -338,6 +339,23 @@ def _script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+PILL_MARKS = {"ok": "✓", "ko": "✕", "ex": "⚙"}
+"""The mark of an episode pill per state: passed, failed, excluded."""
+
+
+def episode_pills(row: TaskRow) -> Markup:
+    """A task's episode links (one per attempt of every arm) as one block of HTML: what a
+    template loop over the pills would write, at a fraction of its cost for 100,000 episodes."""
+    return Markup(
+        "".join(
+            f'\n            <a class="ep-pill {escape(state)}" href="#ep-{escape(key)}">'
+            f"{escape(arm)} · #{escape(attempt)} {escape(PILL_MARKS[state])}</a>\n          "
+            for cell in row.cells
+            for key, arm, attempt, state in cell.pills
+        )
+    )
+
+
 EPISODES_MARK = "<dabench-episodes-json/>"
 """Where the template's episode JSON goes: streamed in place, one episode at a time (any
 text from the run is escaped in the page, so it can never equal this)."""
@@ -366,7 +384,7 @@ def _chunks(ctx: ReportContext, max_transcripts: int) -> Iterator[str]:
         charts_json=_script_json(chart_data(ctx)),
         episodes_json=EPISODES_MARK,
         transcripts=len(with_transcript),
-        marks={"ok": "✓", "ko": "✕", "ex": "⚙"},
+        episode_pills=episode_pills,
     ):
         if chunk == EPISODES_MARK:
             yield from _episodes_json(ctx, with_transcript)
