@@ -95,7 +95,7 @@ def test_every_heavy_script_exists() -> None:
 def world() -> Path:
     """World 930 at scale 1 from the test cache (what every ``--world`` defaults to): built
     on first use, then reused by every script and every later session."""
-    from dabench.world import default_world
+    from dabench.world.cache import default_world
 
     return default_world()
 

@@ -6,10 +6,11 @@ vectorised reduction over these arrays, which keeps 100,000 episodes fast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -216,26 +217,44 @@ COLUMN_DTYPES: dict[str, Any] = {
 """The per-episode columns of an :class:`EpisodeFrame` and their NumPy dtypes."""
 
 
-def _brief(ep: Episode) -> EpisodeBrief:
+def _brief(ep: Episode, same: dict[str, str]) -> EpisodeBrief:
+    """The brief of an episode; ``same`` holds one copy of each repeated text (arm, task,
+    suite... are the same few strings across 100,000 episodes)."""
+
+    def one(text: str) -> str:
+        return same.setdefault(text, text)
+
+    def opt(text: str | None) -> str | None:
+        return None if text is None else same.setdefault(text, text)
+
     return EpisodeBrief(
         key=ep.key,
-        arm=ep.arm,
-        task_id=ep.task_id,
+        arm=one(ep.arm),
+        task_id=one(ep.task_id),
         attempt=ep.attempt,
-        suite=ep.suite,
-        category=ep.category,
-        difficulty=ep.difficulty,
-        status=ep.status,
+        suite=one(ep.suite),
+        category=one(ep.category),
+        difficulty=one(ep.difficulty),
+        status=one(ep.status),
         harness_error=ep.harness_error,
-        agent=ep.agent,
-        provider=ep.provider,
-        model=ep.model,
-        target=ep.target,
-        steps=tuple(StepBrief(st.name, st.passed) for st in ep.steps),
+        agent=one(ep.agent),
+        provider=opt(ep.provider),
+        model=opt(ep.model),
+        target=one(ep.target),
+        steps=tuple(StepBrief(one(st.name), st.passed) for st in ep.steps),
         transient_retries=ep.transient_retries,
         audit_ok=None if ep.audit is None else ep.audit.ok,
-        audit_source=None if ep.audit is None else ep.audit.source,
+        audit_source=None if ep.audit is None else opt(ep.audit.source),
     )
+
+
+def _buffer(dtype: Any) -> MutableSequence[Any]:
+    """A growing column: a typed array for numbers (8 bytes a value, not a Python object)."""
+    if dtype is np.float64:
+        return array("d")
+    if dtype is np.int64:
+        return array("q")
+    return []
 
 
 def _uncertain(grade: Grade | None) -> int:
@@ -258,10 +277,18 @@ class FrameBuilder:
         self._offered = manifest_offered_tools(manifest)
         self._roles = manifest_roles(manifest)
         self._briefs: list[EpisodeBrief] = []
-        self._cols: dict[str, list[Any]] = {name: [] for name in COLUMN_DTYPES}
-        self._scores: dict[str, list[tuple[int, float]]] = {}
-        self._traps: dict[str, list[int]] = {}
-        self._judged: list[tuple[int, str | None]] = []
+        self._same: dict[str, str] = {}
+        self._cols: dict[str, MutableSequence[Any]] = {
+            name: _buffer(dtype) if name != "task" else [] for name, dtype in COLUMN_DTYPES.items()
+        }
+        self._scores: dict[str, tuple[array[int], array[float]]] = {}
+        """Per score name: the rows that have it and its values."""
+        self._traps: dict[str, array[int]] = {}
+        """Per trap class: the rows of its tasks."""
+        self._judged = array("q")
+        """Rows whose grade carries judged scores ..."""
+        self._rubrics: list[str | None] = []
+        """... and each one's rubric version."""
 
     def add(self, ep: Episode, grade: Grade | None) -> None:
         """Append the row of one episode (and its grade, if any)."""
@@ -274,16 +301,17 @@ class FrameBuilder:
         trace = tool_trace(calls, info.fast_path)
         wall = ep.wall_ms / 1000.0
         limit = self._limits.get(ep.arm)
-        self._briefs.append(_brief(ep))
+        brief = _brief(ep, self._same)
+        self._briefs.append(brief)
         if ep.arm not in self._arm_index:
             self._arm_index[ep.arm] = len(self.arms)
             self.arms.append(ep.arm)
         cols["arm"].append(self._arm_index[ep.arm])
-        cols["task"].append(ep.task_id)
-        cols["suite"].append(ep.suite)
-        cols["category"].append(ep.category)
-        cols["difficulty"].append(ep.difficulty)
-        cols["status"].append(ep.status)
+        cols["task"].append(brief.task_id)
+        cols["suite"].append(brief.suite)
+        cols["category"].append(brief.category)
+        cols["difficulty"].append(brief.difficulty)
+        cols["status"].append(brief.status)
         cols["failure"].append(classify_failure(ep, passed, harness, trace))
         cols["graded"].append(grade is not None and not harness)
         cols["harness"].append(harness)
@@ -292,9 +320,12 @@ class FrameBuilder:
         if grade is not None:
             score = float(grade.scores.get("overall", grade.score))
             for name, value in grade.scores.items():
-                self._scores.setdefault(name, []).append((i, value))
+                rows, values = self._scores.setdefault(name, (array("q"), array("d")))
+                rows.append(i)
+                values.append(value)
             if grade.judge:
-                self._judged.append((i, grade.rubric_version))
+                self._judged.append(i)
+                self._rubrics.append(grade.rubric_version)
         cols["score"].append(score)
         cols["calls"].append(trace.calls)
         cols["errors"].append(trace.errors)
@@ -318,7 +349,7 @@ class FrameBuilder:
         cols["ttft_measured"].append(ep.ttft_source == "measured")
         cols["uncertain"].append(_uncertain(grade))
         for trap in info.trap_classes:
-            self._traps.setdefault(trap, []).append(i)
+            self._traps.setdefault(trap, array("q")).append(i)
 
     def status_of(self, row: int) -> str:
         """The status of the episode added as row ``row``."""
@@ -340,19 +371,23 @@ class FrameBuilder:
             name: np.asarray(cols[name], dtype=dtype) for name, dtype in COLUMN_DTYPES.items()
         }
         scores: dict[str, Floats] = {}
-        for name, values in self._scores.items():
+        for name, (where, values) in _first_kept(self._scores, new_index, lambda v: v[0]):
+            at = new_index[np.asarray(where, dtype=np.int64)]
             col = np.full(n, np.nan)
-            for i, value in values:
-                if new_index[i] >= 0:
-                    col[new_index[i]] = value
+            col[at[at >= 0]] = np.asarray(values, dtype=np.float64)[at >= 0]
             scores[name] = col
         traps: dict[str, Bools] = {}
-        for trap, where in self._traps.items():
+        for trap, where in _first_kept(self._traps, new_index, lambda v: v):
+            at = new_index[np.asarray(where, dtype=np.int64)]
             flags = np.zeros(n, dtype=bool)
-            at = new_index[where]
             flags[at[at >= 0]] = True
             traps[trap] = flags
-        judged = [(i, rubric) for i, rubric in self._judged if new_index[i] >= 0]
+        judged_at = new_index[np.asarray(self._judged, dtype=np.int64)]
+        judged = sorted(
+            (int(at), rubric)
+            for at, rubric in zip(judged_at, self._rubrics, strict=True)
+            if at >= 0
+        )
         frame = EpisodeFrame(
             episodes=[self._briefs[i] for i in keep],
             arms=self.arms,
@@ -365,6 +400,23 @@ class FrameBuilder:
         )
         frame.min_calls = _min_passed_calls(frame)
         return frame
+
+
+V = TypeVar("V")
+
+
+def _first_kept(
+    by_name: dict[str, V], new_index: Ints, rows_of: Callable[[V], array[int]]
+) -> list[tuple[str, V]]:
+    """The names that some kept row has, ordered by their first kept row (the order a frame
+    of the kept rows alone would list them in)."""
+    firsts: list[tuple[int, int, str, V]] = []
+    for order, (name, value) in enumerate(by_name.items()):
+        at = new_index[np.asarray(rows_of(value), dtype=np.int64)]
+        if (at >= 0).any():
+            firsts.append((int(at[at >= 0].min()), order, name, value))
+    firsts.sort(key=lambda f: (f[0], f[1]))
+    return [(name, value) for _, _, name, value in firsts]
 
 
 def build_frame(run: RunData) -> EpisodeFrame:
