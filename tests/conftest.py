@@ -1,8 +1,8 @@
 """Suite-wide collection rules: tests marked ``heavy`` run only when asked for.
 
 A heavy test installs a third-party stack into the test cache (dbt and MetricFlow, say) or
-runs every benchmark script; together they would take CI past its time budget, so the
-default run skips them with the reason and ``.ci/heavy`` runs them (``DABENCH_HEAVY_TESTS=1``).
+runs a benchmark quick mode that needs minutes; together they would take CI past its time
+budget, so the default run skips them with the reason and ``.ci/heavy`` runs them (``DABENCH_HEAVY_TESTS=1``).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import dabench
+from dabench.cachedir import cache_root as cache_root
 from dabench.errors import UserInputError
 from dabench.isolation import (
     INSIDE_WORKDIR,
@@ -60,12 +61,6 @@ def package_root() -> Path:
     pkg = Path(dabench.__file__).resolve().parent
     root = pkg.parent.parent if pkg.parent.name == "src" else pkg
     return root if (root / "pyproject.toml").exists() else pkg
-
-
-def cache_root() -> Path:
-    """The dabench cache (``$DABENCH_CACHE`` or ``~/.cache/dabench``; worlds live there)."""
-    base = os.environ.get("DABENCH_CACHE")
-    return Path(base).resolve() if base else (Path.home() / ".cache" / "dabench").resolve()
 
 
 def protected_paths(*extra: Path | None) -> list[Path]:

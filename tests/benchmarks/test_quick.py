@@ -1,6 +1,11 @@
 """Every script under benchmarks/ runs in its ``--quick`` mode (small sizes, seconds), exits 0
 and prints its figures, so a benchmark cannot rot unnoticed. Nothing here asserts a time: the
 figures themselves are only printed (``python -m benchmarks.NAME`` without ``--quick`` measures).
+
+The default run (``.ci/run``) runs every quick mode but those in :data:`HEAVY`, which need
+minutes (third-party installs, several worlds, a Ray cluster); ``.ci/heavy`` runs those too.
+The scripts share the test cache (``$DABENCH_CACHE``), so the world they default to and any
+install are built once, not once per script.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from tests.environment import skip_unless_ci
+
+from dabench.sandbox import cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
@@ -49,6 +56,18 @@ FIGURES: dict[str, str] = {
 }
 """Per script, a pattern one of its figure lines must match in quick mode."""
 
+HEAVY: dict[str, str] = {
+    "idle_review": "starts the third-party MCP clients it reviews (npm and pip installs)",
+    "mcp_target": "plays S1 through four MCP transports, two of them third-party servers",
+    "peer_inspect": "runs inspect_ai side by side with dabench (an install CI leaves out)",
+    "run_all": "runs the key benchmarks again, twice with --baseline-commit (each one runs here)",
+    "scale_out": "starts a two-node Ray cluster and kills a node",
+    "semantic_layer_parity": "installs dbt and MetricFlow into two virtual environments",
+    "world_seeds": "builds and validates a world per seed (minutes)",
+}
+"""Quick modes left to ``.ci/heavy`` (``DABENCH_HEAVY_TESTS=1``), with the reason
+(docs/benchmarks.md lists them)."""
+
 
 def scripts() -> list[str]:
     """The runnable scripts under benchmarks/ (helper modules have no ``__main__`` block)."""
@@ -67,14 +86,23 @@ def test_every_script_has_a_quick_mode_and_a_figure() -> None:
         assert '"--quick"' in (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8"), name
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """World 930 at scale 1, built once for every script that takes ``--world``."""
-    from dabench.world import build_world
+def test_every_heavy_script_exists() -> None:
+    """A renamed or removed script does not stay listed as heavy."""
+    assert set(HEAVY) <= set(FIGURES)
 
-    out = tmp_path_factory.mktemp("bench-world") / "w930"
-    build_world(930, 1, out)
-    return out
+
+@pytest.fixture(scope="module")
+def world() -> Path:
+    """World 930 at scale 1 from the test cache (what every ``--world`` defaults to): built
+    on first use, then reused by every script and every later session."""
+    from dabench.world.cache import default_world
+
+    return default_world()
+
+
+def _takes_world(name: str) -> bool:
+    text = (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8")
+    return re.search(r"add_argument\(\s*\"--world\"", text) is not None
 
 
 def _needs(name: str) -> None:
@@ -94,15 +122,17 @@ def _needs(name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.heavy
-@pytest.mark.parametrize("name", sorted(FIGURES))
-def test_quick_mode_runs_and_prints_figures(name: str, world: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.heavy) if n in HEAVY else n for n in sorted(FIGURES)],
+)
+def test_quick_mode_runs_and_prints_figures(name: str, world: Path) -> None:
     """``python -m benchmarks.NAME --quick`` exits 0 and prints its figures."""
     _needs(name)
     argv = [sys.executable, "-m", f"benchmarks.{name}", "--quick"]
-    if '"--world"' in (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8"):
+    if _takes_world(name):
         argv += ["--world", str(world)]
-    env = {**os.environ, "DABENCH_CACHE": str(tmp_path / "cache"), "COLUMNS": "200"}
+    env = {**os.environ, "DABENCH_CACHE": str(cache_root()), "COLUMNS": "200"}
     done = subprocess.run(
         argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
     )

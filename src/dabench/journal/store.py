@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -29,6 +30,8 @@ from dabench.recordfile import first_error, read_record_file
 EPISODES_FILE = "episodes.jsonl"
 GRADES_FILE = "grades.jsonl"
 MANIFEST_FILE = "manifest.json"
+
+R = TypeVar("R", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -53,34 +56,59 @@ def _fsync_append(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _parse_lines(path: Path, model: type[BaseModel]) -> tuple[list[BaseModel], TornLine | None]:
+class RecordScan(Generic[R]):
+    """Stream the records of a JSON-lines file with their byte offsets, one line at a time
+    (the file is never held whole). A bad *last* line is torn (set in :attr:`torn` once the
+    iteration ends); a bad earlier line raises :class:`DabenchError`."""
+
+    def __init__(self, path: Path, model: type[R]) -> None:
+        self.path = path
+        self.model = model
+        self.torn: TornLine | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, R]]:
+        self.torn = None
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as fh:
+            offset = 0
+            pending: tuple[int, int, ValidationError] | None = None
+            for number, raw in enumerate(fh, start=1):
+                if pending is not None:  # an invalid line with more lines after it
+                    self._raise(*pending)
+                if not raw.endswith(b"\n"):
+                    self.torn = TornLine(number, offset, "no terminating newline")
+                    return
+                if raw.strip():
+                    try:
+                        record = self.model.model_validate_json(raw)
+                    except ValidationError as exc:
+                        pending = (number, offset, exc)
+                    else:
+                        yield offset, record
+                offset += len(raw)
+            if pending is not None:
+                line, start, error = pending
+                self.torn = TornLine(line, start, f"invalid record: {first_error(error)}")
+
+    def _raise(self, number: int, _offset: int, exc: ValidationError) -> None:
+        raise DabenchError(
+            f"{self.path}:{number}: not a valid {self.model.__name__} record: {first_error(exc)}"
+        ) from exc
+
+
+def read_record_at(fh: BinaryIO, offset: int, model: type[R]) -> R:
+    """The record of the line at ``offset`` of an open JSON-lines file (already validated
+    once by a :class:`RecordScan`)."""
+    fh.seek(offset)
+    return model.model_validate_json(fh.readline())
+
+
+def _parse_lines(path: Path, model: type[R]) -> tuple[list[R], TornLine | None]:
     """Parse a JSON-lines file; a bad *last* line is torn, a bad earlier line is an error."""
-    if not path.exists():
-        return [], None
-    data = path.read_bytes()
-    records: list[BaseModel] = []
-    offset = 0
-    lines = data.split(b"\n")
-    # ``split`` leaves a trailing empty chunk when the file ends with a newline.
-    complete = lines[:-1]
-    tail = lines[-1]
-    for number, raw in enumerate(complete, start=1):
-        if not raw.strip():
-            offset += len(raw) + 1
-            continue
-        try:
-            records.append(model.model_validate_json(raw))
-        except ValidationError as exc:
-            is_last = number == len(complete) and not tail
-            if is_last:
-                return records, TornLine(number, offset, f"invalid record: {first_error(exc)}")
-            raise DabenchError(
-                f"{path}:{number}: not a valid {model.__name__} record: {first_error(exc)}"
-            ) from exc
-        offset += len(raw) + 1
-    if tail:
-        return records, TornLine(len(complete) + 1, offset, "no terminating newline")
-    return records, None
+    scan = RecordScan(path, model)
+    records = [record for _, record in scan]
+    return records, scan.torn
 
 
 class Journal:
@@ -106,7 +134,7 @@ class Journal:
         :attr:`torn`. A corrupt line anywhere else raises :class:`DabenchError`."""
         records, torn = _parse_lines(self.path, Episode)
         self.torn = torn
-        episodes, self.retried = self._settle([r for r in records if isinstance(r, Episode)])
+        episodes, self.retried = self._settle(records)
         keys = {ep.key: ep.status == "harness_error" for ep in episodes}
         # A torn journal must be repaired before it is appended to.
         self._keys = keys if torn is None else None
@@ -166,7 +194,7 @@ class Journal:
                         f"{self.path}:{torn.line}: torn last line ({torn.reason}); "
                         "call Journal.repair() before appending"
                     )
-                settled, _ = self._settle([r for r in records if isinstance(r, Episode)])
+                settled, _ = self._settle(records)
                 self._keys = {ep.key: ep.status == "harness_error" for ep in settled}
             if self._keys.get(episode.key) is False:
                 raise DabenchError(f"{self.path}: episode {episode.key!r} is already journaled")
@@ -231,7 +259,6 @@ def load_grades(run_dir: Path | str) -> list[Grade]:
     records, _ = _parse_lines(Path(run_dir) / GRADES_FILE, Grade)
     latest: dict[str, Grade] = {}
     for r in records:
-        if isinstance(r, Grade):
-            latest.pop(r.key, None)
-            latest[r.key] = r
+        latest.pop(r.key, None)
+        latest[r.key] = r
     return list(latest.values())

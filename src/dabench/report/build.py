@@ -13,13 +13,13 @@ from dabench.report.markdown import render_markdown
 from dabench.stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    EpisodeFrame,
     RunData,
     RunStats,
-    build_frame,
     compute_stats,
-    load_run,
     write_stats,
 )
+from dabench.stats.frame import stream_run
 
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
@@ -48,26 +48,35 @@ def write_reports(
     step = progress or (lambda _msg: None)
     run_dir = Path(run_dir)
     step("loading the run")
-    run = load_run(run_dir)
-    # The run's records live until the reports are written: keep the cyclic GC from
-    # rescanning them on every collection (gc.freeze moves them to a permanent generation).
-    gc.freeze()
+    # The journal is streamed into the frame (no episode or grade is held; the HTML reads
+    # each back from its line). Parsing makes no cyclic garbage, so the cyclic GC is paused
+    # meanwhile; what the frame keeps then lives until the reports are written: gc.freeze
+    # moves it to a permanent generation that collections no longer rescan.
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        return _write(run_dir, run, baseline_arm, seed, resamples, max_transcripts, step)
+        run, frame = stream_run(run_dir)
     finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
+    try:
+        return _write(run_dir, run, frame, baseline_arm, seed, resamples, max_transcripts, step)
+    finally:
+        run.close()
         gc.unfreeze()
 
 
 def _write(
     run_dir: Path,
     run: RunData,
+    frame: EpisodeFrame,
     baseline_arm: str | None,
     seed: int,
     resamples: int,
     max_transcripts: int,
     step: Callable[[str], None],
 ) -> ReportFiles:
-    frame = build_frame(run)
     step("computing statistics")
     stats = compute_stats(
         run, baseline_arm=baseline_arm, seed=seed, resamples=resamples, frame=frame

@@ -14,7 +14,12 @@ from dabench.journal.sequential import SequentialRecord, read_sequential
 from dabench.report.fmt import num, pct, ttft
 from dabench.roles import ToolRoles
 from dabench.stats.compute import SUITE_ORDER
-from dabench.stats.frame import EpisodeFrame
+from dabench.stats.frame import (
+    UNCERTAIN_JUDGE_FAILED,
+    UNCERTAIN_JUDGE_PASSED,
+    UNCERTAIN_NONE,
+    EpisodeFrame,
+)
 from dabench.stats.model import ArmSummary, Delta, Dimension, GroupStats, RunStats, headline_ok
 from dabench.stats.rundir import RunData, TaskInfo
 
@@ -291,14 +296,15 @@ class ReportContext:
     def uncertain(self) -> list[UncertainCount]:
         """Per arm with any, the uncertain grades and how the judge settled them."""
         counts: dict[str, list[int]] = {}
-        for episode in self.run.episodes:
-            grade = self.run.grades.get(episode.key)
-            if grade is None or grade.excluded or not grade.uncertain:
+        for episode, state in zip(self.frame.episodes, self.frame.uncertain.tolist(), strict=True):
+            if state == UNCERTAIN_NONE:
                 continue
             row = counts.setdefault(episode.arm, [0, 0, 0])
             row[0] += 1
-            if grade.settled_by == "judge":
-                row[1 if grade.passed else 2] += 1
+            if state == UNCERTAIN_JUDGE_PASSED:
+                row[1] += 1
+            elif state == UNCERTAIN_JUDGE_FAILED:
+                row[2] += 1
         return [UncertainCount(arm, *counts[arm]) for arm in self.arms if arm in counts]
 
     @property

@@ -17,15 +17,13 @@ SMALL_SAMPLE_TASKS = 10
 """Groups with fewer tasks than this get a wide-CI caveat."""
 
 
-def _judge_caveat(run: RunData) -> str | None:
+def _judge_caveat(run: RunData, frame: EpisodeFrame) -> str | None:
     judge = run.manifest.judge or {}
-    judged = [g for g in run.grades.values() if g.judge]
+    judged = frame.judged
     if not judge and not judged:
         return None
     model = str(judge.get("model", "?"))
-    rubric = judge.get("rubric_version") or next(
-        (g.rubric_version for g in judged if g.rubric_version), None
-    )
+    rubric = judge.get("rubric_version") or frame.judge_rubric
     found: dict[str, Any] = dict(judge)
     if not any(isinstance(judge.get(k), int | float) for k in AGREEMENT_KEYS) and rubric:
         found.update(calibration_summary(str(rubric), model) or {})
@@ -34,11 +32,11 @@ def _judge_caveat(run: RunData) -> str | None:
         if isinstance(value, int | float):
             return (
                 f"Judge {model} (rubric {rubric or '?'}) agrees with the human-labelled "
-                f"calibration set on {100 * value:.0f}% of items; {len(judged)} episode(s) "
+                f"calibration set on {100 * value:.0f}% of items; {judged} episode(s) "
                 "carry judged scores."
             )
     return (
-        f"Judge {model} (rubric {rubric or '?'}) scored {len(judged)} episode(s) but its "
+        f"Judge {model} (rubric {rubric or '?'}) scored {judged} episode(s) but its "
         "agreement with the human-labelled calibration set is not recorded (run `dabench "
         "judge calibrate`): judged scores are unvalidated."
     )
@@ -78,7 +76,7 @@ def _agent_caveats(run: RunData) -> list[str]:
     return out
 
 
-def _replay_caveats(run: RunData) -> list[str]:
+def _replay_caveats(run: RunData, frame: EpisodeFrame) -> list[str]:
     """Replay arms that re-grade recorded answers only, and replays that diverged."""
     out = []
     for arm in run.manifest.arms:
@@ -89,7 +87,7 @@ def _replay_caveats(run: RunData) -> list[str]:
                 "re-graded without calling the target, so its numbers say nothing about the "
                 "target."
             )
-    diverged = [e for e in run.episodes if (e.harness_error or "").startswith("replay diverged")]
+    diverged = [e for e in frame.episodes if (e.harness_error or "").startswith("replay diverged")]
     if diverged:
         out.append(
             f"{len(diverged)} replayed episode(s) diverged (the target's tool outputs differ "
@@ -101,7 +99,7 @@ def _replay_caveats(run: RunData) -> list[str]:
 def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]:
     """Caveats for ``report.md`` / ``report.html``, most important first."""
     out: list[str] = [*run.manifest.caveats, *run.notes]
-    if not run.episodes:
+    if not len(frame):
         out.append("The journal holds no episodes: there is nothing to compare yet.")
     if run.manifest.finished_at is None:
         out.append("The run has no finish time in its manifest: it may be incomplete.")
@@ -112,7 +110,7 @@ def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]
             "a model."
         )
     out.extend(agents)
-    out.extend(_replay_caveats(run))
+    out.extend(_replay_caveats(run, frame))
     if stats.k < 3:
         out.append(
             f"k = {stats.k}: pass^k is close to plain accuracy and CIs only reflect task "
@@ -169,21 +167,19 @@ def run_caveats(run: RunData, frame: EpisodeFrame, stats: RunStats) -> list[str]
             f"{no_cost} of {len(frame)} episode(s) have no cost: cost and quality per dollar "
             "cover only the rest."
         )
-    bad_audit = sum(1 for ep in frame.episodes if ep.audit is not None and not ep.audit.ok)
+    bad_audit = sum(1 for ep in frame.episodes if ep.audit_ok is False)
     if bad_audit:
         out.append(
             f"{bad_audit} episode(s) have audit rows that disagree with the harness count: "
             "their efficiency figures are suspect."
         )
-    harness_src = sum(
-        1 for ep in frame.episodes if ep.audit is not None and ep.audit.source == "harness"
-    )
+    harness_src = sum(1 for ep in frame.episodes if ep.audit_source == "harness")
     if harness_src:
         out.append(
             f"{harness_src} episode(s) take efficiency from the harness trace (the target has no "
             "audit store)."
         )
-    judge = _judge_caveat(run)
+    judge = _judge_caveat(run, frame)
     if judge:
         out.append(judge)
     for d in stats.deltas:

@@ -6,20 +6,34 @@ vectorised reduction over these arrays, which keeps 100,000 episodes fast.
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from dabench.errors import DabenchError
 from dabench.grading.tool_equivalents import (
     manifest_offered_tools,
     manifest_roles,
     met_expected_tools,
     offered_expected_tools,
 )
-from dabench.journal.records import Episode, RunManifest
-from dabench.stats.rundir import RunData, TaskInfo
+from dabench.journal.records import Episode, Grade, RunManifest
+from dabench.journal.store import EPISODES_FILE, RecordScan
+from dabench.stats.rundir import (
+    EpisodeLines,
+    RunData,
+    TaskInfo,
+    grade_lines,
+    manifest_arm_names,
+    read_run_manifest,
+    run_data,
+    torn_note,
+)
 from dabench.stats.taxonomy import classify_failure, episode_calls, tool_trace
 
 Bools = npt.NDArray[np.bool_]
@@ -57,11 +71,69 @@ def timeout_limits(manifest: RunManifest) -> dict[str, float]:
     return limits
 
 
+class StepLike(Protocol):
+    """A protocol step as statistics read it (a journal step or a :class:`StepBrief`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def passed(self) -> bool | None: ...
+
+
+class WithSteps(Protocol):
+    """An episode as lifecycle statistics read it (a journal episode or a brief)."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def steps(self) -> Sequence[StepLike]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepBrief:
+    """What statistics read of one protocol step: its name and verdict."""
+
+    name: str
+    passed: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeBrief:
+    """What statistics and reports read of one episode once the frame is built (its
+    transcript, prompts and answer are read back from the journal only for the HTML panel)."""
+
+    key: str
+    arm: str
+    task_id: str
+    attempt: int
+    suite: str
+    category: str
+    difficulty: str
+    status: str
+    harness_error: str | None
+    agent: str
+    provider: str | None
+    model: str | None
+    target: str
+    steps: tuple[StepBrief, ...]
+    transient_retries: int
+    audit_ok: bool | None
+    """``None`` when the episode has no audit record."""
+    audit_source: str | None
+
+
+UNCERTAIN_NONE, UNCERTAIN_OPEN, UNCERTAIN_JUDGE_PASSED, UNCERTAIN_JUDGE_FAILED = range(4)
+"""Values of :attr:`EpisodeFrame.uncertain`: a certain (or excluded, or missing) grade, an
+uncertain grade no judge settled, one the judge settled as passed, as failed."""
+
+
 @dataclass
 class EpisodeFrame:
     """Per-episode arrays of one run (index i is the i-th episode of the journal)."""
 
-    episodes: list[Episode]
+    episodes: list[EpisodeBrief]
     arms: list[str]
     task_ids: list[str]
     arm: Ints
@@ -98,10 +170,16 @@ class EpisodeFrame:
     """Time to first token in ms; NaN where the episode has none (the target does not stream)."""
     ttft_measured: Bools
     """True where the time to first token was measured by dabench (not reported by the target)."""
+    uncertain: Ints
+    """``UNCERTAIN_*``: whether the grade was uncertain and how a judge settled it."""
     scores: dict[str, Floats] = field(default_factory=dict)
     traps: dict[str, Bools] = field(default_factory=dict)
     min_calls: Floats = field(default_factory=lambda: np.zeros(0))
     """Per task code: the fewest tool calls of any passed episode (NaN if none passed)."""
+    judged: int = 0
+    """Episodes whose grade carries judged scores."""
+    judge_rubric: str | None = None
+    """The rubric version of the first judged grade that names one."""
 
     def __len__(self) -> int:
         return len(self.episodes)
@@ -134,39 +212,106 @@ COLUMN_DTYPES: dict[str, Any] = {
     "completed": bool,
     "ttft_ms": np.float64,
     "ttft_measured": bool,
+    "uncertain": np.int64,
 }
 """The per-episode columns of an :class:`EpisodeFrame` and their NumPy dtypes."""
 
 
-def build_frame(run: RunData) -> EpisodeFrame:
-    """Flatten a loaded run into an :class:`EpisodeFrame`."""
-    episodes = run.episodes
-    arms = run.arm_names
-    arm_index = {a: i for i, a in enumerate(arms)}
-    task_index: dict[str, int] = {}
-    tasks = run.tasks or {}
-    limits = timeout_limits(run.manifest)
-    n = len(episodes)
-    cols: dict[str, list[Any]] = {name: [] for name in COLUMN_DTYPES}
-    score_cols: dict[str, Floats] = {}
-    trap_cols: dict[str, Bools] = {}
-    offered = manifest_offered_tools(run.manifest)
-    roles = manifest_roles(run.manifest)
-    for i, ep in enumerate(episodes):
-        info = tasks.get(ep.task_id) or TaskInfo(id=ep.task_id)
-        grade = run.grades.get(ep.key)
+def _brief(ep: Episode, same: dict[str, str]) -> EpisodeBrief:
+    """The brief of an episode; ``same`` holds one copy of each repeated text (arm, task,
+    suite... are the same few strings across 100,000 episodes)."""
+
+    def one(text: str) -> str:
+        return same.setdefault(text, text)
+
+    def opt(text: str | None) -> str | None:
+        return None if text is None else same.setdefault(text, text)
+
+    return EpisodeBrief(
+        key=ep.key,
+        arm=one(ep.arm),
+        task_id=one(ep.task_id),
+        attempt=ep.attempt,
+        suite=one(ep.suite),
+        category=one(ep.category),
+        difficulty=one(ep.difficulty),
+        status=one(ep.status),
+        harness_error=ep.harness_error,
+        agent=one(ep.agent),
+        provider=opt(ep.provider),
+        model=opt(ep.model),
+        target=one(ep.target),
+        steps=tuple(StepBrief(one(st.name), st.passed) for st in ep.steps),
+        transient_retries=ep.transient_retries,
+        audit_ok=None if ep.audit is None else ep.audit.ok,
+        audit_source=None if ep.audit is None else opt(ep.audit.source),
+    )
+
+
+def _buffer(dtype: Any) -> MutableSequence[Any]:
+    """A growing column: a typed array for numbers (8 bytes a value, not a Python object)."""
+    if dtype is np.float64:
+        return array("d")
+    if dtype is np.int64:
+        return array("q")
+    return []
+
+
+def _uncertain(grade: Grade | None) -> int:
+    if grade is None or grade.excluded or not grade.uncertain:
+        return UNCERTAIN_NONE
+    if grade.settled_by == "judge":
+        return UNCERTAIN_JUDGE_PASSED if grade.passed else UNCERTAIN_JUDGE_FAILED
+    return UNCERTAIN_OPEN
+
+
+class FrameBuilder:
+    """Builds an :class:`EpisodeFrame` one journal record at a time (nothing but the row is
+    kept of a record), then keeps the rows :meth:`finish` selects."""
+
+    def __init__(self, manifest: RunManifest, tasks: dict[str, TaskInfo] | None) -> None:
+        self.arms = manifest_arm_names(manifest)
+        self._arm_index = {a: i for i, a in enumerate(self.arms)}
+        self._tasks = tasks or {}
+        self._limits = timeout_limits(manifest)
+        self._offered = manifest_offered_tools(manifest)
+        self._roles = manifest_roles(manifest)
+        self._briefs: list[EpisodeBrief] = []
+        self._same: dict[str, str] = {}
+        self._cols: dict[str, MutableSequence[Any]] = {
+            name: _buffer(dtype) if name != "task" else [] for name, dtype in COLUMN_DTYPES.items()
+        }
+        self._scores: dict[str, tuple[array[int], array[float]]] = {}
+        """Per score name: the rows that have it and its values."""
+        self._traps: dict[str, array[int]] = {}
+        """Per trap class: the rows of its tasks."""
+        self._judged = array("q")
+        """Rows whose grade carries judged scores ..."""
+        self._rubrics: list[str | None] = []
+        """... and each one's rubric version."""
+
+    def add(self, ep: Episode, grade: Grade | None) -> None:
+        """Append the row of one episode (and its grade, if any)."""
+        i = len(self._briefs)
+        cols = self._cols
+        info = self._tasks.get(ep.task_id) or TaskInfo(id=ep.task_id)
         harness = ep.status == "harness_error" or bool(grade and grade.excluded)
         passed: bool | None = None if grade is None else grade.passed
         calls = episode_calls(ep)
         trace = tool_trace(calls, info.fast_path)
         wall = ep.wall_ms / 1000.0
-        limit = limits.get(ep.arm)
-        cols["arm"].append(arm_index[ep.arm])
-        cols["task"].append(task_index.setdefault(ep.task_id, len(task_index)))
-        cols["suite"].append(ep.suite)
-        cols["category"].append(ep.category)
-        cols["difficulty"].append(ep.difficulty)
-        cols["status"].append(ep.status)
+        limit = self._limits.get(ep.arm)
+        brief = _brief(ep, self._same)
+        self._briefs.append(brief)
+        if ep.arm not in self._arm_index:
+            self._arm_index[ep.arm] = len(self.arms)
+            self.arms.append(ep.arm)
+        cols["arm"].append(self._arm_index[ep.arm])
+        cols["task"].append(brief.task_id)
+        cols["suite"].append(brief.suite)
+        cols["category"].append(brief.category)
+        cols["difficulty"].append(brief.difficulty)
+        cols["status"].append(brief.status)
         cols["failure"].append(classify_failure(ep, passed, harness, trace))
         cols["graded"].append(grade is not None and not harness)
         cols["harness"].append(harness)
@@ -175,15 +320,18 @@ def build_frame(run: RunData) -> EpisodeFrame:
         if grade is not None:
             score = float(grade.scores.get("overall", grade.score))
             for name, value in grade.scores.items():
-                if name not in score_cols:
-                    score_cols[name] = np.full(n, np.nan)
-                score_cols[name][i] = value
+                rows, values = self._scores.setdefault(name, (array("q"), array("d")))
+                rows.append(i)
+                values.append(value)
+            if grade.judge:
+                self._judged.append(i)
+                self._rubrics.append(grade.rubric_version)
         cols["score"].append(score)
         cols["calls"].append(trace.calls)
         cols["errors"].append(trace.errors)
         cols["retries"].append(trace.retries)
-        arm_roles = roles.get(ep.arm)
-        expected = offered_expected_tools(info.expected_tools, offered.get(ep.arm), arm_roles)
+        arm_roles = self._roles.get(ep.arm)
+        expected = offered_expected_tools(info.expected_tools, self._offered.get(ep.arm), arm_roles)
         cols["tool_expected"].append(bool(expected))
         cols["tool_mismatch"].append(
             bool(expected) and not met_expected_tools(calls, expected, arm_roles)
@@ -199,20 +347,117 @@ def build_frame(run: RunData) -> EpisodeFrame:
         cols["completed"].append(ep.status == "completed")
         cols["ttft_ms"].append(np.nan if ep.ttft_ms is None else ep.ttft_ms)
         cols["ttft_measured"].append(ep.ttft_source == "measured")
+        cols["uncertain"].append(_uncertain(grade))
         for trap in info.trap_classes:
-            if trap not in trap_cols:
-                trap_cols[trap] = np.zeros(n, dtype=bool)
-            trap_cols[trap][i] = True
-    frame = EpisodeFrame(
-        episodes=episodes,
-        arms=arms,
-        task_ids=list(task_index),
-        **{name: np.asarray(cols[name], dtype=dtype) for name, dtype in COLUMN_DTYPES.items()},
-        scores=score_cols,
-        traps=trap_cols,
-    )
-    frame.min_calls = _min_passed_calls(frame)
-    return frame
+            self._traps.setdefault(trap, array("q")).append(i)
+
+    def status_of(self, row: int) -> str:
+        """The status of the episode added as row ``row``."""
+        return str(self._cols["status"][row])
+
+    def finish(self, rows: list[int] | None = None) -> EpisodeFrame:
+        """The frame of the rows added, or of ``rows`` (indices in :meth:`add` order) only."""
+        added = len(self._briefs)
+        keep = list(range(added)) if rows is None else rows
+        new_index = np.full(added, -1, dtype=np.int64)
+        new_index[keep] = np.arange(len(keep))
+        n = len(keep)
+        cols = (
+            self._cols if rows is None else {k: [v[i] for i in keep] for k, v in self._cols.items()}
+        )
+        task_index: dict[str, int] = {}
+        cols["task"] = [task_index.setdefault(t, len(task_index)) for t in cols["task"]]
+        columns = {
+            name: np.asarray(cols[name], dtype=dtype) for name, dtype in COLUMN_DTYPES.items()
+        }
+        scores: dict[str, Floats] = {}
+        for name, (where, values) in _first_kept(self._scores, new_index, lambda v: v[0]):
+            at = new_index[np.asarray(where, dtype=np.int64)]
+            col = np.full(n, np.nan)
+            col[at[at >= 0]] = np.asarray(values, dtype=np.float64)[at >= 0]
+            scores[name] = col
+        traps: dict[str, Bools] = {}
+        for trap, where in _first_kept(self._traps, new_index, lambda v: v):
+            at = new_index[np.asarray(where, dtype=np.int64)]
+            flags = np.zeros(n, dtype=bool)
+            flags[at[at >= 0]] = True
+            traps[trap] = flags
+        judged_at = new_index[np.asarray(self._judged, dtype=np.int64)]
+        judged = sorted(
+            (int(at), rubric)
+            for at, rubric in zip(judged_at, self._rubrics, strict=True)
+            if at >= 0
+        )
+        frame = EpisodeFrame(
+            episodes=[self._briefs[i] for i in keep],
+            arms=self.arms,
+            task_ids=list(task_index),
+            **columns,
+            scores=scores,
+            traps=traps,
+            judged=len(judged),
+            judge_rubric=next((r for _, r in judged if r), None),
+        )
+        frame.min_calls = _min_passed_calls(frame)
+        return frame
+
+
+V = TypeVar("V")
+
+
+def _first_kept(
+    by_name: dict[str, V], new_index: Ints, rows_of: Callable[[V], array[int]]
+) -> list[tuple[str, V]]:
+    """The names that some kept row has, ordered by their first kept row (the order a frame
+    of the kept rows alone would list them in)."""
+    firsts: list[tuple[int, int, str, V]] = []
+    for order, (name, value) in enumerate(by_name.items()):
+        at = new_index[np.asarray(rows_of(value), dtype=np.int64)]
+        if (at >= 0).any():
+            firsts.append((int(at[at >= 0].min()), order, name, value))
+    firsts.sort(key=lambda f: (f[0], f[1]))
+    return [(name, value) for _, _, name, value in firsts]
+
+
+def build_frame(run: RunData) -> EpisodeFrame:
+    """Flatten a loaded run into an :class:`EpisodeFrame`."""
+    builder = FrameBuilder(run.manifest, run.tasks)
+    for ep in run.episodes:
+        builder.add(ep, run.grades.get(ep.key))
+    return builder.finish()
+
+
+def stream_run(run_dir: Path | str) -> tuple[RunData, EpisodeFrame]:
+    """Read a run directory one journal line at a time into its frame, holding no episode
+    or grade: the returned run reads a record back from its file when asked
+    (:class:`~dabench.stats.rundir.EpisodeLines`, :class:`~dabench.stats.rundir.GradeLines`).
+    The same run as :func:`~dabench.stats.rundir.load_run`; close it with ``run.close()``."""
+    run_dir = Path(run_dir)
+    manifest = read_run_manifest(run_dir)
+    grades = grade_lines(run_dir)
+    run = run_data(run_dir, manifest, [], grades, None)  # the task snapshot, before the scan
+    builder = FrameBuilder(manifest, run.tasks)
+    scan = RecordScan(run_dir / EPISODES_FILE, Episode)
+    offsets: list[int] = []
+    first: dict[str, int] = {}
+    """Key -> the row of its first record: a retried harness error's row is replaced."""
+    rows: list[int] = []
+    for offset, ep in scan:
+        row = first.get(ep.key)
+        if row is not None:
+            if builder.status_of(rows[row]) != "harness_error":
+                raise DabenchError(f"{scan.path}: episode {ep.key!r} appears more than once")
+            rows[row] = len(offsets)
+        else:
+            first[ep.key] = len(rows)
+            rows.append(len(offsets))
+        offsets.append(offset)
+        builder.add(ep, grades.get(ep.key))
+    frame = builder.finish(None if len(rows) == len(offsets) else rows)
+    run.episodes = EpisodeLines(scan.path, [offsets[i] for i in rows])
+    if scan.torn is not None:
+        run.notes.insert(0, torn_note(scan.torn))
+    return run, frame
 
 
 def _min_passed_calls(frame: EpisodeFrame) -> Floats:

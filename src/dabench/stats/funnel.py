@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dabench.journal.records import Episode
-from dabench.stats.frame import EpisodeFrame
+from dabench.stats.frame import EpisodeBrief, EpisodeFrame
 from dabench.stats.model import FunnelStep
 
 STEP_ORDER = ("teach", "recall", "promote", "transfer", "supersede", "abstain")
@@ -46,7 +45,7 @@ def lifecycle_funnel(frame: EpisodeFrame) -> dict[str, list[FunnelStep]]:
     return out
 
 
-def _stage_order(protocol: list[Episode], names: set[str]) -> list[str]:
+def _stage_order(protocol: list[EpisodeBrief], names: set[str]) -> list[str]:
     """Funnel stages in the order the protocols play them (earliest position first), so a
     verify step stands right after the step it checks; ties follow ``STEP_ORDER``."""
     first: dict[str, int] = {}

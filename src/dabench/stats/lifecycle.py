@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from dabench.journal.records import Episode
 from dabench.stats.estimators import estimator_table
-from dabench.stats.frame import EpisodeFrame
+from dabench.stats.frame import EpisodeFrame, WithSteps
 from dabench.stats.model import ArmLifecycle, LifecycleRate, ProtocolPassK
 from dabench.stats.rundir import TaskInfo
 from dabench.tasks.model import Protocol
@@ -44,7 +44,7 @@ def protocol_step_metrics(protocols: Iterable[Protocol]) -> dict[str, dict[str, 
 
 
 def metric_counts(
-    episodes: Iterable[Episode], step_metrics: StepMetrics
+    episodes: Iterable[WithSteps], step_metrics: StepMetrics
 ) -> dict[str, LifecycleRate]:
     """Per lifecycle metric with at least one verdict: the counted steps and the rate.
 

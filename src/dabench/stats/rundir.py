@@ -8,18 +8,26 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, overload
 
 import yaml
 from pydantic import ValidationError
 
 from dabench.errors import UserInputError
 from dabench.journal.records import Episode, Grade, RunManifest
-from dabench.journal.store import Journal, load_grades, read_manifest
+from dabench.journal.store import (
+    GRADES_FILE,
+    Journal,
+    RecordScan,
+    TornLine,
+    load_grades,
+    read_manifest,
+    read_record_at,
+)
 from dabench.tasks.model import TruthLock
 
 TASKS_FILES = ("tasks.json", "tasks.yaml")
@@ -47,14 +55,89 @@ class TaskInfo:
     """For a protocol: (step name, lifecycle metric) of each tagged step."""
 
 
+class EpisodeLines(Sequence[Episode]):
+    """The settled episodes of a journal, each read back from its line on access: a streamed
+    run (:func:`dabench.stats.frame.stream_run`) holds byte offsets, not episodes."""
+
+    def __init__(self, path: Path, offsets: list[int]) -> None:
+        self.path = path
+        self._offsets = offsets
+        self._fh: BinaryIO | None = None
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> Episode: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Episode]: ...
+    def __getitem__(self, index: int | slice) -> Episode | list[Episode]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if self._fh is None:
+            self._fh = self.path.open("rb")
+        return read_record_at(self._fh, self._offsets[index], Episode)
+
+    def close(self) -> None:
+        """Close the journal file (reopened on the next access)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+class GradeLines(Mapping[str, Grade]):
+    """The latest grade of each key, read back from its line of ``grades.jsonl`` on access."""
+
+    def __init__(self, path: Path, offsets: dict[str, int]) -> None:
+        self.path = path
+        self._offsets = offsets
+        self._fh: BinaryIO | None = None
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._offsets)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._offsets
+
+    def __getitem__(self, key: str) -> Grade:
+        offset = self._offsets[key]
+        if self._fh is None:
+            self._fh = self.path.open("rb")
+        return read_record_at(self._fh, offset, Grade)
+
+    def close(self) -> None:
+        """Close the grades file (reopened on the next access)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def grade_lines(run_dir: Path) -> GradeLines:
+    """Index ``grades.jsonl`` by key (the last grade of a key wins, as in ``load_grades``)
+    without holding the grades."""
+    path = run_dir / GRADES_FILE
+    latest: dict[str, int] = {}
+    for offset, grade in RecordScan(path, Grade):
+        latest.pop(grade.key, None)
+        latest[grade.key] = offset
+    return GradeLines(path, latest)
+
+
 @dataclass
 class RunData:
-    """One run directory loaded: the inputs of :func:`dabench.stats.compute_stats`."""
+    """One run directory loaded: the inputs of :func:`dabench.stats.compute_stats`.
+
+    :func:`load_run` holds every episode and grade; a streamed run holds
+    :class:`EpisodeLines` and :class:`GradeLines`, which read one record back on access.
+    """
 
     run_dir: Path
     manifest: RunManifest
-    episodes: list[Episode]
-    grades: dict[str, Grade]
+    episodes: Sequence[Episode]
+    grades: Mapping[str, Grade]
     tasks: dict[str, TaskInfo] | None
     """``None`` when the run has no ``tasks.json`` (trap classes, fast path unknown)."""
     truths: TruthLock | None = None
@@ -64,11 +147,22 @@ class RunData:
     @property
     def arm_names(self) -> list[str]:
         """Arm names in manifest order, then any arm only seen in the journal."""
-        names = [str(a.get("name", "")) for a in self.manifest.arms if a.get("name")]
+        names = manifest_arm_names(self.manifest)
         for ep in self.episodes:
             if ep.arm not in names:
                 names.append(ep.arm)
         return names
+
+    def close(self) -> None:
+        """Close the files a streamed run reads its records back from."""
+        for view in (self.episodes, self.grades):
+            if isinstance(view, EpisodeLines | GradeLines):
+                view.close()
+
+
+def manifest_arm_names(manifest: RunManifest) -> list[str]:
+    """The arm names of a manifest, in its order."""
+    return [str(a.get("name", "")) for a in manifest.arms if a.get("name")]
 
 
 def _tuple(value: Any) -> tuple[str, ...]:
@@ -159,18 +253,35 @@ def load_run(run_dir: Path | str) -> RunData:
 
 
 def _load_run(run_dir: Path) -> RunData:
-    if not run_dir.is_dir():
-        raise UserInputError(f"{run_dir}: not a directory (expected a run directory)")
-    manifest = read_manifest(run_dir)
+    manifest = read_run_manifest(run_dir)
     journal = Journal(run_dir)
     episodes = journal.load()
-    notes: list[str] = []
-    if journal.torn is not None:
-        notes.append(
-            f"episodes.jsonl line {journal.torn.line} is torn ({journal.torn.reason}) and was "
-            "skipped"
-        )
     grades = {g.key: g for g in load_grades(run_dir)}
+    return run_data(run_dir, manifest, episodes, grades, journal.torn)
+
+
+def torn_note(torn: TornLine) -> str:
+    """The loading note of a torn journal line."""
+    return f"episodes.jsonl line {torn.line} is torn ({torn.reason}) and was skipped"
+
+
+def read_run_manifest(run_dir: Path) -> RunManifest:
+    """The manifest of a run directory (a path that is not a directory is refused)."""
+    if not run_dir.is_dir():
+        raise UserInputError(f"{run_dir}: not a directory (expected a run directory)")
+    return read_manifest(run_dir)
+
+
+def run_data(
+    run_dir: Path,
+    manifest: RunManifest,
+    episodes: Sequence[Episode],
+    grades: Mapping[str, Grade],
+    torn: TornLine | None,
+) -> RunData:
+    """A :class:`RunData` of these records with the run's task snapshot, truths and loading
+    notes."""
+    notes = [] if torn is None else [torn_note(torn)]
     tasks_path = next((run_dir / n for n in TASKS_FILES if (run_dir / n).exists()), None)
     tasks = load_tasks(tasks_path) if tasks_path is not None else None
     truths: TruthLock | None = None
