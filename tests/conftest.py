@@ -2,7 +2,8 @@
 
 A heavy test installs a third-party stack into the test cache (dbt and MetricFlow, say) or
 runs a benchmark quick mode that needs minutes; together they would take CI past its time
-budget, so the default run skips them with the reason and ``.ci/heavy`` runs them (``DABENCH_HEAVY_TESTS=1``).
+budget, so the default run skips them with the reason and ``.ci/heavy`` runs them
+(``DABENCH_HEAVY_TESTS=1``).
 """
 
 from __future__ import annotations
