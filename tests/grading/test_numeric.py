@@ -160,6 +160,12 @@ def test_hedges_and_intermediate_figures_fail() -> None:
         ("5 EUR", "EUR"),
         ("5 euros", "EUR"),
         ("₹2,68,405.99", "INR"),
+        ("CAD 25,331.43", "CAD"),
+        ("C$25,331.43", "CAD"),
+        ("CA$25,331.43", "CAD"),
+        ("$25,331.43 CAD", "CAD"),
+        ("25,331.43 Canadian dollars", "CAD"),
+        ("5 kronor", "SEK"),
         ("5 orders", None),
     ],
 )
@@ -177,6 +183,8 @@ def test_currency_of_a_number(text: str, code: str | None) -> None:
         ("What was the average EUR exchange rate (US dollars per euro) over 2024?", None),
         ("How many orders were placed?", None),
         ("Revenue in USD and in EUR?", None),
+        ("Key-account revenue expressed in Canadian dollars. What was it, in CAD?", "CAD"),
+        ("What was revenue in Swedish kronor?", "SEK"),
     ],
 )
 def test_asked_currency(question: str, code: str | None) -> None:
@@ -196,3 +204,23 @@ def test_several_values_are_uncertain_but_a_hedge_fails() -> None:
     assert several.uncertain and not several.passed
     hedge = check_numeric("FINAL ANSWER: 4,821 or 4,835", 4821, tolerance_rel=0)
     assert not hedge.uncertain and not hedge.passed and "hedges" in hedge.reason
+
+
+def test_an_amount_in_the_asked_currency_passes_and_another_fails() -> None:
+    """Blind S6 play (s6.key-account-revenue-cad-fh1-fy2025): a question asked in Canadian
+    dollars accepts the amount written in CAD (or with a bare $), and fails it in US dollars;
+    a question asked in US dollars fails the same amount written in CAD."""
+    cad = asked_currency("What was it, expressed in Canadian dollars, in CAD?")
+    truth, naive = 25331.429086878987, 18640.29
+    for ok in ("CAD 25,331.43", "C$25,331.43", "$25,331.43 CAD", "$25,331.43", "25,331.43"):
+        check = check_numeric(f"FINAL ANSWER: {ok}", truth, tolerance_rel=0.001, currency=cad)
+        assert check.passed, (ok, check.reason)
+    for wrong in ("USD 25,331.43", "US$25,331.43", "25,331.43 US dollars"):
+        check = check_numeric(f"FINAL ANSWER: {wrong}", truth, tolerance_rel=0.001, currency=cad)
+        assert not check.passed and "asks for CAD" in check.reason, wrong
+    assert not check_numeric(
+        "FINAL ANSWER: CAD 18,640.29", truth, tolerance_rel=0.001, naive=naive, currency=cad
+    ).passed
+    usd = asked_currency("What was revenue, in US dollars?")
+    check = check_numeric("FINAL ANSWER: CAD 25,331.43", truth, tolerance_rel=0.001, currency=usd)
+    assert not check.passed and "asks for USD" in check.reason

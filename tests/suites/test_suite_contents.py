@@ -35,10 +35,11 @@ def test_seed_003_categories_across_suites(builtin: TaskSet) -> None:
 
 
 def test_multi_turn_conversations_have_three_to_five_turns(builtin: TaskSet) -> None:
+    """S1-S3 conversations have 3-5 turns; the S6 expert tier's run to 6 (issue 32)."""
     multi = [t for t in builtin.tasks if t.category == "multi_turn"]
     assert {t.suite for t in multi} >= {"s1", "s2", "s3"}
     for t in multi:
-        assert 3 <= len(t.turns) <= 5, t.id
+        assert 3 <= len(t.turns) <= (6 if t.suite == "s6" else 5), t.id
 
 
 def test_adversarial_tasks_cover_each_kind(builtin: TaskSet) -> None:

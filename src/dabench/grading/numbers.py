@@ -50,7 +50,7 @@ _NUMBER_RE = re.compile(
     rf"""
     (?<![\w.,'’])
     (?P<sign>[-−+])?
-    (?P<cur>(?:US|U\.S\.)?\$|[€£¥₹])?
+    (?P<cur>(?:US|U\.S\.|CA|C)?\$|[€£¥₹])?
     (?P<sign2>[-−])?
     (?P<num>
         (?P<eu>\d{{1,3}}(?:\.\d{{3}})+,\d+)                    # 1.234,50
@@ -168,12 +168,19 @@ def _digits(match: re.Match[str], mark: str | None) -> str | None:
 
 _SIGN_CODES = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
 _CODE_AFTER_RE = re.compile(
-    r"^[ \t\u00a0\u202f]?(?:(?P<code>USD|EUR|GBP|INR|JPY|CNY|CHF|CAD|AUD)\b"
-    r"|(?P<word>(?:US |U\.S\. )?dollars?|euros?|rupees?)\b"
+    r"^[ \t\u00a0\u202f]?(?:(?P<code>USD|EUR|GBP|INR|JPY|CNY|CHF|CAD|AUD|SEK)\b"
+    r"|(?P<word>(?:US |U\.S\. |Canadian )?dollars?|euros?|rupees?|kronor|krona)\b"
     r"|(?P<cents>(?:US |U\.S\. )?cents?)\b)",
 )
-_CODE_BEFORE_RE = re.compile(r"\b(?P<code>USD|EUR|GBP|INR|JPY|CNY|CHF|CAD|AUD)[ \t\u00a0]?$")
-_WORD_CODES = {"dollar": "USD", "euro": "EUR", "rupee": "INR"}
+_CODE_BEFORE_RE = re.compile(r"\b(?P<code>USD|EUR|GBP|INR|JPY|CNY|CHF|CAD|AUD|SEK)[ \t\u00a0]?$")
+_WORD_CODES = {
+    "dollar": "USD",
+    "canadian dollar": "CAD",
+    "euro": "EUR",
+    "rupee": "INR",
+    "kronor": "SEK",
+    "krona": "SEK",
+}
 _LEDGER_SIGN_RE = re.compile(r"^[ \t]?(?P<side>CR|Cr|DR|Dr)\b")
 _CLOCK_RE = re.compile(
     r"(?<![\w:.])(?P<h>[01]?\d|2[0-3]):00(?:[ \t]?[-–—][ \t]?(?P<h2>[01]?\d|2[0-3]):59)?(?![\w:])"
@@ -268,15 +275,22 @@ def _accounting_negative(text: str, start: int, end: int, match: re.Match[str]) 
 
 def _currency_code(text: str, start: int, end: int, sign: str | None) -> tuple[str | None, bool]:
     """The currency a mention is written in (ISO code) and whether it is in cents."""
-    if sign:
-        return _SIGN_CODES[sign[-1]], False
     after = _CODE_AFTER_RE.match(text[end:])
+    if sign:
+        if sign[:-1] in ("C", "CA"):  # C$ / CA$: Canadian dollars
+            return "CAD", False
+        if sign == "$" and after is not None and after.group("code"):
+            return after.group("code"), False  # "$25,331.43 CAD": the code names the dollar
+        return _SIGN_CODES[sign[-1]], False
     if after is not None:
         if after.group("code"):
             return after.group("code"), False
         if after.group("word"):
-            word = after.group("word").split()[-1].lower().rstrip("s")
-            return _WORD_CODES[word], False
+            phrase = after.group("word").lower()
+            for key in (phrase, phrase.removesuffix("s"), phrase.split()[-1].removesuffix("s")):
+                if key in _WORD_CODES:
+                    return _WORD_CODES[key], False
+            return "USD", False
         return "USD", True
     before = _CODE_BEFORE_RE.search(text[max(0, start - 5) : start])
     return (before.group("code"), False) if before else (None, False)

@@ -427,12 +427,20 @@ def alternative_reading(
 
 _ASKED_CURRENCY_RE = (
     (r"\b(?:in|as) (?:US |U\.S\. |American )?dollars\b", "USD"),
+    (r"\b(?:in|as) Canadian dollars\b", "CAD"),
     (r"\b(?:in|as) euros?\b", "EUR"),
     (r"\b(?:in|as) (?:pounds sterling|British pounds)\b", "GBP"),
     (r"\b(?:in|as) (?:Indian )?rupees\b", "INR"),
     (r"\b(?:in|as) (?:Japanese )?yen\b", "JPY"),
-    *((rf"(?:\b(?:in|as) |\()(?:{code})\b", code) for code in ("USD", "EUR", "GBP", "INR", "JPY")),
+    (r"\b(?:in|as) (?:Swedish )?(?:kronor|krona)\b", "SEK"),
+    *(
+        (rf"(?:\b(?:in|as) |\()(?:{code})\b", code)
+        for code in ("USD", "CAD", "EUR", "GBP", "INR", "JPY", "SEK")
+    ),
 )
+_OTHER_DOLLARS = frozenset({"CAD", "AUD"})
+"""Asked currencies whose amounts are also written with a bare ``$`` (``$25,331.43`` for a
+question asked in Canadian dollars)."""
 WORLD_CURRENCY = "USD"
 """The currency the reference world keeps its amounts in."""
 
@@ -503,8 +511,13 @@ def check_numeric(
     tols = (tolerance_abs, tolerance_rel)
     in_truth = [m for m in parsed if _hits(m, expected, *tols)]
     wanted = currency or WORLD_CURRENCY
-    hit = next((m for m in in_truth if m.currency_code in (None, wanted)), None)
-    foreign = next((m for m in in_truth if m.currency_code not in (None, wanted)), None)
+
+    def in_wanted(m: NumberMention) -> bool:
+        bare_dollar = m.text.lstrip("-−+").startswith("$") and m.currency_code == "USD"
+        return m.currency_code in (None, wanted) or (wanted in _OTHER_DOLLARS and bare_dollar)
+
+    hit = next((m for m in in_truth if in_wanted(m)), None)
+    foreign = next((m for m in in_truth if not in_wanted(m)), None)
     if hit is None and foreign is not None:
         written = f"{foreign.text} is in {foreign.currency_code}"
         if currency is None:
