@@ -21,6 +21,7 @@ from dabench.platform.service import PlatformService
 from dabench.platform.warehouse import DuckDBWarehouse, WarehouseLimits
 from dabench.platform.warehouse.duckdb_backend import read_only_config
 from dabench.platform.warehouse.process_pool import WorkerPool
+from dabench.platform.warehouse.worker import LONG_QUERY_NICE
 from dabench.platform.world_content import load_world_content
 
 
@@ -83,9 +84,9 @@ def _pool(world_dir: Path, size: int, **kwargs: Any) -> WorkerPool:
     return WorkerPool(hello, size, **kwargs)
 
 
-def _request(pool: WorkerPool, sql: str, timeout_s: float = 30.0) -> dict[str, Any]:
+def _request(pool: WorkerPool, sql: str, timeout_s: float = 30.0, **extra: Any) -> dict[str, Any]:
     req = {"sql": sql, "max_sql_chars": 20000, "limit": 10, "timeout_s": timeout_s}
-    return pool.request({**req, "max_bytes": 65536}, timeout_s)
+    return pool.request({**req, "max_bytes": 65536, **extra}, timeout_s)
 
 
 def test_resident_memory_past_the_budget_stops_the_query(world_dir: Path) -> None:
@@ -138,6 +139,75 @@ def test_a_worker_starts_niced_and_serves_at_normal_priority(world_dir: Path) ->
         assert _request(pool, "SELECT 3")["ok"]["rows"] == [[3]]
     finally:
         pool.close()
+
+
+def test_a_low_priority_query_runs_niced_and_the_worker_returns_to_normal(
+    world_dir: Path,
+) -> None:
+    pool = _pool(world_dir, 1)
+    try:
+        (pid,) = pool.pids
+        low = _request(pool, "SELECT 5", low_priority=True)
+        assert low["ok"]["rows"] == [[5]] and low["nice"] == LONG_QUERY_NICE
+        normal = _request(pool, "SELECT 6")
+        assert normal["ok"]["rows"] == [[6]] and "nice" not in normal
+        assert pool.pids == [pid] and pool.replaced == 0  # the same worker served both
+        tasks = os.listdir(f"/proc/{pid}/task")
+        assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tasks} == {0}
+    finally:
+        pool.close()
+
+
+def test_a_costly_query_penalizes_its_identity_only() -> None:
+    sched = QueryScheduler(slots=2)
+    assert not sched.strike("a", "SQL_ERROR") and not sched.strike("a", "SQL_BUSY")
+    assert not sched.low_priority("a") and sched.strikes == {}
+    assert sched.strike("a", "QUERY_MEMORY_LIMIT") and sched.strike("a", "QUERY_TIMEOUT")
+    assert sched.low_priority("a") and not sched.low_priority("b")
+    assert sched.strikes == {"a": 2}
+    off = QueryScheduler(slots=2, penalty_s=0.0)
+    assert not off.strike("a", "QUERY_TIMEOUT") and not off.low_priority("a")
+    with pytest.raises(ValueError, match="penalty_s"):
+        QueryScheduler(slots=2, penalty_s=-1.0)
+
+
+def test_after_a_query_that_cost_its_worker_the_identity_runs_at_low_priority(
+    world_dir: Path, tmp_path: Path
+) -> None:
+    """End to end: the blow-up's identity is penalized, and its next query reaches the
+    worker as a low-priority one; another identity's does not."""
+    service = PlatformService(load_world_content(world_dir), load_profile("a0"), DEV_AUTH, tmp_path)
+    sent: list[tuple[str, bool]] = []
+    guarded_run = service.warehouse.guarded_run
+
+    def spy(sql: str, *args: Any, low_priority: bool = False) -> Any:
+        sent.append((sql, low_priority))
+        return guarded_run(sql, *args, low_priority=low_priority)
+
+    service.warehouse.guarded_run = spy  # type: ignore[method-assign]
+    try:
+        hostile, other = DEV_AUTH.identities[0], DEV_AUTH.identities[1]
+        assert hostile.user != other.user
+        sids = {
+            i.user: json.loads(service.call(i, "platform_info", {}).text)["session_id"]
+            for i in (hostile, other)
+        }
+
+        def query(identity: Any, sql: str) -> Any:
+            return service.call(
+                identity, "sql_query", {"session_id": sids[identity.user], "sql": sql}
+            )
+
+        assert not query(hostile, "SELECT 1").is_error
+        blowup = query(hostile, "SELECT len(list_resize([1], 1000000000))")
+        code = json.loads(blowup.text)["error"]["code"]
+        assert code in {"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"}
+        assert not query(hostile, "SELECT 2").is_error
+        assert not query(other, "SELECT 3").is_error
+        assert [low for _, low in sent] == [False, False, True, False]
+        assert service.scheduler.strikes == {hostile.user: 1}
+    finally:
+        service.close()
 
 
 def test_a_memory_share_too_small_for_a_worker_is_refused(world_dir: Path) -> None:

@@ -468,7 +468,11 @@ class PlatformService:
                     limit,
                     sql_cfg.timeout_s,
                     sql_cfg.max_result_bytes,
+                    low_priority=self.scheduler.low_priority(session.user),
                 )
+            except ToolError as exc:  # a query that cost its worker: its identity yields
+                self.scheduler.strike(session.user, exc.code)
+                raise
             finally:  # the slot, then a worker or connection: neither counts in the timeout
                 stats["queue_ms"] = (waited + self.warehouse.last_wait_s()) * 1000.0
         payload: dict[str, Any] = {

@@ -21,7 +21,9 @@ Limits that hold whatever function a query calls:
   (DuckDB and malloc keep what they mapped) asks to be replaced;
 - a query running longer than half a second drops to nice 10, so the short queries of
   other sessions get the CPU first (its priority is restored afterwards, or the worker
-  replaced where that is not permitted);
+  replaced where that is not permitted); a query sent with ``low_priority`` (its identity
+  is penalized, see ``platform.fair_share``) runs at nice 10 from its start, the guard's
+  parsing included, and its answer says so (``nice``);
 - a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
   ignores the interrupt is killed by the parent after a grace period.
 """
@@ -81,6 +83,13 @@ def _restore_priority() -> None:
             return
 
 
+def _lower_priority(tid: int) -> int:
+    """Drop thread ``tid`` to :data:`LONG_QUERY_NICE` (or stay at the base value, when that
+    is lower still); returns the nice value it now has."""
+    _set_nice(tid, max(LONG_QUERY_NICE, BASE_NICE[0]))
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+
 def _set_nice(tid: int, nice: int) -> bool:
     """Set one thread's nice value; ``False`` when not permitted."""
     try:
@@ -107,6 +116,9 @@ def _rss_bytes() -> int:
 class GuardWorker:
     """The guard alone, for a warehouse that runs its queries elsewhere (PostgreSQL)."""
 
+    must_recycle = False
+    """Set when the worker could not restore its priority after a low-priority check."""
+
     def __init__(self, scope: dict[str, Any]) -> None:
         self.tables: list[tuple[str, list[list[str]]]] = []
         self.catalog = str(scope["catalog"])
@@ -118,11 +130,20 @@ class GuardWorker:
 
     def query(self, req: dict[str, Any]) -> dict[str, Any]:
         """Guard-check one statement; the checked SQL and its tables, or the refusal."""
+        tid = threading.get_native_id()
+        low = bool(req.get("low_priority"))
+        nice = _lower_priority(tid) if low else None
         try:
             checked = check_sql(str(req["sql"]), int(req["max_sql_chars"]), self.scope)
         except ToolError as exc:
             return {"error": exc.body.model_dump()}
-        return {"ok": {"sql": checked.sql, "tables": list(checked.tables)}}
+        finally:
+            if low and not _set_nice(tid, BASE_NICE[0]):
+                self.must_recycle = True
+        answer: dict[str, Any] = {"ok": {"sql": checked.sql, "tables": list(checked.tables)}}
+        if nice is not None:
+            answer["nice"] = nice
+        return answer
 
 
 class Worker:
@@ -173,9 +194,12 @@ class Worker:
         cur = self.con.cursor()
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
         tid = threading.get_native_id()
-        demote = self.watchdog.arm(
-            lambda: _set_nice(tid, max(LONG_QUERY_NICE, BASE_NICE[0])), LONG_QUERY_S
-        )
+        nice: int | None = None
+        demote: int | None = None
+        if req.get("low_priority"):
+            nice = _lower_priority(tid)
+        else:
+            demote = self.watchdog.arm(lambda: _lower_priority(tid), LONG_QUERY_S)
         if self.resident_limit:
             with self._out_lock:
                 self._running = True
@@ -206,13 +230,17 @@ class Worker:
                 self._running = False  # the resident check stops; it can no longer answer
                 self.watchdog.disarm(self._check)
             self.watchdog.disarm(ticket)
-            if not self.watchdog.disarm(demote) and not _set_nice(tid, BASE_NICE[0]):
+            lowered = demote is None or not self.watchdog.disarm(demote)
+            if lowered and not _set_nice(tid, BASE_NICE[0]):
                 self.must_recycle = True  # may not raise its priority again: a fresh worker
             cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
-        return {
+        answer: dict[str, Any] = {
             "ok": {"tables": tables, "columns": columns, "rows": rows, "truncated_by": truncated_by}
         }
+        if nice is not None:
+            answer["nice"] = nice
+        return answer
 
     def _check_resident(self) -> None:
         """On the watchdog's thread while a query runs: past the resident limit, answer
