@@ -165,10 +165,41 @@ class _MemorySampler:
         self._thread.join()
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) the process ``pid`` itself has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _cpu_s(pid: int, tree: bool = False) -> float:
+    """CPU seconds (user + system) the process ``pid`` has used; with ``tree``, plus its
+    reaped children's and its live descendants' (the server with its workers, those
+    replaced included)."""
+    total = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            if tree:
+                total += int(fields[13]) + int(fields[14]) if p == pid else 0
+                for task in Path(f"/proc/{p}/task").iterdir():
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class _CpuMeter:
+    """Cores used between construction and :meth:`done` by the server alone, the server
+    with its workers, and (when given) the hostile sessions' client process."""
+
+    def __init__(self, server: int, hostile: int | None = None) -> None:
+        self.server, self.hostile, self.t0 = server, hostile, time.monotonic()
+        self.start = self._read()
+
+    def _read(self) -> tuple[float, float, float]:
+        hostile = _cpu_s(self.hostile) if self.hostile else 0.0
+        return _cpu_s(self.server), _cpu_s(self.server, tree=True), hostile
+
+    def done(self) -> tuple[float, float, float]:
+        """Cores (CPU seconds per second) each used."""
+        end, seconds = self._read(), time.monotonic() - self.t0
+        server, tree, hostile = ((b - a) / seconds for a, b in zip(self.start, end, strict=True))
+        return server, tree, hostile
 
 
 def _audit_events(base: str, user: str) -> list[dict[str, Any]]:
@@ -319,9 +350,9 @@ def _run_engine(
         load_idle = _load()
         sampler = _MemorySampler(proc.pid)
         t_idle = time.time()
-        cpu0 = _cpu_s(proc.pid)
+        meter = _CpuMeter(proc.pid)
         idle = asyncio.run(_light(base, table, opts.seconds / 2))
-        cpu_idle = (_cpu_s(proc.pid) - cpu0) / (time.time() - t_idle)
+        cpu_idle = meter.done()
         ctx = multiprocessing.get_context("spawn")
         stop, queue = ctx.Event(), ctx.Queue()
         engine_index = 0 if engine == "duckdb" else 1
@@ -332,9 +363,9 @@ def _run_engine(
         hostile.start()
         time.sleep(1.0)  # the hostile queries are running
         t_loaded = time.time() - t_idle
-        cpu0, t0 = _cpu_s(proc.pid), time.time()
+        meter = _CpuMeter(proc.pid, hostile.pid)
         loaded = asyncio.run(_light(base, table, opts.seconds))
-        cpu_loaded = (_cpu_s(proc.pid) - cpu0) / (time.time() - t0)
+        cpu_loaded = meter.done()
         load_loaded = _load()
         stop.set()
         results = queue.get(timeout=600)
@@ -397,8 +428,9 @@ def _report(res: dict[str, Any], opts: argparse.Namespace, bound_mib: float | No
                 f"{_p(s_loaded, 0.95):5.1f} ms"
             )
     print(
-        f"  server process CPU (without its workers) idle {res['cpu_idle']:.2f}, loaded "
-        f"{res['cpu_loaded']:.2f} cores"
+        f"  cores used idle / loaded: server {res['cpu_idle'][0]:.2f} / "
+        f"{res['cpu_loaded'][0]:.2f}, server and workers {res['cpu_idle'][1]:.2f} / "
+        f"{res['cpu_loaded'][1]:.2f}; hostile sessions' client {res['cpu_loaded'][2]:.2f}"
     )
     by_class: dict[str, list[tuple[float, str]]] = {}
     for name, seconds, code in res["hostile"]:
