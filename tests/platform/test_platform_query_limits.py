@@ -171,41 +171,50 @@ def test_a_costly_query_penalizes_its_identity_only() -> None:
         QueryScheduler(slots=2, penalty_s=-1.0)
 
 
-def test_after_a_query_that_cost_its_worker_the_identity_runs_at_low_priority(
+def test_after_a_query_that_cost_its_worker_its_caller_runs_at_low_priority(
     world_dir: Path, tmp_path: Path
 ) -> None:
-    """End to end: the blow-up's identity is penalized, and its next query reaches the
-    worker as a low-priority one; another identity's does not."""
+    """End to end: a blow-up penalizes its caller (an identity with a static key, or an
+    episode), whose next query reaches the worker as a low-priority one; another identity's
+    does not, nor another episode's of the same identity."""
     service = PlatformService(load_world_content(world_dir), load_profile("a0"), DEV_AUTH, tmp_path)
-    sent: list[tuple[str, bool]] = []
+    sent: list[bool] = []
     guarded_run = service.warehouse.guarded_run
 
     def spy(sql: str, *args: Any, low_priority: bool = False) -> Any:
-        sent.append((sql, low_priority))
+        sent.append(low_priority)
         return guarded_run(sql, *args, low_priority=low_priority)
 
     service.warehouse.guarded_run = spy  # type: ignore[method-assign]
+    blowup = "SELECT len(list_resize([1], 1000000000))"
     try:
         hostile, other = DEV_AUTH.identities[0], DEV_AUTH.identities[1]
         assert hostile.user != other.user
+        episode_id, keys = service.open_episode("e/0", [hostile.user])
+        in_episode = service.identify(keys[hostile.user])
+        assert in_episode is not None
+        callers = {"hostile": hostile, "other": other, "episode": in_episode}
         sids = {
-            i.user: json.loads(service.call(i, "platform_info", {}).text)["session_id"]
-            for i in (hostile, other)
+            name: json.loads(service.call(i, "platform_info", {}).text)["session_id"]
+            for name, i in callers.items()
         }
 
-        def query(identity: Any, sql: str) -> Any:
-            return service.call(
-                identity, "sql_query", {"session_id": sids[identity.user], "sql": sql}
+        def query(name: str, sql: str) -> str:
+            outcome = service.call(
+                callers[name], "sql_query", {"session_id": sids[name], "sql": sql}
             )
+            return str(json.loads(outcome.text)["error"]["code"]) if outcome.is_error else "OK"
 
-        assert not query(hostile, "SELECT 1").is_error
-        blowup = query(hostile, "SELECT len(list_resize([1], 1000000000))")
-        code = json.loads(blowup.text)["error"]["code"]
-        assert code in {"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"}
-        assert not query(hostile, "SELECT 2").is_error
-        assert not query(other, "SELECT 3").is_error
-        assert [low for _, low in sent] == [False, False, True, False]
-        assert service.scheduler.strikes == {hostile.user: 1}
+        assert query("hostile", "SELECT 1") == "OK"
+        assert query("hostile", blowup) in {"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"}
+        assert [query(name, "SELECT 2") for name in ("hostile", "other", "episode")] == ["OK"] * 3
+        assert query("episode", blowup) in {"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"}
+        assert query("episode", "SELECT 3") == "OK"
+        assert sent == [False, False, True, False, False, False, True]
+        assert service.scheduler.strikes == {
+            f"user:{hostile.user}": 1,
+            f"episode:{episode_id}": 1,
+        }
     finally:
         service.close()
 

@@ -8,11 +8,12 @@ within an identity. So many sessions of one identity cannot starve another ident
 query's timeout starts only when it holds its slot: the wait is reported apart.
 
 Slots share the workers, not the CPU: on a machine with fewer cores than slots, queries that
-burn CPU slow everyone's short queries down. So an identity whose query cost its worker
+burn CPU slow everyone's short queries down. So a caller whose query cost its worker
 (``QUERY_TIMEOUT`` or ``QUERY_MEMORY_LIMIT``: the worker was interrupted, killed or
 exhausted its memory, and is replaced) is *penalized* for :data:`PENALTY_S`: its queries run
 at low CPU priority from their first instant (they still run, as fast as the CPU others
-leave them), instead of only after half a second (see ``warehouse.worker``).
+leave them), instead of only after half a second (see ``warehouse.worker``). The caller is
+named by the platform (an episode, or an identity with a static key).
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from dataclasses import dataclass, field
 from dabench.platform.errors import ToolError
 
 PENALTY_S = 60.0
-"""How long after its last costly query an identity's queries run at low CPU priority."""
+"""How long after its last costly query a caller's queries run at low CPU priority."""
 
 COSTLY_CODES = frozenset({"QUERY_TIMEOUT", "QUERY_MEMORY_LIMIT"})
-"""Error codes that penalize the identity whose query ended with them."""
+"""Error codes that penalize the caller whose query ended with them."""
 
 
 @dataclass
@@ -57,9 +58,9 @@ class QueryScheduler:
             raise ValueError(f"penalty_s must be at least 0, got {penalty_s}")
         self.penalty_s = penalty_s
         self._penalized: dict[str, float] = {}
-        """Penalized identities and when (``time.monotonic``) their penalty ends."""
+        """Penalized callers and when (``time.monotonic``) their penalty ends."""
         self.strikes: dict[str, int] = {}
-        """Costly queries per identity since start (what :meth:`strike` counted)."""
+        """Costly queries per caller since start (what :meth:`strike` counted)."""
         self.slots = slots
         self.per_user = per_user if per_user is not None else max(1, slots - 1)
         self.per_session = per_session
@@ -111,21 +112,22 @@ class QueryScheduler:
                     del self._by_session[session]
                 self._dispatch()
 
-    def strike(self, user: str, code: str) -> bool:
-        """Record how ``user``'s query ended: a code in :data:`COSTLY_CODES` penalizes the
-        identity for :data:`PENALTY_S` from now. Returns whether it did."""
+    def strike(self, culprit: str, code: str) -> bool:
+        """Record how ``culprit``'s query ended: a code in :data:`COSTLY_CODES` penalizes
+        it for ``penalty_s`` from now. Returns whether it did."""
         if code not in COSTLY_CODES or self.penalty_s == 0:
             return False
         with self._lock:
             now = time.monotonic()
-            self._penalized = {u: t for u, t in self._penalized.items() if t > now}
-            self._penalized[user] = now + self.penalty_s
-            self.strikes[user] = self.strikes.get(user, 0) + 1
+            penalized = {c: t for c, t in self._penalized.items() if t > now}
+            penalized[culprit] = now + self.penalty_s
+            self._penalized = penalized  # replaced whole: readers take no lock
+            self.strikes[culprit] = self.strikes.get(culprit, 0) + 1
         return True
 
-    def low_priority(self, user: str) -> bool:
-        """Whether ``user``'s next query runs at low CPU priority (its penalty holds)."""
-        until = self._penalized.get(user)  # one dict read on the normal path, no lock
+    def low_priority(self, culprit: str) -> bool:
+        """Whether ``culprit``'s next query runs at low CPU priority (its penalty holds)."""
+        until = self._penalized.get(culprit)  # one dict read on the normal path, no lock
         return until is not None and until > time.monotonic()
 
     def _fits(self, user: str, session: str) -> bool:
