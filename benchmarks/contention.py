@@ -6,14 +6,18 @@ DuckDB and on PostgreSQL (a throwaway cluster on loopback, as the tests start on
 session (identity ``teacher``) alternates ``describe_table`` and ``SELECT 1``: first alone
 ("idle"), then while N hostile sessions (identity ``learner``, in another process) loop over
 every hostile class below. Prints per engine: the light session's p50/p95 idle and loaded
-and their ratio (target <= 2), each hostile class's calls, error codes, slowest answer at the
-client and slowest run (from the audit log: duration minus queue time, i.e. the wait for a
-query slot or for a replaced worker) with its overrun past the timeout (target <= 2 s), and
-the peak RSS of the platform's processes together (the server and its worker processes,
-sampled every 0.1 s; PostgreSQL's own processes excluded) against the DuckDB platform's
-documented bound, its RSS idle plus ``sql.memory_limit`` (target <= bound + 25 %), with
-their PSS beside it. The figures mean something only on a quiet machine: the load average
-is printed beside them.
+and their ratio (target <= 2), the same per tool at the client and in the server (the
+audited duration), the cores the server and its workers used in each phase, each hostile
+class's calls, error codes, slowest answer at the client and slowest run (from the audit
+log: duration minus queue time, i.e. the wait for a query slot or for a replaced worker)
+with its overrun past the timeout (target <= 2 s), and the peak RSS of the platform's
+processes together (the server and its worker processes, sampled every 0.1 s through both
+phases; PostgreSQL's own processes excluded) against the DuckDB platform's documented
+bound, its RSS idle plus ``sql.memory_limit`` (target <= bound + 25 %), with their PSS
+beside it (read only at a new RSS peak, at most once a second: reading PSS walks every
+page table, and reading it every 0.1 s in the loaded phase only cost this process, the
+light session's client, a large part of a core). The figures mean something only on a
+quiet machine: the load average is printed beside them.
 
     python3 -m benchmarks.contention [--world DIR] [--engines duckdb,postgres] [--hostile 10]
         [--seconds 30] [--timeout-s 5] [--quick]

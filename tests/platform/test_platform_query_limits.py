@@ -147,6 +147,9 @@ def test_a_low_priority_query_runs_niced_and_the_worker_returns_to_normal(
     pool = _pool(world_dir, 1)
     try:
         (pid,) = pool.pids
+        # in the server's session (one autogroup: nice values count across the platform's
+        # processes), in a process group of its own (a Ctrl-C to the server's is not its)
+        assert os.getsid(pid) == os.getsid(0) and os.getpgid(pid) == pid != os.getpgid(0)
         low = _request(pool, "SELECT 5", low_priority=True)
         assert low["ok"]["rows"] == [[5]] and low["nice"] == LONG_QUERY_NICE
         normal = _request(pool, "SELECT 6")

@@ -21,7 +21,7 @@ Limits that hold whatever function a query calls:
   (DuckDB and malloc keep what they mapped) asks to be replaced;
 - a query running longer than half a second drops to nice 10, so the short queries of
   other sessions get the CPU first (its priority is restored afterwards, or the worker
-  replaced where that is not permitted); a query sent with ``low_priority`` (its identity
+  replaced where that is not permitted); a query sent with ``low_priority`` (its caller
   is penalized, see ``platform.fair_share``) runs at nice 10 from its start, the guard's
   parsing included, and its answer says so (``nice``);
 - a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
