@@ -120,7 +120,7 @@ def test_workers_start_on_demand_and_stop_when_idle(world_dir: Path) -> None:
             t.join(120.0)
         assert codes == ["QUERY_TIMEOUT"] * 3
         for _ in range(2400):  # the second worker started (safety nets, not timings)
-            if pool.stopped_idle:  # ... and, once idle, stopped
+            if pool.stopped_idle and pool.started == 2:  # ... and, once idle, one stopped
                 break
             threading.Event().wait(0.05)
         assert pool.started == 2  # never more than the pool's size
@@ -157,6 +157,35 @@ def test_a_low_priority_query_runs_niced_and_the_worker_returns_to_normal(
         assert pool.pids == [pid] and pool.replaced == 0  # the same worker served both
         tasks = os.listdir(f"/proc/{pid}/task")
         assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tasks} == {0}
+    finally:
+        pool.close()
+
+
+def test_a_query_behind_a_low_priority_one_starts_a_worker_at_once(world_dir: Path) -> None:
+    """A low-priority query counts as long from its start: a normal query that finds the
+    only worker busy with one starts a second at once (``spawn_after_s`` an hour here)."""
+    slow = "SELECT count(*) FROM range(1000000000) a, range(1000) b WHERE a.range + b.range = 7"
+    pool = _pool(world_dir, 2, spawn_after_s=3600.0)
+    try:
+        codes: list[str] = []
+        low = threading.Thread(
+            target=lambda: codes.append(
+                _request(pool, slow, timeout_s=3.0, low_priority=True)["error"]["code"]
+            )
+        )
+        low.start()
+        for _ in range(2400):  # until the low-priority query holds the worker (safety net)
+            if pool._busy:
+                break
+            threading.Event().wait(0.05)
+        assert _request(pool, "SELECT 8")["ok"]["rows"] == [[8]]
+        low.join(120.0)
+        assert codes == ["QUERY_TIMEOUT"]
+        for _ in range(2400):  # the worker it started (safety net: never, if it did not)
+            if pool.started == 2:
+                break
+            threading.Event().wait(0.05)
+        assert pool.started == 2 and pool.replaced == 0
     finally:
         pool.close()
 

@@ -41,12 +41,16 @@ IDLE_STOP_S = 30.0
 
 
 STARTUP_NICE = 10
-"""A worker starts (imports, connects: about 0.5 s of CPU) at this nice value and returns to
-0 once ready, so replacing workers that hostile queries cost does not take the CPU from
-other sessions' short queries."""
+"""A replacement worker starts (imports, connects: about 0.5 s of CPU) at this nice value
+and returns to 0 once ready, so replacing workers that hostile queries cost does not take
+the CPU from other sessions' short queries. A worker started for a waiting query that is
+not low-priority starts at 0: that query waits for it."""
 
 _WORKER_BOOT = (
-    f"import os; os.nice({STARTUP_NICE}); import runpy; "
+    "import os, signal; os.nice({nice}); "
+    # in the server's session but not its foreground group: a write to the terminal
+    # must not stop the worker (``stty tostop``)
+    "signal.signal(signal.SIGTTOU, signal.SIG_IGN); import runpy; "
     "runpy.run_module('dabench.platform.warehouse.worker', run_name='__main__')"
 )
 
@@ -75,9 +79,9 @@ class WorkerProcess:
     two), so lowering a hostile query's priority did nothing. In one session, nice values
     order the workers' queries against each other and the server as intended."""
 
-    def __init__(self, hello: dict[str, Any]) -> None:
+    def __init__(self, hello: dict[str, Any], nice: int = STARTUP_NICE) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_BOOT],
+            [sys.executable, "-c", _WORKER_BOOT.format(nice=nice)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=_worker_env(),
@@ -216,7 +220,7 @@ class WorkerPool:
         resident memory past its budget)."""
         self._local.wait_s = 0.0
         started = time.perf_counter()
-        worker = self._take()
+        worker = self._take(bool(req.get("low_priority")))
         self._local.wait_s = time.perf_counter() - started
         ticket = self._killer.arm(worker.kill, timeout_s + KILL_GRACE_S)
         try:
@@ -237,7 +241,12 @@ class WorkerPool:
             self._replace(worker)
         return answer
 
-    def _take(self) -> WorkerProcess:
+    def _take(self, low_priority: bool) -> WorkerProcess:
+        """An idle worker. A query that waits starts one (up to the pool's size) once a busy
+        worker has run ``spawn_after_s``; a low-priority query counts as having run that
+        long from its start, so that others never wait for the pool to grow behind a
+        penalized caller's queries (``fair_share``), and the worker started for a waiting
+        query that is not low-priority starts at nice 0."""
         asked = False
         with self._cond:
             while not self._idle:
@@ -249,11 +258,13 @@ class WorkerPool:
                 if not asked and room and (now >= spawn_at if self._busy else not self._live()):
                     asked = True  # one start per waiting query at most
                     self._starting += 1
-                    threading.Thread(target=self._start_one, daemon=True).start()
+                    nice = STARTUP_NICE if low_priority else 0
+                    threading.Thread(target=self._start_one, args=(nice,), daemon=True).start()
                 # woken by a worker coming free or starting, or when a busy one turns long
                 self._cond.wait(None if asked or not room else max(spawn_at - now, 0.01))
             worker, _ = self._idle.pop()
-            self._busy[worker] = time.monotonic()
+            long_ago = self._spawn_after_s if low_priority else 0.0
+            self._busy[worker] = time.monotonic() - long_ago
             return worker
 
     def _give(self, worker: WorkerProcess) -> None:
@@ -303,8 +314,9 @@ class WorkerPool:
             self._idle.append((worker, time.monotonic()))
             self._cond.notify()
 
-    def _start_one(self) -> None:
-        """Start one worker (``_starting`` was counted for it), retrying with back-off."""
+    def _start_one(self, nice: int = STARTUP_NICE) -> None:
+        """Start one worker (``_starting`` was counted for it) at ``nice``, retrying with
+        back-off."""
         delay = 0.5
         while True:
             with self._cond:
@@ -312,7 +324,7 @@ class WorkerPool:
                     self._starting -= 1
                     return
             try:
-                worker = WorkerProcess(self._hello)
+                worker = WorkerProcess(self._hello, nice)
                 worker.ready()
             except Exception:
                 _log.exception("starting a SQL worker failed; retrying in %.1f s", delay)
