@@ -47,10 +47,12 @@ the CPU from other sessions' short queries. A worker started for a waiting query
 not low-priority starts at 0: that query waits for it."""
 
 _WORKER_BOOT = (
-    "import os, signal; os.nice({nice}); "
-    # in the server's session but not its foreground group: a write to the terminal
-    # must not stop the worker (``stty tostop``)
-    "signal.signal(signal.SIGTTOU, signal.SIG_IGN); import runpy; "
+    "import os, runpy\n"
+    "os.nice({nice})\n"
+    "try:\n"  # the worker's session is its own: its autogroup too (see WorkerProcess)
+    "    with open('/proc/self/autogroup', 'w') as fh: fh.write('{nice}')\n"
+    "except OSError:\n"
+    "    pass\n"
     "runpy.run_module('dabench.platform.warehouse.worker', run_name='__main__')"
 )
 
@@ -68,16 +70,17 @@ def _worker_env() -> dict[str, str]:
 
 
 class WorkerProcess:
-    """One ``dabench.platform.warehouse.worker`` process (started at :data:`STARTUP_NICE`).
+    """One ``dabench.platform.warehouse.worker`` process (started at :data:`STARTUP_NICE`)
+    in a session of its own (a Ctrl-C to the server's group is the server's to handle).
 
-    It stays in the server's session. With Linux's autogroup scheduling
-    (``/proc/sys/kernel/sched_autogroup_enabled``, on by default where processes sit in the
-    root CPU cgroup) every session is one scheduling group, and groups share the CPU equally
-    whatever their threads' nice values: a worker in a session of its own got as much CPU
-    at nice 10 as the server and the other workers at nice 0 together (two busy loops on
-    one core, nice 0 and nice 10: 0.69 / 0.12 s of CPU in one session, 0.43 / 0.92 s in
-    two), so lowering a hostile query's priority did nothing. In one session, nice values
-    order the workers' queries against each other and the server as intended."""
+    With Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``, on by
+    default where processes sit in the root CPU cgroup) every session is one scheduling
+    group, and groups share the CPU equally whatever their threads' nice values: a worker
+    at nice 10 in a session of its own got as much CPU as a process at nice 0 (two busy
+    loops on one core at nice 0 and 10: 0.69 / 0.12 s of CPU in one session, 0.43 / 0.92 s
+    in two), so a thread's nice value alone does not lower a worker's priority. So the
+    worker sets its autogroup's nice value too (``/proc/self/autogroup``: it is alone in
+    its session), at start-up and for long or low-priority queries (``worker.py``)."""
 
     def __init__(self, hello: dict[str, Any], nice: int = STARTUP_NICE) -> None:
         self.proc = subprocess.Popen(
@@ -85,9 +88,7 @@ class WorkerProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=_worker_env(),
-            # a process group of its own (a Ctrl-C to the server's group is the server's to
-            # handle) in the server's session (see the class docstring)
-            process_group=0,
+            start_new_session=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
