@@ -231,14 +231,16 @@ def _audit_runs(base: str) -> list[tuple[str, float]]:
     return out
 
 
-def _audit_light(base: str, start: float) -> list[tuple[str, float, float]]:
+def _audit_light(base: str, start: float) -> list[tuple[str, float, float, float]]:
     """The light session's calls as the server timed them, from the audit log: tool, start
-    (seconds after ``start``, a Unix time) and duration in ms."""
+    (seconds after ``start``, a Unix time), duration and queue time (the wait for a slot
+    and a worker) in ms."""
     out = []
     for event in _audit_events(base, "teacher"):
         if event["tool_name"] in ("describe_table", "sql_query"):
             at = datetime.fromisoformat(event["timestamp"]).timestamp() - start
-            out.append((str(event["tool_name"]), at, float(event["duration_ms"])))
+            queue = float(event.get("queue_ms") or 0.0)
+            out.append((str(event["tool_name"]), at, float(event["duration_ms"]), queue))
     return out
 
 
@@ -376,7 +378,9 @@ def _run_engine(
         hostile.join(timeout=60)
         sampler.stop()
         audit = _audit_runs(base)
-        server = [(n, at >= t_loaded, ms) for n, at, ms in _audit_light(base, t_idle) if at >= 0]
+        server = [
+            (n, at >= t_loaded, ms, q) for n, at, ms, q in _audit_light(base, t_idle) if at >= 0
+        ]
     finally:
         with contextlib.suppress(StopIteration):
             next(served)
@@ -423,13 +427,15 @@ def _report(res: dict[str, Any], opts: argparse.Namespace, bound_mib: float | No
             f"{_p(tool_loaded, 0.95) / _p(tool_idle, 0.95):.2f}"
         )
     for tool in ("describe_table", "sql_query"):
-        s_idle = [ms for name, ld, ms in res["server"] if name == tool and not ld]
-        s_loaded = [ms for name, ld, ms in res["server"] if name == tool and ld]
+        s_idle = [ms for name, ld, ms, _ in res["server"] if name == tool and not ld]
+        s_loaded = [ms for name, ld, ms, _ in res["server"] if name == tool and ld]
+        queued = [q for name, ld, _, q in res["server"] if name == tool and ld]
         if s_idle and s_loaded:
             print(
                 f"  {tool:14s} in the server (audit) p50/p95 idle {statistics.median(s_idle):5.1f}"
                 f" / {_p(s_idle, 0.95):5.1f} ms   loaded {statistics.median(s_loaded):5.1f} / "
                 f"{_p(s_loaded, 0.95):5.1f} ms"
+                + (f" (queue max {max(queued):.1f} ms)" if tool == "sql_query" else "")
             )
     print(
         f"  cores used idle / loaded: server {res['cpu_idle'][0]:.2f} / "

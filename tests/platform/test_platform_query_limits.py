@@ -195,6 +195,20 @@ def test_a_query_behind_a_low_priority_one_starts_a_worker_at_once(world_dir: Pa
         pool.close()
 
 
+def test_a_low_priority_query_leaves_the_last_idle_worker_to_others(world_dir: Path) -> None:
+    """While the pool can grow, a low-priority query starts a worker rather than take the
+    only idle one; once the pool is full it takes any."""
+    pool = _pool(world_dir, 2)
+    try:
+        (first,) = pool.pids
+        assert _request(pool, "SELECT 9", low_priority=True)["ok"]["rows"] == [[9]]
+        assert pool.started == 2 and first in pool.pids and len(pool.pids) == 2
+        assert _request(pool, "SELECT 10", low_priority=True)["ok"]["rows"] == [[10]]
+        assert pool.started == 2  # full: no third
+    finally:
+        pool.close()
+
+
 def test_a_costly_query_penalizes_its_identity_only() -> None:
     sched = QueryScheduler(slots=2)
     assert not sched.strike("a", "SQL_ERROR") and not sched.strike("a", "SQL_BUSY")

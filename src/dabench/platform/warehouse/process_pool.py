@@ -245,14 +245,27 @@ class WorkerPool:
     def _take(self, low_priority: bool) -> WorkerProcess:
         """An idle worker. A query that waits starts one (up to the pool's size) once a busy
         worker has run ``spawn_after_s``; a low-priority query counts as having run that
-        long from its start, so that others never wait for the pool to grow behind a
-        penalized caller's queries (``fair_share``), and the worker started for a waiting
-        query that is not low-priority starts at nice 0."""
+        long from its start, and the worker started for a waiting query that is not
+        low-priority starts at nice 0. A low-priority query never takes the last idle
+        worker while the pool can grow: it starts another (at :data:`STARTUP_NICE`) and
+        waits, so the pool grows at a penalized caller's expense (``fair_share``) and the
+        others' next query finds a worker."""
         asked = False
         with self._cond:
-            while not self._idle:
+            while True:
                 if self._closed:
                     raise RuntimeError("the SQL worker pool is closed")
+                if low_priority and self._live() < self.size:
+                    if len(self._idle) > 1:
+                        break
+                    if self._idle and not self._starting:
+                        self._starting += 1
+                        threading.Thread(target=self._start_one, daemon=True).start()
+                    if self._idle:
+                        self._cond.wait()  # a start in flight notifies
+                        continue
+                elif self._idle:
+                    break
                 now = time.monotonic()
                 spawn_at = min(self._busy.values(), default=now) + self._spawn_after_s
                 room = self._live() < self.size
@@ -275,7 +288,7 @@ class WorkerPool:
                 worker.stop()
                 return
             self._idle.append((worker, time.monotonic()))
-            self._cond.notify()
+            self._cond.notify_all()  # a low-priority waiter may not take it: wake every one
 
     def _replace(self, worker: WorkerProcess) -> None:
         """Reap ``worker`` and start its successor on this thread: the caller whose query
@@ -313,7 +326,7 @@ class WorkerPool:
                 worker.stop()
                 return
             self._idle.append((worker, time.monotonic()))
-            self._cond.notify()
+            self._cond.notify_all()  # a low-priority waiter may not take it: wake every one
 
     def _start_one(self, nice: int = STARTUP_NICE) -> None:
         """Start one worker (``_starting`` was counted for it) at ``nice``, retrying with

@@ -212,6 +212,10 @@ class Worker:
         self._out_lock = threading.Lock()
         self._running = False
         self._check = -1
+        self._priority_lock = threading.Lock()
+        self._query_tid: int | None = None
+        """The thread running a query (``None`` between queries): a demotion that fires as
+        the query ends must not lower the priority after it was restored."""
         cur = self.con.cursor()
         try:
             rows = cur.execute(
@@ -245,10 +249,11 @@ class Worker:
         tid = threading.get_native_id()
         nice: dict[str, int | None] | None = None
         demote: int | None = None
+        self._query_tid = tid
         if req.get("low_priority"):
             nice = _lower_priority(tid)
         else:
-            demote = self.watchdog.arm(lambda: _lower_priority(tid), LONG_QUERY_S)
+            demote = self.watchdog.arm(lambda: self._demote(tid), LONG_QUERY_S)
         if self.resident_limit:
             with self._out_lock:
                 self._running = True
@@ -279,9 +284,11 @@ class Worker:
                 self._running = False  # the resident check stops; it can no longer answer
                 self.watchdog.disarm(self._check)
             self.watchdog.disarm(ticket)
-            lowered = demote is None or not self.watchdog.disarm(demote)
-            if lowered and not _normal_priority(tid):
-                self.must_recycle = True  # may not raise its priority again: a fresh worker
+            with self._priority_lock:  # after a demotion under way, never before it
+                self._query_tid = None
+                lowered = demote is None or not self.watchdog.disarm(demote)
+                if lowered and not _normal_priority(tid):
+                    self.must_recycle = True  # may not raise its priority again: replaced
             cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
         answer: dict[str, Any] = {
@@ -290,6 +297,13 @@ class Worker:
         if nice is not None:
             answer.update(nice)
         return answer
+
+    def _demote(self, tid: int) -> None:
+        """On the watchdog's thread: the query of thread ``tid``, if it still runs, drops to
+        :data:`LONG_QUERY_NICE`."""
+        with self._priority_lock:
+            if self._query_tid == tid:
+                _lower_priority(tid)
 
     def _check_resident(self) -> None:
         """On the watchdog's thread while a query runs: past the resident limit, answer
