@@ -137,7 +137,7 @@ def test_a_worker_starts_niced_and_serves_at_normal_priority(world_dir: Path) ->
         tasks = os.listdir(f"/proc/{pid}/task")
         assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tasks} == {0}
         autogroup = Path(f"/proc/{pid}/autogroup")
-        if autogroup.exists():  # started at nice 10 there too, back at 0 once ready
+        if autogroup.exists():
             assert autogroup.read_text().split()[-1] == "0"
         assert _request(pool, "SELECT 3")["ok"]["rows"] == [[3]]
     finally:

@@ -43,16 +43,12 @@ IDLE_STOP_S = 30.0
 STARTUP_NICE = 10
 """A replacement worker starts (imports, connects: about 0.5 s of CPU) at this nice value
 and returns to 0 once ready, so replacing workers that hostile queries cost does not take
-the CPU from other sessions' short queries. A worker started for a waiting query that is
-not low-priority starts at 0: that query waits for it."""
+the CPU from other sessions' short queries (where the threads' nice values count: not
+under autogroup scheduling, see :class:`WorkerProcess`). A worker started for a waiting
+query that is not low-priority starts at 0: that query waits for it."""
 
 _WORKER_BOOT = (
-    "import os, runpy\n"
-    "os.nice({nice})\n"
-    "try:\n"  # the worker's session is its own: its autogroup too (see WorkerProcess)
-    "    with open('/proc/self/autogroup', 'w') as fh: fh.write('{nice}')\n"
-    "except OSError:\n"
-    "    pass\n"
+    "import os, runpy; os.nice({nice}); "
     "runpy.run_module('dabench.platform.warehouse.worker', run_name='__main__')"
 )
 
@@ -80,7 +76,10 @@ class WorkerProcess:
     loops on one core at nice 0 and 10: 0.69 / 0.12 s of CPU in one session, 0.43 / 0.92 s
     in two), so a thread's nice value alone does not lower a worker's priority. So the
     worker sets its autogroup's nice value too (``/proc/self/autogroup``: it is alone in
-    its session), at start-up and for long or low-priority queries (``worker.py``)."""
+    its session) for long or low-priority queries (``worker.py``), but not while it starts
+    (only its thread is niced then): a starting worker holds a place in the pool that a
+    waiting query may need, and at autogroup nice 10 on a busy machine (load 11-15) starts
+    took so long that the light session waited up to 14 s for one."""
 
     def __init__(self, hello: dict[str, Any], nice: int = STARTUP_NICE) -> None:
         self.proc = subprocess.Popen(
