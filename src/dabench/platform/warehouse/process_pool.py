@@ -71,15 +71,14 @@ class WorkerProcess:
 
     With Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``, on by
     default where processes sit in the root CPU cgroup) every session is one scheduling
-    group, and groups share the CPU equally whatever their threads' nice values: a worker
-    at nice 10 in a session of its own got as much CPU as a process at nice 0 (two busy
+    group, and groups share the CPU equally whatever their threads' nice values (two busy
     loops on one core at nice 0 and 10: 0.69 / 0.12 s of CPU in one session, 0.43 / 0.92 s
-    in two), so a thread's nice value alone does not lower a worker's priority. So the
-    worker sets its autogroup's nice value too (``/proc/self/autogroup``: it is alone in
-    its session) for long or low-priority queries (``worker.py``), but not while it starts
-    (only its thread is niced then): a starting worker holds a place in the pool that a
-    waiting query may need, and at autogroup nice 10 on a busy machine (load 11-15) starts
-    took so long that the light session waited up to 14 s for one."""
+    in two), so there the nice values the worker sets order only its own threads. Two
+    ways to make them count were measured and dropped (docs/platform.md, contention): the
+    workers in the server's session (the whole platform then got one group's share of a
+    busy machine, and the light session waited seconds for workers to start), and the
+    worker's autogroup niced with its query (a killed worker at nice 10 died slowly:
+    overruns of 2.05 and 5.66 s past the timeout at load 13)."""
 
     def __init__(self, hello: dict[str, Any], nice: int = STARTUP_NICE) -> None:
         self.proc = subprocess.Popen(

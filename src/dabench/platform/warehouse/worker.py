@@ -23,9 +23,7 @@ Limits that hold whatever function a query calls:
   other sessions get the CPU first (its priority is restored afterwards, or the worker
   replaced where that is not permitted); a query sent with ``low_priority`` (its caller
   is penalized, see ``platform.fair_share``) runs at nice 10 from its start, the guard's
-  parsing included, and its answer says so (``nice``, ``group_nice``); the worker's
-  autogroup (its session's scheduling group) gets the same nice value meanwhile, since
-  under autogroup scheduling a thread's own counts only within its process;
+  parsing included, and its answer says so (``nice``);
 - a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
   ignores the interrupt is killed by the parent after a grace period.
 """
@@ -78,65 +76,25 @@ to 0 (then every query runs there and a long one is not demoted further)."""
 
 
 def _restore_priority() -> None:
-    """After start-up: every thread and the worker's autogroup back to nice 0 (see
-    ``process_pool.STARTUP_NICE``)."""
+    """After start-up: every thread back to nice 0 (see ``process_pool.STARTUP_NICE``)."""
     for tid in os.listdir("/proc/self/task"):
         if not _set_nice(int(tid), 0):
             BASE_NICE[0] = os.getpriority(os.PRIO_PROCESS, 0)
             return
-    if not _set_group_nice(0):
-        BASE_NICE[0] = _group_nice() or 0
 
 
-def _lower_priority(tid: int) -> dict[str, int | None]:
-    """Drop thread ``tid`` and the worker's autogroup to :data:`LONG_QUERY_NICE` (or stay
-    at the base value, when that is lower still); returns their nice values now."""
-    nice = max(LONG_QUERY_NICE, BASE_NICE[0])
-    _set_nice(tid, nice)
-    _set_group_nice(nice)
-    return {"nice": os.getpriority(os.PRIO_PROCESS, tid), "group_nice": _group_nice()}
+def _lower_priority(tid: int) -> dict[str, int]:
+    """Drop thread ``tid`` to :data:`LONG_QUERY_NICE` (or stay at the base value, when that
+    is lower still); returns its nice value now. (The worker's autogroup is left alone:
+    see ``process_pool.WorkerProcess``.)"""
+    _set_nice(tid, max(LONG_QUERY_NICE, BASE_NICE[0]))
+    return {"nice": os.getpriority(os.PRIO_PROCESS, tid)}
 
 
 def _normal_priority(tid: int) -> bool:
-    """Thread ``tid`` and the worker's autogroup back to the base nice value; ``False``
-    when not permitted (then the worker is replaced)."""
-    return _set_nice(tid, BASE_NICE[0]) and _set_group_nice(BASE_NICE[0])
-
-
-_AUTOGROUP = "/proc/self/autogroup"
-"""The nice value of this process's autogroup (its session's scheduling group: the worker
-is alone in its session, see ``process_pool.WorkerProcess``)."""
-
-GROUP_NICE_TRIES = 10
-"""Tries to set the autogroup's nice value: without ``CAP_SYS_ADMIN`` the kernel allows one
-change per 100 ms on the whole machine (``EAGAIN`` until then)."""
-
-
-def _group_nice() -> int | None:
-    """This process's autogroup nice value; ``None`` where the kernel has no autogroups."""
-    try:
-        with open(_AUTOGROUP, encoding="ascii") as fh:
-            return int(fh.read().split()[-1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _set_group_nice(nice: int) -> bool:
-    """Set this process's autogroup nice value; ``True`` when set or when the kernel has no
-    autogroups (then threads' nice values order the processes)."""
-    for _ in range(GROUP_NICE_TRIES):
-        try:
-            with open(_AUTOGROUP, "w", encoding="ascii") as fh:
-                fh.write(str(nice))
-        except FileNotFoundError:
-            return True
-        except BlockingIOError:  # EAGAIN: another change within the last 100 ms
-            time.sleep(0.02)
-            continue
-        except OSError:
-            return False
-        return True
-    return False
+    """Thread ``tid`` back to the base nice value; ``False`` when not permitted (then the
+    worker is replaced)."""
+    return _set_nice(tid, BASE_NICE[0])
 
 
 def _set_nice(tid: int, nice: int) -> bool:
@@ -247,7 +205,7 @@ class Worker:
         cur = self.con.cursor()
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
         tid = threading.get_native_id()
-        nice: dict[str, int | None] | None = None
+        nice: dict[str, int] | None = None
         demote: int | None = None
         self._query_tid = tid
         if req.get("low_priority"):
