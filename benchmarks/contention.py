@@ -6,14 +6,18 @@ DuckDB and on PostgreSQL (a throwaway cluster on loopback, as the tests start on
 session (identity ``teacher``) alternates ``describe_table`` and ``SELECT 1``: first alone
 ("idle"), then while N hostile sessions (identity ``learner``, in another process) loop over
 every hostile class below. Prints per engine: the light session's p50/p95 idle and loaded
-and their ratio (target <= 2), each hostile class's calls, error codes, slowest answer at the
-client and slowest run (from the audit log: duration minus queue time, i.e. the wait for a
-query slot or for a replaced worker) with its overrun past the timeout (target <= 2 s), and
-the peak RSS of the platform's processes together (the server and its worker processes,
-sampled every 0.1 s; PostgreSQL's own processes excluded) against the DuckDB platform's
-documented bound, its RSS idle plus ``sql.memory_limit`` (target <= bound + 25 %), with
-their PSS beside it. The figures mean something only on a quiet machine: the load average
-is printed beside them.
+and their ratio (target <= 2), the same per tool at the client and in the server (the
+audited duration), the cores the server and its workers used in each phase, each hostile
+class's calls, error codes, slowest answer at the client and slowest run (from the audit
+log: duration minus queue time, i.e. the wait for a query slot or for a replaced worker)
+with its overrun past the timeout (target <= 2 s), and the peak RSS of the platform's
+processes together (the server and its worker processes, sampled every 0.1 s through both
+phases; PostgreSQL's own processes excluded) against the DuckDB platform's documented
+bound, its RSS idle plus ``sql.memory_limit`` (target <= bound + 25 %), with their PSS
+beside it (read only at a new RSS peak, at most once a second: reading PSS walks every
+page table, and reading it every 0.1 s in the loaded phase only cost this process, the
+light session's client, a large part of a core). The figures mean something only on a
+quiet machine: the load average is printed beside them.
 
     python3 -m benchmarks.contention [--world DIR] [--engines duckdb,postgres] [--hostile 10]
         [--seconds 30] [--timeout-s 5] [--quick]
@@ -38,6 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +103,12 @@ def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def _tree_memory(pid: int) -> tuple[float, float, int]:
-    """RSS and PSS (shared pages divided among their processes) of ``pid`` and all its
-    descendants in MiB, and how many processes there are."""
-    rss = pss = procs = 0
+def _tree_memory(pid: int, pss: bool = True) -> tuple[float, float, int]:
+    """RSS and, with ``pss``, PSS (shared pages divided among their processes) of ``pid``
+    and all its descendants in MiB, and how many processes there are. RSS is cheap to read;
+    PSS walks each process's page tables (about 17 ms of kernel CPU per GiB resident on the
+    loaded 2-core VM), so the sampler reads it rarely."""
+    rss = pss_kib = procs = 0
     todo = [pid]
     while todo:
         p = todo.pop()
@@ -110,30 +117,130 @@ def _tree_memory(pid: int) -> tuple[float, float, int]:
                 if line.startswith("VmRSS:"):
                     rss += int(line.split()[1])
                     procs += 1
-            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    pss += int(line.split()[1])
+            if pss:
+                for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        pss_kib += int(line.split()[1])
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
-    return rss / 1024.0, pss / 1024.0, procs
+    return rss / 1024.0, pss_kib / 1024.0, procs
+
+
+class _MemorySampler:
+    """Samples the platform's process tree every :data:`SAMPLE_S` from construction to
+    :meth:`stop`, in both light phases alike (so its CPU weighs on idle and loaded alike):
+    RSS every time, PSS only when RSS reaches a new peak and at most every
+    :data:`PSS_EVERY_S`."""
+
+    SAMPLE_S = 0.1
+    PSS_EVERY_S = 1.0
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.loaded = False
+        """Set when the hostile sessions run: only those samples count for the peak."""
+        self.peak = (0.0, 0.0, 0)
+        self.cpu_s = 0.0
+        """CPU time the sampling thread used."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        last_pss = 0.0
+        while not self._stop.is_set():
+            rss, pss, procs = _tree_memory(self.pid, pss=False)
+            now = time.monotonic()
+            if self.loaded and rss > self.peak[0]:
+                if now - last_pss >= self.PSS_EVERY_S:
+                    rss, pss, procs = _tree_memory(self.pid)
+                    last_pss = now
+                else:
+                    pss = self.peak[1]
+                self.peak = (rss, max(pss, self.peak[1]), max(procs, self.peak[2]))
+            elif self.loaded:
+                self.peak = (self.peak[0], self.peak[1], max(procs, self.peak[2]))
+            self.cpu_s = time.thread_time()
+            self._stop.wait(self.SAMPLE_S)
+
+    def stop(self) -> None:
+        """Stop sampling."""
+        self._stop.set()
+        self._thread.join()
+
+
+def _cpu_s(pid: int, tree: bool = False) -> float:
+    """CPU seconds (user + system) the process ``pid`` has used; with ``tree``, plus its
+    reaped children's and its live descendants' (the server with its workers, those
+    replaced included)."""
+    total = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            if tree:
+                total += int(fields[13]) + int(fields[14]) if p == pid else 0
+                for task in Path(f"/proc/{p}/task").iterdir():
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class _CpuMeter:
+    """Cores used between construction and :meth:`done` by the server alone, the server
+    with its workers, and (when given) the hostile sessions' client process."""
+
+    def __init__(self, server: int, hostile: int | None = None) -> None:
+        self.server, self.hostile, self.t0 = server, hostile, time.monotonic()
+        self.start = self._read()
+
+    def _read(self) -> tuple[float, float, float]:
+        hostile = _cpu_s(self.hostile) if self.hostile else 0.0
+        return _cpu_s(self.server), _cpu_s(self.server, tree=True), hostile
+
+    def done(self) -> tuple[float, float, float]:
+        """Cores (CPU seconds per second) each used."""
+        end, seconds = self._read(), time.monotonic() - self.t0
+        server, tree, hostile = ((b - a) / seconds for a, b in zip(self.start, end, strict=True))
+        return server, tree, hostile
+
+
+def _audit_events(base: str, user: str) -> list[dict[str, Any]]:
+    resp = httpx.get(
+        base + "/api/v1/admin/audit/events",
+        params={"user_id": user, "limit": 10000},
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+        timeout=60,
+    )
+    resp.raise_for_status()
+    return list(resp.json()["events"])
 
 
 def _audit_runs(base: str) -> list[tuple[str, float]]:
     """Each hostile query's class and execution time (s): its audited duration minus its
     queue time (the wait for a slot and a worker, which the timeout does not count)."""
-    resp = httpx.get(
-        base + "/api/v1/admin/audit/events",
-        params={"user_id": "learner", "tool_name": "sql_query", "limit": 10000},
-        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
-        timeout=60,
-    )
-    resp.raise_for_status()
     out = []
-    for event in resp.json()["events"]:
+    for event in _audit_events(base, "learner"):
+        if event["tool_name"] != "sql_query":
+            continue
         sql = str(event["parameters"].get("sql", ""))
         name = next((n for n, (d, p) in HOSTILE.items() if sql in (d, p)), "guard_bomb")
         queue_ms = event.get("queue_ms") or 0.0
         out.append((name, (event["duration_ms"] - queue_ms) / 1000.0))
+    return out
+
+
+def _audit_light(base: str, start: float) -> list[tuple[str, float, float, float]]:
+    """The light session's calls as the server timed them, from the audit log: tool, start
+    (seconds after ``start``, a Unix time), duration and queue time (the wait for a slot
+    and a worker) in ms."""
+    out = []
+    for event in _audit_events(base, "teacher"):
+        if event["tool_name"] in ("describe_table", "sql_query"):
+            at = datetime.fromisoformat(event["timestamp"]).timestamp() - start
+            queue = float(event.get("queue_ms") or 0.0)
+            out.append((str(event["tool_name"]), at, float(event["duration_ms"]), queue))
     return out
 
 
@@ -180,13 +287,13 @@ def _hostile_process(base: str, engine: int, n: int, stop: Any, out: Any) -> Non
     asyncio.run(_hostile_loop(base, engine, n, stop, out))
 
 
-async def _light(base: str, table: str, seconds: float) -> list[float]:
+async def _light(base: str, table: str, seconds: float) -> list[tuple[str, float]]:
     conn, sid = await _open(base, LIGHT_KEY)
     calls = [
         ("describe_table", {"session_id": sid, "table": table}),
         ("sql_query", {"session_id": sid, "sql": "SELECT 1 AS one"}),
     ]
-    out: list[float] = []
+    out: list[tuple[str, float]] = []
     try:
         deadline = time.monotonic() + seconds
         i = 0
@@ -195,7 +302,7 @@ async def _light(base: str, table: str, seconds: float) -> list[float]:
             i += 1
             t0 = time.perf_counter()
             outcome = await conn.call(name, args)
-            out.append((time.perf_counter() - t0) * 1000.0)
+            out.append((name, (time.perf_counter() - t0) * 1000.0))
             if outcome.is_error:
                 raise RuntimeError(f"light {name} failed: {outcome.text[:300]}")
             await asyncio.sleep(0.02)
@@ -247,33 +354,33 @@ def _run_engine(
         rss_idle, pss_idle, procs_idle = _tree_memory(proc.pid)
         asyncio.run(_light(base, table, 2.0))  # warm-up
         load_idle = _load()
+        sampler = _MemorySampler(proc.pid)
+        t_idle = time.time()
+        meter = _CpuMeter(proc.pid)
         idle = asyncio.run(_light(base, table, opts.seconds / 2))
-        peak = [_tree_memory(proc.pid)]
-        sampling = threading.Event()
-
-        def sample() -> None:
-            while not sampling.is_set():
-                peak.append(_tree_memory(proc.pid))
-                time.sleep(0.1)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        cpu_idle = meter.done()
         ctx = multiprocessing.get_context("spawn")
         stop, queue = ctx.Event(), ctx.Queue()
         engine_index = 0 if engine == "duckdb" else 1
         hostile = ctx.Process(
             target=_hostile_process, args=(base, engine_index, opts.hostile, stop, queue)
         )
+        sampler.loaded = True
         hostile.start()
         time.sleep(1.0)  # the hostile queries are running
+        t_loaded = time.time() - t_idle
+        meter = _CpuMeter(proc.pid, hostile.pid)
         loaded = asyncio.run(_light(base, table, opts.seconds))
+        cpu_loaded = meter.done()
         load_loaded = _load()
         stop.set()
         results = queue.get(timeout=600)
         hostile.join(timeout=60)
-        sampling.set()
-        sampler.join()
+        sampler.stop()
         audit = _audit_runs(base)
+        server = [
+            (n, at >= t_loaded, ms, q) for n, at, ms, q in _audit_light(base, t_idle) if at >= 0
+        ]
     finally:
         with contextlib.suppress(StopIteration):
             next(served)
@@ -285,17 +392,22 @@ def _run_engine(
         "load_loaded": load_loaded,
         "hostile": results,
         "audit": audit,
+        "server": server,
+        "cpu_idle": cpu_idle,
+        "cpu_loaded": cpu_loaded,
         "rss_idle": rss_idle,
         "pss_idle": pss_idle,
         "procs_idle": procs_idle,
-        "rss_peak": max(r for r, _, _ in peak),
-        "pss_peak": max(p for _, p, _ in peak),
-        "procs_peak": max(n for _, _, n in peak),
+        "rss_peak": sampler.peak[0],
+        "pss_peak": sampler.peak[1],
+        "procs_peak": sampler.peak[2],
+        "sampler_cpu_s": sampler.cpu_s,
     }
 
 
 def _report(res: dict[str, Any], opts: argparse.Namespace, bound_mib: float | None) -> None:
-    idle, loaded = res["idle"], res["loaded"]
+    idle = [ms for _, ms in res["idle"]]
+    loaded = [ms for _, ms in res["loaded"]]
     ratio = _p(loaded, 0.95) / _p(idle, 0.95)
     print(f"\n== {res['engine']} (timeout {opts.timeout_s:g} s, {opts.hostile} hostile sessions)")
     print(
@@ -304,6 +416,31 @@ def _report(res: dict[str, Any], opts: argparse.Namespace, bound_mib: float | No
         f"{statistics.median(loaded):6.1f} / {_p(loaded, 0.95):6.1f} ms ({len(loaded)} calls, "
         f"load {res['load_loaded']})   p95 ratio {ratio:.2f} "
         f"({'within' if ratio <= 2 else 'OVER'} 2x)"
+    )
+    for tool in ("describe_table", "sql_query"):
+        tool_idle = [ms for name, ms in res["idle"] if name == tool]
+        tool_loaded = [ms for name, ms in res["loaded"] if name == tool]
+        print(
+            f"  {tool:14s} p50/p95 idle {statistics.median(tool_idle):6.1f} / "
+            f"{_p(tool_idle, 0.95):6.1f} ms   loaded {statistics.median(tool_loaded):6.1f} / "
+            f"{_p(tool_loaded, 0.95):6.1f} ms   p95 ratio "
+            f"{_p(tool_loaded, 0.95) / _p(tool_idle, 0.95):.2f}"
+        )
+    for tool in ("describe_table", "sql_query"):
+        s_idle = [ms for name, ld, ms, _ in res["server"] if name == tool and not ld]
+        s_loaded = [ms for name, ld, ms, _ in res["server"] if name == tool and ld]
+        queued = [q for name, ld, _, q in res["server"] if name == tool and ld]
+        if s_idle and s_loaded:
+            print(
+                f"  {tool:14s} in the server (audit) p50/p95 idle {statistics.median(s_idle):5.1f}"
+                f" / {_p(s_idle, 0.95):5.1f} ms   loaded {statistics.median(s_loaded):5.1f} / "
+                f"{_p(s_loaded, 0.95):5.1f} ms"
+                + (f" (queue max {max(queued):.1f} ms)" if tool == "sql_query" else "")
+            )
+    print(
+        f"  cores used idle / loaded: server {res['cpu_idle'][0]:.2f} / "
+        f"{res['cpu_loaded'][0]:.2f}, server and workers {res['cpu_idle'][1]:.2f} / "
+        f"{res['cpu_loaded'][1]:.2f}; hostile sessions' client {res['cpu_loaded'][2]:.2f}"
     )
     by_class: dict[str, list[tuple[float, str]]] = {}
     for name, seconds, code in res["hostile"]:
@@ -341,7 +478,7 @@ def _report(res: dict[str, Any], opts: argparse.Namespace, bound_mib: float | No
     print(line)
     print(
         f"  PSS (shared pages counted once) idle {res['pss_idle']:.0f} / peak "
-        f"{res['pss_peak']:.0f} MiB",
+        f"{res['pss_peak']:.0f} MiB; the sampler used {res['sampler_cpu_s']:.2f} s of CPU",
         flush=True,
     )
 

@@ -21,6 +21,7 @@ from dabench.platform.service import PlatformService
 from dabench.platform.warehouse import DuckDBWarehouse, WarehouseLimits
 from dabench.platform.warehouse.duckdb_backend import read_only_config
 from dabench.platform.warehouse.process_pool import WorkerPool
+from dabench.platform.warehouse.worker import LONG_QUERY_NICE
 from dabench.platform.world_content import load_world_content
 
 
@@ -83,9 +84,9 @@ def _pool(world_dir: Path, size: int, **kwargs: Any) -> WorkerPool:
     return WorkerPool(hello, size, **kwargs)
 
 
-def _request(pool: WorkerPool, sql: str, timeout_s: float = 30.0) -> dict[str, Any]:
+def _request(pool: WorkerPool, sql: str, timeout_s: float = 30.0, **extra: Any) -> dict[str, Any]:
     req = {"sql": sql, "max_sql_chars": 20000, "limit": 10, "timeout_s": timeout_s}
-    return pool.request({**req, "max_bytes": 65536}, timeout_s)
+    return pool.request({**req, "max_bytes": 65536, **extra}, timeout_s)
 
 
 def test_resident_memory_past_the_budget_stops_the_query(world_dir: Path) -> None:
@@ -119,7 +120,7 @@ def test_workers_start_on_demand_and_stop_when_idle(world_dir: Path) -> None:
             t.join(120.0)
         assert codes == ["QUERY_TIMEOUT"] * 3
         for _ in range(2400):  # the second worker started (safety nets, not timings)
-            if pool.stopped_idle:  # ... and, once idle, stopped
+            if pool.stopped_idle and pool.started == 2:  # ... and, once idle, one stopped
                 break
             threading.Event().wait(0.05)
         assert pool.started == 2  # never more than the pool's size
@@ -138,6 +139,127 @@ def test_a_worker_starts_niced_and_serves_at_normal_priority(world_dir: Path) ->
         assert _request(pool, "SELECT 3")["ok"]["rows"] == [[3]]
     finally:
         pool.close()
+
+
+def test_a_low_priority_query_runs_niced_and_the_worker_returns_to_normal(
+    world_dir: Path,
+) -> None:
+    pool = _pool(world_dir, 1)
+    try:
+        (pid,) = pool.pids
+        low = _request(pool, "SELECT 5", low_priority=True)
+        assert low["ok"]["rows"] == [[5]] and low["nice"] == LONG_QUERY_NICE
+        normal = _request(pool, "SELECT 6")
+        assert normal["ok"]["rows"] == [[6]] and "nice" not in normal
+        assert pool.pids == [pid] and pool.replaced == 0  # the same worker served both
+        tasks = os.listdir(f"/proc/{pid}/task")
+        assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tasks} == {0}
+    finally:
+        pool.close()
+
+
+def test_a_query_behind_a_low_priority_one_starts_a_worker_at_once(world_dir: Path) -> None:
+    """A low-priority query counts as long from its start: a normal query that finds the
+    only worker busy with one starts a second at once (``spawn_after_s`` an hour here)."""
+    slow = "SELECT count(*) FROM range(1000000000) a, range(1000) b WHERE a.range + b.range = 7"
+    pool = _pool(world_dir, 2, spawn_after_s=3600.0)
+    try:
+        codes: list[str] = []
+        low = threading.Thread(
+            target=lambda: codes.append(
+                _request(pool, slow, timeout_s=3.0, low_priority=True)["error"]["code"]
+            )
+        )
+        low.start()
+        for _ in range(2400):  # until the low-priority query holds the worker (safety net)
+            if pool._busy:
+                break
+            threading.Event().wait(0.05)
+        assert _request(pool, "SELECT 8")["ok"]["rows"] == [[8]]
+        low.join(120.0)
+        assert codes == ["QUERY_TIMEOUT"]
+        for _ in range(2400):  # the worker it started (safety net: never, if it did not)
+            if pool.started == 2:
+                break
+            threading.Event().wait(0.05)
+        assert pool.started == 2 and pool.replaced == 0
+    finally:
+        pool.close()
+
+
+def test_a_low_priority_query_leaves_the_last_idle_worker_to_others(world_dir: Path) -> None:
+    """While the pool can grow, a low-priority query starts a worker rather than take the
+    only idle one; once the pool is full it takes any."""
+    pool = _pool(world_dir, 2)
+    try:
+        (first,) = pool.pids
+        assert _request(pool, "SELECT 9", low_priority=True)["ok"]["rows"] == [[9]]
+        assert pool.started == 2 and first in pool.pids and len(pool.pids) == 2
+        assert _request(pool, "SELECT 10", low_priority=True)["ok"]["rows"] == [[10]]
+        assert pool.started == 2  # full: no third
+    finally:
+        pool.close()
+
+
+def test_a_costly_query_penalizes_its_identity_only() -> None:
+    sched = QueryScheduler(slots=2)
+    assert not sched.strike("a", "SQL_ERROR") and not sched.strike("a", "SQL_BUSY")
+    assert not sched.low_priority("a") and sched.strikes == {}
+    assert sched.strike("a", "QUERY_MEMORY_LIMIT") and sched.strike("a", "QUERY_TIMEOUT")
+    assert sched.low_priority("a") and not sched.low_priority("b")
+    assert sched.strikes == {"a": 2}
+    off = QueryScheduler(slots=2, penalty_s=0.0)
+    assert not off.strike("a", "QUERY_TIMEOUT") and not off.low_priority("a")
+    with pytest.raises(ValueError, match="penalty_s"):
+        QueryScheduler(slots=2, penalty_s=-1.0)
+
+
+def test_after_a_query_that_cost_its_worker_its_caller_runs_at_low_priority(
+    world_dir: Path, tmp_path: Path
+) -> None:
+    """End to end: a blow-up penalizes its caller (an identity with a static key, or an
+    episode), whose next query reaches the worker as a low-priority one; another identity's
+    does not, nor another episode's of the same identity."""
+    service = PlatformService(load_world_content(world_dir), load_profile("a0"), DEV_AUTH, tmp_path)
+    sent: list[bool] = []
+    guarded_run = service.warehouse.guarded_run
+
+    def spy(sql: str, *args: Any, low_priority: bool = False) -> Any:
+        sent.append(low_priority)
+        return guarded_run(sql, *args, low_priority=low_priority)
+
+    service.warehouse.guarded_run = spy  # type: ignore[method-assign]
+    blowup = "SELECT len(list_resize([1], 1000000000))"
+    try:
+        hostile, other = DEV_AUTH.identities[0], DEV_AUTH.identities[1]
+        assert hostile.user != other.user
+        episode_id, keys = service.open_episode("e/0", [hostile.user])
+        in_episode = service.identify(keys[hostile.user])
+        assert in_episode is not None
+        callers = {"hostile": hostile, "other": other, "episode": in_episode}
+        sids = {
+            name: json.loads(service.call(i, "platform_info", {}).text)["session_id"]
+            for name, i in callers.items()
+        }
+
+        def query(name: str, sql: str) -> str:
+            outcome = service.call(
+                callers[name], "sql_query", {"session_id": sids[name], "sql": sql}
+            )
+            return str(json.loads(outcome.text)["error"]["code"]) if outcome.is_error else "OK"
+
+        assert query("hostile", "SELECT 1") == "OK"
+        assert query("hostile", blowup) in {"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"}
+        assert [query(name, "SELECT 2") for name in ("hostile", "other", "episode")] == ["OK"] * 3
+        assert query("episode", blowup) in {"QUERY_MEMORY_LIMIT", "QUERY_TIMEOUT"}
+        assert query("episode", "SELECT 3") == "OK"
+        assert sent == [False, False, True, False, False, False, True]
+        assert service.scheduler.strikes == {
+            f"user:{hostile.user}": 1,
+            f"episode:{episode_id}": 1,
+        }
+    finally:
+        service.close()
 
 
 def test_a_memory_share_too_small_for_a_worker_is_refused(world_dir: Path) -> None:

@@ -6,6 +6,14 @@ beyond that, or beyond the free slots, wait in their identity's queue, and a fre
 to the next identity in turn (round robin over the identities that wait), first in first out
 within an identity. So many sessions of one identity cannot starve another identity, and a
 query's timeout starts only when it holds its slot: the wait is reported apart.
+
+Slots share the workers, not the CPU: on a machine with fewer cores than slots, queries that
+burn CPU slow everyone's short queries down. So a caller whose query cost its worker
+(``QUERY_TIMEOUT`` or ``QUERY_MEMORY_LIMIT``: the worker was interrupted, killed or
+exhausted its memory, and is replaced) is *penalized* for :data:`PENALTY_S`: its queries run
+at low CPU priority from their first instant (they still run, as fast as the CPU others
+leave them), instead of only after half a second (see ``warehouse.worker``). The caller is
+named by the platform (an episode, or an identity with a static key).
 """
 
 from __future__ import annotations
@@ -19,6 +27,12 @@ from dataclasses import dataclass, field
 
 from dabench.platform.errors import ToolError
 
+PENALTY_S = 60.0
+"""How long after its last costly query a caller's queries run at low CPU priority."""
+
+COSTLY_CODES = frozenset({"QUERY_TIMEOUT", "QUERY_MEMORY_LIMIT"})
+"""Error codes that penalize the caller whose query ended with them."""
+
 
 @dataclass
 class _Waiter:
@@ -28,11 +42,25 @@ class _Waiter:
 
 
 class QueryScheduler:
-    """Slots with per-identity and per-session quotas and round-robin queueing."""
+    """Slots with per-identity and per-session quotas and round-robin queueing, and the
+    low-priority penalty of identities whose queries cost their workers."""
 
-    def __init__(self, slots: int, per_user: int | None = None, per_session: int = 1) -> None:
+    def __init__(
+        self,
+        slots: int,
+        per_user: int | None = None,
+        per_session: int = 1,
+        penalty_s: float = PENALTY_S,
+    ) -> None:
         if slots < 1 or per_session < 1 or (per_user is not None and per_user < 1):
             raise ValueError("slots and quotas must be at least 1")
+        if penalty_s < 0:
+            raise ValueError(f"penalty_s must be at least 0, got {penalty_s}")
+        self.penalty_s = penalty_s
+        self._penalized: dict[str, float] = {}
+        """Penalized callers and when (``time.monotonic``) their penalty ends."""
+        self.strikes: dict[str, int] = {}
+        """Costly queries per caller since start (what :meth:`strike` counted)."""
         self.slots = slots
         self.per_user = per_user if per_user is not None else max(1, slots - 1)
         self.per_session = per_session
@@ -83,6 +111,24 @@ class QueryScheduler:
                 if not self._by_session[session]:
                     del self._by_session[session]
                 self._dispatch()
+
+    def strike(self, culprit: str, code: str) -> bool:
+        """Record how ``culprit``'s query ended: a code in :data:`COSTLY_CODES` penalizes
+        it for ``penalty_s`` from now. Returns whether it did."""
+        if code not in COSTLY_CODES or self.penalty_s == 0:
+            return False
+        with self._lock:
+            now = time.monotonic()
+            penalized = {c: t for c, t in self._penalized.items() if t > now}
+            penalized[culprit] = now + self.penalty_s
+            self._penalized = penalized  # replaced whole: readers take no lock
+            self.strikes[culprit] = self.strikes.get(culprit, 0) + 1
+        return True
+
+    def low_priority(self, culprit: str) -> bool:
+        """Whether ``culprit``'s next query runs at low CPU priority (its penalty holds)."""
+        until = self._penalized.get(culprit)  # one dict read on the normal path, no lock
+        return until is not None and until > time.monotonic()
 
     def _fits(self, user: str, session: str) -> bool:
         return (

@@ -468,7 +468,11 @@ class PlatformService:
                     limit,
                     sql_cfg.timeout_s,
                     sql_cfg.max_result_bytes,
+                    low_priority=self.scheduler.low_priority(_culprit(session)),
                 )
+            except ToolError as exc:  # a query that cost its worker: its caller yields
+                self.scheduler.strike(_culprit(session), exc.code)
+                raise
             finally:  # the slot, then a worker or connection: neither counts in the timeout
                 stats["queue_ms"] = (waited + self.warehouse.last_wait_s()) * 1000.0
         payload: dict[str, Any] = {
@@ -696,3 +700,12 @@ class PlatformService:
         self.warehouse.close()
         self.audit.db.close()
         self.state.db.close()
+
+
+def _culprit(session: PlatformSession) -> str:
+    """Whom a costly query penalizes (``fair_share``): the episode whose key opened the
+    session (other episodes of the same identity are not slowed), else the identity (a
+    static key cannot shed its penalty by opening sessions)."""
+    if session.episode_id is not None:
+        return f"episode:{session.episode_id}"
+    return f"user:{session.user}"

@@ -65,11 +65,19 @@ class Warehouse(Protocol):
         ...
 
     def guarded_run(
-        self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
+        self,
+        sql: str,
+        max_sql_chars: int,
+        limit: int,
+        timeout_s: float,
+        max_bytes: int,
+        low_priority: bool = False,
     ) -> tuple[tuple[str, ...], QueryResult]:
         """Guard-check ``sql`` (:func:`~dabench.platform.sqlguard.check_sql` over
         :meth:`scope`), then :meth:`run` it; returns the warehouse tables it references and
-        its result. Refusals and failures raise :class:`ToolError`."""
+        its result. Refusals and failures raise :class:`ToolError`. With ``low_priority``
+        the work done in the platform's worker processes runs at low CPU priority (see
+        :mod:`dabench.platform.fair_share`)."""
         ...
 
     def last_wait_s(self) -> float:

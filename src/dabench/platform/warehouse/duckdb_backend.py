@@ -177,22 +177,37 @@ class DuckDBWarehouse:
         return self._request(sql, None, limit, timeout_s, max_bytes)[1]
 
     def guarded_run(
-        self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
+        self,
+        sql: str,
+        max_sql_chars: int,
+        limit: int,
+        timeout_s: float,
+        max_bytes: int,
+        low_priority: bool = False,
     ) -> tuple[tuple[str, ...], QueryResult]:
         """Guard-check and run ``sql`` in a worker (the guard's parsing costs the worker's
-        time and memory, under the same timeout); returns the referenced tables and rows."""
-        return self._request(sql, max_sql_chars, limit, timeout_s, max_bytes)
+        time and memory, under the same timeout); returns the referenced tables and rows.
+        With ``low_priority`` the worker runs it at low CPU priority from its start."""
+        return self._request(sql, max_sql_chars, limit, timeout_s, max_bytes, low_priority)
 
     def _request(
-        self, sql: str, max_sql_chars: int | None, limit: int, timeout_s: float, max_bytes: int
+        self,
+        sql: str,
+        max_sql_chars: int | None,
+        limit: int,
+        timeout_s: float,
+        max_bytes: int,
+        low_priority: bool = False,
     ) -> tuple[tuple[str, ...], QueryResult]:
-        req = {
+        req: dict[str, Any] = {
             "sql": sql,
             "max_sql_chars": max_sql_chars,
             "limit": limit,
             "timeout_s": timeout_s,
             "max_bytes": max_bytes,
         }
+        if low_priority:
+            req["low_priority"] = True
         answer = self._pool.request(req, timeout_s)
         if "error" in answer:
             err = answer["error"]

@@ -166,14 +166,23 @@ class PostgresWarehouse:
         return POOL_SIZE
 
     def guarded_run(
-        self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
+        self,
+        sql: str,
+        max_sql_chars: int,
+        limit: int,
+        timeout_s: float,
+        max_bytes: int,
+        low_priority: bool = False,
     ) -> tuple[tuple[str, ...], QueryResult]:
         """Guard-check ``sql`` in PostgreSQL's dialect in a guard process (its parse time is
-        bounded by the query's timeout, at most :data:`GUARD_TIMEOUT_S`), then run it."""
+        bounded by the query's timeout, at most :data:`GUARD_TIMEOUT_S`), then run it. With
+        ``low_priority`` the guard process checks it at low CPU priority (PostgreSQL's own
+        backend runs the query at its usual priority)."""
         self._local.wait_s = 0.0
-        answer = self._guards.request(
-            {"sql": sql, "max_sql_chars": max_sql_chars}, min(timeout_s, GUARD_TIMEOUT_S)
-        )
+        req: dict[str, Any] = {"sql": sql, "max_sql_chars": max_sql_chars}
+        if low_priority:
+            req["low_priority"] = True
+        answer = self._guards.request(req, min(timeout_s, GUARD_TIMEOUT_S))
         if "error" in answer:
             err = answer["error"]
             raise ToolError(str(err["code"]), str(err["message"]), str(err.get("hint", "")))

@@ -41,12 +41,14 @@ IDLE_STOP_S = 30.0
 
 
 STARTUP_NICE = 10
-"""A worker starts (imports, connects: about 0.5 s of CPU) at this nice value and returns to
-0 once ready, so replacing workers that hostile queries cost does not take the CPU from
-other sessions' short queries."""
+"""A replacement worker starts (imports, connects: about 0.5 s of CPU) at this nice value
+and returns to 0 once ready, so replacing workers that hostile queries cost does not take
+the CPU from other sessions' short queries (where the threads' nice values count: not
+under autogroup scheduling, see :class:`WorkerProcess`). A worker started for a waiting
+query that is not low-priority starts at 0: that query waits for it."""
 
 _WORKER_BOOT = (
-    f"import os; os.nice({STARTUP_NICE}); import runpy; "
+    "import os, runpy; os.nice({nice}); "
     "runpy.run_module('dabench.platform.warehouse.worker', run_name='__main__')"
 )
 
@@ -64,15 +66,27 @@ def _worker_env() -> dict[str, str]:
 
 
 class WorkerProcess:
-    """One ``dabench.platform.warehouse.worker`` process (started at :data:`STARTUP_NICE`)."""
+    """One ``dabench.platform.warehouse.worker`` process (started at :data:`STARTUP_NICE`)
+    in a session of its own (a Ctrl-C to the server's group is the server's to handle).
 
-    def __init__(self, hello: dict[str, Any]) -> None:
+    With Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``, on by
+    default where processes sit in the root CPU cgroup) every session is one scheduling
+    group, and groups share the CPU equally whatever their threads' nice values (two busy
+    loops on one core at nice 0 and 10: 0.69 / 0.12 s of CPU in one session, 0.43 / 0.92 s
+    in two), so there the nice values the worker sets order only its own threads. Two
+    ways to make them count were measured and dropped (docs/platform.md, contention): the
+    workers in the server's session (the whole platform then got one group's share of a
+    busy machine, and the light session waited seconds for workers to start), and the
+    worker's autogroup niced with its query (a killed worker at nice 10 died slowly:
+    overruns of 2.05 and 5.66 s past the timeout at load 13)."""
+
+    def __init__(self, hello: dict[str, Any], nice: int = STARTUP_NICE) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_BOOT],
+            [sys.executable, "-c", _WORKER_BOOT.format(nice=nice)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=_worker_env(),
-            start_new_session=True,  # a Ctrl-C to the server's group is the server's to handle
+            start_new_session=True,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in = self.proc.stdin
@@ -205,7 +219,7 @@ class WorkerPool:
         resident memory past its budget)."""
         self._local.wait_s = 0.0
         started = time.perf_counter()
-        worker = self._take()
+        worker = self._take(bool(req.get("low_priority")))
         self._local.wait_s = time.perf_counter() - started
         ticket = self._killer.arm(worker.kill, timeout_s + KILL_GRACE_S)
         try:
@@ -226,23 +240,43 @@ class WorkerPool:
             self._replace(worker)
         return answer
 
-    def _take(self) -> WorkerProcess:
+    def _take(self, low_priority: bool) -> WorkerProcess:
+        """An idle worker. A query that waits starts one (up to the pool's size) once a busy
+        worker has run ``spawn_after_s``; a low-priority query counts as having run that
+        long from its start, and the worker started for a waiting query that is not
+        low-priority starts at nice 0. A low-priority query never takes the last idle
+        worker while the pool can grow: it starts another (at :data:`STARTUP_NICE`) and
+        waits, so the pool grows at a penalized caller's expense (``fair_share``) and the
+        others' next query finds a worker."""
         asked = False
         with self._cond:
-            while not self._idle:
+            while True:
                 if self._closed:
                     raise RuntimeError("the SQL worker pool is closed")
+                if low_priority and self._live() < self.size:
+                    if len(self._idle) > 1:
+                        break
+                    if self._idle and not self._starting:
+                        self._starting += 1
+                        threading.Thread(target=self._start_one, daemon=True).start()
+                    if self._idle:
+                        self._cond.wait()  # a start in flight notifies
+                        continue
+                elif self._idle:
+                    break
                 now = time.monotonic()
                 spawn_at = min(self._busy.values(), default=now) + self._spawn_after_s
                 room = self._live() < self.size
                 if not asked and room and (now >= spawn_at if self._busy else not self._live()):
                     asked = True  # one start per waiting query at most
                     self._starting += 1
-                    threading.Thread(target=self._start_one, daemon=True).start()
+                    nice = STARTUP_NICE if low_priority else 0
+                    threading.Thread(target=self._start_one, args=(nice,), daemon=True).start()
                 # woken by a worker coming free or starting, or when a busy one turns long
                 self._cond.wait(None if asked or not room else max(spawn_at - now, 0.01))
             worker, _ = self._idle.pop()
-            self._busy[worker] = time.monotonic()
+            long_ago = self._spawn_after_s if low_priority else 0.0
+            self._busy[worker] = time.monotonic() - long_ago
             return worker
 
     def _give(self, worker: WorkerProcess) -> None:
@@ -252,7 +286,7 @@ class WorkerPool:
                 worker.stop()
                 return
             self._idle.append((worker, time.monotonic()))
-            self._cond.notify()
+            self._cond.notify_all()  # a low-priority waiter may not take it: wake every one
 
     def _replace(self, worker: WorkerProcess) -> None:
         """Reap ``worker`` and start its successor on this thread: the caller whose query
@@ -290,10 +324,11 @@ class WorkerPool:
                 worker.stop()
                 return
             self._idle.append((worker, time.monotonic()))
-            self._cond.notify()
+            self._cond.notify_all()  # a low-priority waiter may not take it: wake every one
 
-    def _start_one(self) -> None:
-        """Start one worker (``_starting`` was counted for it), retrying with back-off."""
+    def _start_one(self, nice: int = STARTUP_NICE) -> None:
+        """Start one worker (``_starting`` was counted for it) at ``nice``, retrying with
+        back-off."""
         delay = 0.5
         while True:
             with self._cond:
@@ -301,7 +336,7 @@ class WorkerPool:
                     self._starting -= 1
                     return
             try:
-                worker = WorkerProcess(self._hello)
+                worker = WorkerProcess(self._hello, nice)
                 worker.ready()
             except Exception:
                 _log.exception("starting a SQL worker failed; retrying in %.1f s", delay)

@@ -21,7 +21,9 @@ Limits that hold whatever function a query calls:
   (DuckDB and malloc keep what they mapped) asks to be replaced;
 - a query running longer than half a second drops to nice 10, so the short queries of
   other sessions get the CPU first (its priority is restored afterwards, or the worker
-  replaced where that is not permitted);
+  replaced where that is not permitted); a query sent with ``low_priority`` (its caller
+  is penalized, see ``platform.fair_share``) runs at nice 10 from its start, the guard's
+  parsing included, and its answer says so (``nice``);
 - a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
   ignores the interrupt is killed by the parent after a grace period.
 """
@@ -80,6 +82,20 @@ def _restore_priority() -> None:
             return
 
 
+def _lower_priority(tid: int) -> dict[str, int]:
+    """Drop thread ``tid`` to :data:`LONG_QUERY_NICE` (or stay at the base value, when that
+    is lower still); returns its nice value now. (The worker's autogroup is left alone:
+    see ``process_pool.WorkerProcess``.)"""
+    _set_nice(tid, max(LONG_QUERY_NICE, BASE_NICE[0]))
+    return {"nice": os.getpriority(os.PRIO_PROCESS, tid)}
+
+
+def _normal_priority(tid: int) -> bool:
+    """Thread ``tid`` back to the base nice value; ``False`` when not permitted (then the
+    worker is replaced)."""
+    return _set_nice(tid, BASE_NICE[0])
+
+
 def _set_nice(tid: int, nice: int) -> bool:
     """Set one thread's nice value; ``False`` when not permitted."""
     try:
@@ -106,6 +122,9 @@ def _memory_bytes() -> tuple[int, int]:
 class GuardWorker:
     """The guard alone, for a warehouse that runs its queries elsewhere (PostgreSQL)."""
 
+    must_recycle = False
+    """Set when the worker could not restore its priority after a low-priority check."""
+
     def __init__(self, scope: dict[str, Any]) -> None:
         self.tables: list[tuple[str, list[list[str]]]] = []
         self.catalog = str(scope["catalog"])
@@ -117,11 +136,20 @@ class GuardWorker:
 
     def query(self, req: dict[str, Any]) -> dict[str, Any]:
         """Guard-check one statement; the checked SQL and its tables, or the refusal."""
+        tid = threading.get_native_id()
+        low = bool(req.get("low_priority"))
+        nice = _lower_priority(tid) if low else None
         try:
             checked = check_sql(str(req["sql"]), int(req["max_sql_chars"]), self.scope)
         except ToolError as exc:
             return {"error": exc.body.model_dump()}
-        return {"ok": {"sql": checked.sql, "tables": list(checked.tables)}}
+        finally:
+            if low and not _normal_priority(tid):
+                self.must_recycle = True
+        answer: dict[str, Any] = {"ok": {"sql": checked.sql, "tables": list(checked.tables)}}
+        if nice is not None:
+            answer.update(nice)
+        return answer
 
 
 class Worker:
@@ -144,6 +172,10 @@ class Worker:
         self._cursor: duckdb.DuckDBPyConnection | None = None
         """The last query's cursor, kept for the next one when that query read its whole
         (small) result and was not interrupted: a new cursor costs a client context."""
+        self._priority_lock = threading.Lock()
+        self._query_tid: int | None = None
+        """The thread running a query (``None`` between queries): a demotion that fires as
+        the query ends must not lower the priority after it was restored."""
         cur = self.con.cursor()
         try:
             rows = cur.execute(
@@ -175,9 +207,13 @@ class Worker:
         cur, self._cursor = self._cursor or self.con.cursor(), None
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
         tid = threading.get_native_id()
-        demote = self.watchdog.arm(
-            lambda: _set_nice(tid, max(LONG_QUERY_NICE, BASE_NICE[0])), LONG_QUERY_S
-        )
+        nice: dict[str, int] | None = None
+        demote: int | None = None
+        self._query_tid = tid
+        if req.get("low_priority"):
+            nice = _lower_priority(tid)
+        else:
+            demote = self.watchdog.arm(lambda: self._demote(tid), LONG_QUERY_S)
         if self.resident_limit:
             with self._out_lock:
                 self._running = True
@@ -211,16 +247,29 @@ class Worker:
                 self.watchdog.disarm(self._check)
             if not self.watchdog.disarm(ticket):
                 reuse = False  # its interrupt may still reach it
-            if not self.watchdog.disarm(demote) and not _set_nice(tid, BASE_NICE[0]):
-                self.must_recycle = True  # may not raise its priority again: a fresh worker
+            with self._priority_lock:  # after a demotion under way, never before it
+                self._query_tid = None
+                lowered = demote is None or not self.watchdog.disarm(demote)
+                if lowered and not _normal_priority(tid):
+                    self.must_recycle = True  # may not raise its priority again: replaced
             if reuse:
                 self._cursor = cur
             else:
                 cur.close()
         columns = [{"name": str(d[0]), "type": str(d[1])} for d in description]
-        return {
+        answer: dict[str, Any] = {
             "ok": {"tables": tables, "columns": columns, "rows": rows, "truncated_by": truncated_by}
         }
+        if nice is not None:
+            answer.update(nice)
+        return answer
+
+    def _demote(self, tid: int) -> None:
+        """On the watchdog's thread: the query of thread ``tid``, if it still runs, drops to
+        :data:`LONG_QUERY_NICE`."""
+        with self._priority_lock:
+            if self._query_tid == tid:
+                _lower_priority(tid)
 
     def _check_resident(self) -> None:
         """On the watchdog's thread while a query runs: past the resident limit, answer
