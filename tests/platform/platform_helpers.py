@@ -75,7 +75,7 @@ def launch_platform(
     return RunningPlatform(f"http://127.0.0.1:{port}", proc, state_dir, log)
 
 
-def wait_healthy(platform: RunningPlatform, timeout_s: float = 90.0) -> RunningPlatform:
+def wait_healthy(platform: RunningPlatform, timeout_s: float = 300.0) -> RunningPlatform:
     """Poll ``/healthz`` until it answers 200 (or fail with the server log)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
