@@ -150,8 +150,10 @@ def run_inspector(
     """The doc's ``npx @modelcontextprotocol/inspector ...`` with the cached Inspector."""
     launcher, node_dir = inspector
     path = os.pathsep.join([*path_dirs, node_dir, os.environ.get("PATH", "")])
+    assert argv[2] == "--cli", argv
+    # the Inspector's own connect timeout (15 s) is a safety net here, not what is tested
     return subprocess.run(
-        [*launcher, *argv[2:]],
+        [*launcher, "--cli", "--connect-timeout", "300000", *argv[3:]],
         capture_output=True,
         text=True,
         timeout=120,
