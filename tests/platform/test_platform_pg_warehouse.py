@@ -4,6 +4,8 @@ SELECT-only role by a real platform process (``platform serve --warehouse DSN``)
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope, check_sql
 from dabench.platform.warehouse.postgres_backend import PostgresWarehouse
 from dabench.platform.warehouse.postgres_roles import create_read_only_role
+from dabench.platform.warehouse.priority import LONG_QUERY_NICE, local_backend_pid
 from dabench.world import World
 from dabench.world.export_sql import export_postgres
 
@@ -253,6 +256,67 @@ def test_statement_timeout_is_the_platform_time_limit(warehouse: PostgresWarehou
         warehouse.guarded_run(stubborn, 10000, 10, 0.3, 65536)
     assert exc.value.code == "QUERY_TIMEOUT"
     assert warehouse.run("SELECT 2 AS two", 1, 5.0).rows == [[2]]
+
+
+def _reader_backends() -> dict[int, int]:
+    """Process id -> nice value of every local backend of the read-only role."""
+    found: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            if cmdline.startswith(f"postgres: {READER} ".encode()):
+                found[int(entry)] = os.getpriority(os.PRIO_PROCESS, int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_long_query_runs_its_backend_at_low_priority(
+    warehouse: PostgresWarehouse, pg: tuple[str, str]
+) -> None:
+    """Past ``LONG_QUERY_S`` the query's backend (a local process) drops to nice 10, so
+    other sessions' short queries get the server's CPU first; it is back at 0 after."""
+    import psycopg
+
+    codes: list[str] = []
+    done = threading.Event()
+
+    def long_query() -> None:
+        try:
+            warehouse.run("SELECT pg_sleep(600)", 1, 900.0)
+        except ToolError as exc:
+            codes.append(exc.code)
+        finally:
+            done.set()
+
+    threading.Thread(target=long_query, daemon=True).start()
+    niced: list[int] = []
+    for _ in range(6000):  # a safety bound (120 s), not what is tested
+        niced = [pid for pid, nice in _reader_backends().items() if nice == LONG_QUERY_NICE]
+        if niced or done.is_set():
+            break
+        done.wait(0.02)
+    assert len(niced) == 1 and not done.is_set()
+    with psycopg.connect(pg[0], autocommit=True) as admin:
+        admin.execute("SELECT pg_cancel_backend(%s)", (niced[0],))
+    assert done.wait(120) and codes == ["QUERY_TIMEOUT"]
+    assert _reader_backends().get(niced[0], 0) == 0  # back at 0 (or its connection closed)
+    assert warehouse.run("SELECT 3 AS three", 1, 30.0, low_priority=True).rows == [[3]]
+    assert set(_reader_backends().values()) == {0}  # a penalized query's backend too
+
+
+def test_only_a_local_backend_is_reniced() -> None:
+    class Info:
+        host, backend_pid = "db.example.com", os.getpid()
+
+    class Conn:
+        info = Info()
+
+    assert local_backend_pid(Conn()) is None  # a remote server: that pid is not its backend
+    Info.host = "127.0.0.1"
+    assert local_backend_pid(Conn()) is None  # this process is no postgres backend
 
 
 @pytest.fixture(scope="module")

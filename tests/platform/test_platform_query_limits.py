@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +21,8 @@ from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService
 from dabench.platform.warehouse import DuckDBWarehouse, WarehouseLimits
 from dabench.platform.warehouse.duckdb_backend import read_only_config
+from dabench.platform.warehouse.priority import LONG_QUERY_NICE, group_nice, set_group_nice
 from dabench.platform.warehouse.process_pool import WorkerPool
-from dabench.platform.warehouse.worker import LONG_QUERY_NICE
 from dabench.platform.world_content import load_world_content
 
 
@@ -136,6 +137,9 @@ def test_a_worker_starts_niced_and_serves_at_normal_priority(world_dir: Path) ->
         (pid,) = pool.pids
         tasks = os.listdir(f"/proc/{pid}/task")
         assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tasks} == {0}
+        autogroup = Path(f"/proc/{pid}/autogroup")
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == "0"
         assert _request(pool, "SELECT 3")["ok"]["rows"] == [[3]]
     finally:
         pool.close()
@@ -147,15 +151,79 @@ def test_a_low_priority_query_runs_niced_and_the_worker_returns_to_normal(
     pool = _pool(world_dir, 1)
     try:
         (pid,) = pool.pids
+        assert os.getsid(pid) == pid  # its own session: its own autogroup, if any
+        autogroup = Path(f"/proc/{pid}/autogroup")
         low = _request(pool, "SELECT 5", low_priority=True)
         assert low["ok"]["rows"] == [[5]] and low["nice"] == LONG_QUERY_NICE
+        assert low["group_nice"] == (LONG_QUERY_NICE if autogroup.exists() else None)
         normal = _request(pool, "SELECT 6")
         assert normal["ok"]["rows"] == [[6]] and "nice" not in normal
         assert pool.pids == [pid] and pool.replaced == 0  # the same worker served both
         tasks = os.listdir(f"/proc/{pid}/task")
         assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tasks} == {0}
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == "0"
     finally:
         pool.close()
+
+
+def _wait_for(predicate: Any, done: threading.Event, safety_s: float = 120.0) -> bool:
+    """Poll ``predicate`` until it holds (``True``) or ``done`` is set (``False``); the
+    safety timeout only keeps a broken run from hanging."""
+    waited = 0.0
+    while not predicate():
+        if done.is_set() or waited > safety_s:
+            return bool(predicate())
+        done.wait(0.02)
+        waited += 0.02
+    return True
+
+
+def test_a_long_query_drops_its_workers_autogroup_to_nice_10(world_dir: Path) -> None:
+    """Past ``LONG_QUERY_S`` the worker's session (its autogroup, where the kernel has them)
+    and its thread drop to nice 10, so other sessions' short queries get the CPU first."""
+    autogroups = Path("/proc/self/autogroup").exists()
+    pool = _pool(world_dir, 1)
+    done = threading.Event()
+    answers: list[dict[str, Any]] = []
+
+    def long_query() -> None:
+        try:
+            answers.append(_request(pool, "SELECT count(*) FROM range(1000000000000)", 300.0))
+        except ToolError as exc:
+            answers.append({"error": {"code": exc.code}})
+        finally:
+            done.set()
+
+    try:
+        (pid,) = pool.pids
+        threading.Thread(target=long_query, daemon=True).start()
+
+        def niced() -> bool:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            if autogroups and group_nice(pid) != LONG_QUERY_NICE:
+                return False
+            return LONG_QUERY_NICE in {os.getpriority(os.PRIO_PROCESS, t) for t in tids}
+
+        assert _wait_for(niced, done), "the long query's worker was never niced"
+        assert not done.is_set()
+    finally:
+        pool.close()  # kills the busy worker (back at nice 0 first)
+    done.wait(60)
+    assert answers and "error" in answers[0]
+
+
+def test_set_group_nice_sets_a_sessions_autogroup() -> None:
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("this kernel schedules without autogroups")
+    proc = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        assert group_nice(proc.pid) == 0
+        assert set_group_nice(LONG_QUERY_NICE, proc.pid) and group_nice(proc.pid) == 10
+        assert set_group_nice(0, proc.pid) and group_nice(proc.pid) == 0
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_a_query_behind_a_low_priority_one_starts_a_worker_at_once(world_dir: Path) -> None:

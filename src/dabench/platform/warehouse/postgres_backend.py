@@ -18,6 +18,7 @@ Python.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import queue
@@ -25,6 +26,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from dabench.errors import UserInputError
@@ -37,6 +39,12 @@ from dabench.platform.warehouse.base import (
     fetch_capped,
     sql_error,
     timeout_error,
+)
+from dabench.platform.warehouse.priority import (
+    LONG_QUERY_NICE,
+    LONG_QUERY_S,
+    local_backend_pid,
+    renice,
 )
 from dabench.platform.warehouse.process_pool import KILL_GRACE_S, WorkerPool
 from dabench.platform.warehouse.watchdog import Watchdog
@@ -108,6 +116,9 @@ class PostgresWarehouse:
         self._names = itertools.count()
         self._timeouts: dict[int, int] = {}
         """``id(connection)`` -> the ``statement_timeout`` (ms) its session has."""
+        self._backends: dict[int, int | None] = {}
+        """``id(connection)`` -> its backend's process id when on this machine (reniced
+        for long queries, see :mod:`~dabench.platform.warehouse.priority`), else ``None``."""
         self._closed = False
         self._watchdog = Watchdog("pg-cancel-watchdog")
         self._local = threading.local()
@@ -176,8 +187,8 @@ class PostgresWarehouse:
     ) -> tuple[tuple[str, ...], QueryResult]:
         """Guard-check ``sql`` in PostgreSQL's dialect in a guard process (its parse time is
         bounded by the query's timeout, at most :data:`GUARD_TIMEOUT_S`), then run it. With
-        ``low_priority`` the guard process checks it at low CPU priority (PostgreSQL's own
-        backend runs the query at its usual priority)."""
+        ``low_priority`` the guard process checks it and a local backend runs it at low CPU
+        priority."""
         self._local.wait_s = 0.0
         req: dict[str, Any] = {"sql": sql, "max_sql_chars": max_sql_chars}
         if low_priority:
@@ -189,7 +200,7 @@ class PostgresWarehouse:
         checked, tables = str(answer["ok"]["sql"]), tuple(answer["ok"]["tables"])
         guard_wait = self._guards.last_wait_s()
         try:
-            return tables, self.run(checked, limit, timeout_s, max_bytes)
+            return tables, self.run(checked, limit, timeout_s, max_bytes, low_priority)
         finally:
             self._local.wait_s += guard_wait
 
@@ -198,9 +209,16 @@ class PostgresWarehouse:
         return float(getattr(self._local, "wait_s", 0.0))
 
     def run(
-        self, sql: str, limit: int, timeout_s: float, max_bytes: int = 1024 * 1024
+        self,
+        sql: str,
+        limit: int,
+        timeout_s: float,
+        max_bytes: int = 1024 * 1024,
+        low_priority: bool = False,
     ) -> QueryResult:
-        """Run one guard-checked SELECT (see the module docstring)."""
+        """Run one guard-checked SELECT (see the module docstring); a local backend drops
+        to low CPU priority after :data:`~dabench.platform.warehouse.priority.LONG_QUERY_S`,
+        or from the start with ``low_priority``."""
         psycopg = self._psycopg
         waiting = time.monotonic()
         self._slots.acquire()
@@ -209,11 +227,12 @@ class PostgresWarehouse:
         try:
             conn = self._take()
             try:
-                result = self._run(conn, sql, limit, timeout_s, max_bytes, deadline)
+                with self._niced(conn, low_priority):
+                    result = self._run(conn, sql, limit, timeout_s, max_bytes, deadline)
             except psycopg.errors.QueryCanceled as exc:
                 raise timeout_error(timeout_s) from exc
             except psycopg.OperationalError as exc:
-                self._timeouts.pop(id(conn), None)
+                self._forget(conn)
                 conn.close()  # a broken connection is not pooled again
                 conn = None
                 raise sql_error(str(exc)) from exc
@@ -234,10 +253,52 @@ class PostgresWarehouse:
 
     def _give(self, conn: Any) -> None:
         if self._closed or conn.closed:
-            self._timeouts.pop(id(conn), None)
+            self._forget(conn)
             conn.close()
         else:
             self._pool.put(conn)
+
+    def _forget(self, conn: Any) -> None:
+        """Drop what is kept per connection (it is being closed)."""
+        self._timeouts.pop(id(conn), None)
+        self._backends.pop(id(conn), None)
+
+    @contextlib.contextmanager
+    def _niced(self, conn: Any, low_priority: bool) -> Iterator[None]:
+        """Run the body with ``conn``'s local backend reniced to
+        :data:`~dabench.platform.warehouse.priority.LONG_QUERY_NICE` from the start
+        (``low_priority``) or once it has run ``LONG_QUERY_S``; back to 0 afterwards, or
+        the connection closed where that is not permitted."""
+        key = id(conn)
+        if key not in self._backends:
+            self._backends[key] = local_backend_pid(conn)
+        pid = self._backends[key]
+        if pid is None:
+            yield
+            return
+        lock = threading.Lock()
+        state = {"running": True, "niced": False}
+
+        def demote() -> None:
+            with lock:
+                if state["running"]:
+                    state["niced"] = renice(pid, LONG_QUERY_NICE)
+
+        ticket = None
+        if low_priority:
+            demote()
+        else:
+            ticket = self._watchdog.arm(demote, LONG_QUERY_S)
+        try:
+            yield
+        finally:
+            if ticket is not None:
+                self._watchdog.disarm(ticket)
+            with lock:
+                state["running"] = False
+                if state["niced"] and not renice(pid, 0) and not conn.closed:
+                    self._forget(conn)
+                    conn.close()  # may not raise its priority again: a new backend
 
     def _run(
         self, conn: Any, sql: str, limit: int, timeout_s: float, max_bytes: int, deadline: float

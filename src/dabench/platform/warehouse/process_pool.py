@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dabench.platform.warehouse.base import memory_error, timeout_error
+from dabench.platform.warehouse.priority import set_group_nice
 from dabench.platform.warehouse.watchdog import Watchdog
 
 _log = logging.getLogger(__name__)
@@ -73,12 +74,12 @@ class WorkerProcess:
     default where processes sit in the root CPU cgroup) every session is one scheduling
     group, and groups share the CPU equally whatever their threads' nice values (two busy
     loops on one core at nice 0 and 10: 0.69 / 0.12 s of CPU in one session, 0.43 / 0.92 s
-    in two), so there the nice values the worker sets order only its own threads. Two
-    ways to make them count were measured and dropped (docs/platform.md, contention): the
-    workers in the server's session (the whole platform then got one group's share of a
-    busy machine, and the light session waited seconds for workers to start), and the
-    worker's autogroup niced with its query (a killed worker at nice 10 died slowly:
-    overruns of 2.05 and 5.66 s past the timeout at load 13)."""
+    in two). So the worker also sets its autogroup's nice value (it is alone in its
+    session, see :mod:`~dabench.platform.warehouse.priority`) for a long or low-priority
+    query, but not while it starts: a starting worker holds a place in the pool that a
+    waiting query may need. A niced worker gets its share back before it is interrupted
+    or killed (:meth:`WorkerPool.request`, :meth:`kill`): a killed process exits at its own
+    priority, and at autogroup nice 10 on a busy machine that once took 2-5 s."""
 
     def __init__(self, hello: dict[str, Any], nice: int = STARTUP_NICE) -> None:
         self.proc = subprocess.Popen(
@@ -122,8 +123,15 @@ class WorkerProcess:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
+    def unnice(self) -> None:
+        """The worker's autogroup back to nice 0 (it exits, or handles an interrupt, at the
+        priority it has)."""
+        set_group_nice(0, self.proc.pid, tries=3)
+
     def kill(self) -> None:
-        """SIGKILL the worker (its pipe then closes, ending a pending read)."""
+        """SIGKILL the worker (its pipe then closes, ending a pending read), at normal
+        priority."""
+        self.unnice()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.proc.pid, signal.SIGKILL)
 
@@ -222,18 +230,22 @@ class WorkerPool:
         worker = self._take(bool(req.get("low_priority")))
         self._local.wait_s = time.perf_counter() - started
         ticket = self._killer.arm(worker.kill, timeout_s + KILL_GRACE_S)
+        unnice = self._killer.arm(worker.unnice, timeout_s)  # its interrupt, at full share
         try:
             answer = worker.request(req)
         except WorkerDied as exc:
+            self._killer.disarm(unnice)
             killed = not self._killer.disarm(ticket)
             self._replace(worker)
             if killed:
                 raise timeout_error(timeout_s) from exc
             raise memory_error(f"its worker process died: {exc}") from exc
         except BaseException:
+            self._killer.disarm(unnice)
             self._killer.disarm(ticket)
             self._replace(worker)
             raise
+        self._killer.disarm(unnice)
         if self._killer.disarm(ticket) and not answer.get("recycle"):
             self._give(worker)
         else:  # killed just after answering, or asked to be: the answer stands

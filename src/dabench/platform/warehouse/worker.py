@@ -23,7 +23,9 @@ Limits that hold whatever function a query calls:
   other sessions get the CPU first (its priority is restored afterwards, or the worker
   replaced where that is not permitted); a query sent with ``low_priority`` (its caller
   is penalized, see ``platform.fair_share``) runs at nice 10 from its start, the guard's
-  parsing included, and its answer says so (``nice``);
+  parsing included, and its answer says so (``nice``, ``group_nice``); the worker's
+  autogroup (its session's scheduling group) gets the same nice value meanwhile, since
+  under autogroup scheduling a thread's own counts only within its process;
 - a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
   ignores the interrupt is killed by the parent after a grace period.
 """
@@ -43,6 +45,12 @@ import duckdb
 from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope, check_sql
 from dabench.platform.warehouse.base import fetch_capped, memory_error, sql_error, timeout_error
+from dabench.platform.warehouse.priority import (
+    LONG_QUERY_NICE,
+    LONG_QUERY_S,
+    group_nice,
+    set_group_nice,
+)
 from dabench.platform.warehouse.watchdog import Watchdog
 
 SETTINGS_REPORTED = (
@@ -60,11 +68,6 @@ GUARD_RECURSION_LIMIT = 30_000
 """Python's recursion limit in a worker (the parsers recurse once per nested expression)."""
 
 
-LONG_QUERY_S = 0.5
-"""A query running longer than this drops to :data:`LONG_QUERY_NICE` for the rest of its
-run, so short queries of other sessions (and the platform process) get the CPU first."""
-LONG_QUERY_NICE = 10
-
 RESIDENT_CHECK_S = 0.05
 """How often a running query's worker compares its resident memory with its budget."""
 
@@ -75,25 +78,29 @@ to 0 (then every query runs there and a long one is not demoted further)."""
 
 
 def _restore_priority() -> None:
-    """After start-up: every thread back to nice 0 (see ``process_pool.STARTUP_NICE``)."""
+    """After start-up: every thread and the worker's autogroup back to nice 0 (see
+    ``process_pool.STARTUP_NICE``)."""
     for tid in os.listdir("/proc/self/task"):
         if not _set_nice(int(tid), 0):
             BASE_NICE[0] = os.getpriority(os.PRIO_PROCESS, 0)
             return
+    if not set_group_nice(0):
+        BASE_NICE[0] = group_nice() or 0
 
 
-def _lower_priority(tid: int) -> dict[str, int]:
-    """Drop thread ``tid`` to :data:`LONG_QUERY_NICE` (or stay at the base value, when that
-    is lower still); returns its nice value now. (The worker's autogroup is left alone:
-    see ``process_pool.WorkerProcess``.)"""
-    _set_nice(tid, max(LONG_QUERY_NICE, BASE_NICE[0]))
-    return {"nice": os.getpriority(os.PRIO_PROCESS, tid)}
+def _lower_priority(tid: int) -> dict[str, int | None]:
+    """Drop thread ``tid`` and the worker's autogroup to :data:`LONG_QUERY_NICE` (or stay
+    at the base value, when that is lower still); returns their nice values now."""
+    nice = max(LONG_QUERY_NICE, BASE_NICE[0])
+    _set_nice(tid, nice)
+    set_group_nice(nice)
+    return {"nice": os.getpriority(os.PRIO_PROCESS, tid), "group_nice": group_nice()}
 
 
 def _normal_priority(tid: int) -> bool:
-    """Thread ``tid`` back to the base nice value; ``False`` when not permitted (then the
-    worker is replaced)."""
-    return _set_nice(tid, BASE_NICE[0])
+    """Thread ``tid`` and the worker's autogroup back to the base nice value; ``False``
+    when not permitted (then the worker is replaced)."""
+    return _set_nice(tid, BASE_NICE[0]) and set_group_nice(BASE_NICE[0])
 
 
 def _set_nice(tid: int, nice: int) -> bool:
@@ -207,7 +214,7 @@ class Worker:
         cur, self._cursor = self._cursor or self.con.cursor(), None
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
         tid = threading.get_native_id()
-        nice: dict[str, int] | None = None
+        nice: dict[str, int | None] | None = None
         demote: int | None = None
         self._query_tid = tid
         if req.get("low_priority"):
