@@ -213,6 +213,44 @@ def test_a_long_query_drops_its_workers_autogroup_to_nice_10(world_dir: Path) ->
     assert answers and "error" in answers[0]
 
 
+def test_a_long_guard_check_drops_to_nice_10(world_dir: Path) -> None:
+    """The guard process of a PostgreSQL warehouse lowers a long check as a DuckDB worker
+    lowers a long query (flat SQL of ~45 kB takes seconds to parse)."""
+    autogroups = Path("/proc/self/autogroup").exists()
+    scope = {"catalog": "postgres", "tables": ["sales.orders"], "dialect": "postgres"}
+    pool = WorkerPool({"path": None, "scope": scope, "address_space_budget": 2 * 2**30}, 1)
+    done = threading.Event()
+    answers: list[dict[str, Any]] = []
+    bomb = " UNION ALL ".join(f"SELECT {i} AS n" for i in range(1800))
+
+    def check() -> None:
+        try:
+            answers.append(pool.request({"sql": bomb, "max_sql_chars": 100_000}, 300.0))
+        finally:
+            done.set()
+
+    try:
+        (pid,) = pool.pids
+        threading.Thread(target=check, daemon=True).start()
+
+        def niced() -> bool:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            if autogroups and group_nice(pid) != LONG_QUERY_NICE:
+                return False
+            return LONG_QUERY_NICE in {os.getpriority(os.PRIO_PROCESS, t) for t in tids}
+
+        assert _wait_for(niced, done), "the long check's guard process was never niced"
+        assert done.wait(300) and "ok" in answers[0], answers
+        assert pool.pids == [pid]  # the same process, back at nice 0
+        assert {
+            os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir(f"/proc/{pid}/task")
+        } == {0}
+        if autogroups:
+            assert group_nice(pid) == 0
+    finally:
+        pool.close()
+
+
 def test_set_group_nice_sets_a_sessions_autogroup() -> None:
     if not Path("/proc/self/autogroup").exists():
         pytest.skip("this kernel schedules without autogroups")

@@ -19,13 +19,14 @@ Limits that hold whatever function a query calls:
   growing the address space) the worker answers ``QUERY_MEMORY_LIMIT`` and exits;
 - a worker whose address space or resident memory grew past half its budget after a query
   (DuckDB and malloc keep what they mapped) asks to be replaced;
-- a query running longer than half a second drops to nice 10, so the short queries of
-  other sessions get the CPU first (its priority is restored afterwards, or the worker
-  replaced where that is not permitted); a query sent with ``low_priority`` (its caller
-  is penalized, see ``platform.fair_share``) runs at nice 10 from its start, the guard's
-  parsing included, and its answer says so (``nice``, ``group_nice``); the worker's
-  autogroup (its session's scheduling group) gets the same nice value meanwhile, since
-  under autogroup scheduling a thread's own counts only within its process;
+- a query (or, in a guard process, a check) running longer than half a second drops to
+  nice 10, so the short queries of other sessions get the CPU first (its priority is
+  restored afterwards, or the worker replaced where that is not permitted); a query sent
+  with ``low_priority`` (its caller is penalized, see ``platform.fair_share``) runs at
+  nice 10 from its start, the guard's parsing included, and its answer says so (``nice``,
+  ``group_nice``); the worker's autogroup (its session's scheduling group) gets the same
+  nice value meanwhile, since under autogroup scheduling a thread's own counts only within
+  its process (:class:`QueryPriority`);
 - a watchdog thread interrupts the query at its timeout (``QUERY_TIMEOUT``); a function that
   ignores the interrupt is killed by the parent after a grace period.
 """
@@ -112,6 +113,46 @@ def _set_nice(tid: int, nice: int) -> bool:
     return True
 
 
+class QueryPriority:
+    """A worker's CPU priority over one query: nice 10 (thread and autogroup) from the
+    query's start when it is sent ``low_priority``, else once it has run
+    :data:`LONG_QUERY_S`; back to the base value after it."""
+
+    def __init__(self, watchdog: Watchdog) -> None:
+        self._watchdog = watchdog
+        self._lock = threading.Lock()
+        self._tid: int | None = None
+        """The thread running a query (``None`` between queries): a demotion that fires as
+        the query ends must not lower the priority after it was restored."""
+        self._demote: int | None = None
+
+    def start(self, low_priority: bool) -> dict[str, int | None] | None:
+        """A query starts on this thread; the nice values it runs at when
+        ``low_priority`` (reported in its answer), else ``None``."""
+        tid = threading.get_native_id()
+        self._tid = tid
+        if low_priority:
+            self._demote = None
+            return _lower_priority(tid)
+        self._demote = self._watchdog.arm(lambda: self._lower(tid), LONG_QUERY_S)
+        return None
+
+    def end(self) -> bool:
+        """The query ended: its priority restored; ``False`` when that is not permitted
+        (then the worker must be replaced)."""
+        with self._lock:  # after a demotion under way, never before it
+            tid, self._tid = self._tid, None
+            lowered = self._demote is None or not self._watchdog.disarm(self._demote)
+            return tid is None or not lowered or _normal_priority(tid)
+
+    def _lower(self, tid: int) -> None:
+        """On the watchdog's thread: the query of thread ``tid``, if it still runs, drops to
+        :data:`LONG_QUERY_NICE`."""
+        with self._lock:
+            if self._tid == tid:
+                _lower_priority(tid)
+
+
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _STATM: dict[int, int] = {}
 """Process id -> an open ``/proc/self/statm`` (read again with ``pread``: no open per query)."""
@@ -139,19 +180,19 @@ class GuardWorker:
         self.scope = SqlScope(
             catalog=self.catalog, tables=frozenset(scope["tables"]), dialect=scope["dialect"]
         )
+        self.priority = QueryPriority(Watchdog("guard-watchdog"))
         check_sql("SELECT 1", 100, self.scope)  # load the guard's parsers before the limit
 
     def query(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Guard-check one statement; the checked SQL and its tables, or the refusal."""
-        tid = threading.get_native_id()
-        low = bool(req.get("low_priority"))
-        nice = _lower_priority(tid) if low else None
+        """Guard-check one statement; the checked SQL and its tables, or the refusal. A
+        check running :data:`LONG_QUERY_S` drops to low priority, as a query does."""
+        nice = self.priority.start(bool(req.get("low_priority")))
         try:
             checked = check_sql(str(req["sql"]), int(req["max_sql_chars"]), self.scope)
         except ToolError as exc:
             return {"error": exc.body.model_dump()}
         finally:
-            if low and not _normal_priority(tid):
+            if not self.priority.end():
                 self.must_recycle = True
         answer: dict[str, Any] = {"ok": {"sql": checked.sql, "tables": list(checked.tables)}}
         if nice is not None:
@@ -179,10 +220,7 @@ class Worker:
         self._cursor: duckdb.DuckDBPyConnection | None = None
         """The last query's cursor, kept for the next one when that query read its whole
         (small) result and was not interrupted: a new cursor costs a client context."""
-        self._priority_lock = threading.Lock()
-        self._query_tid: int | None = None
-        """The thread running a query (``None`` between queries): a demotion that fires as
-        the query ends must not lower the priority after it was restored."""
+        self.priority = QueryPriority(self.watchdog)
         cur = self.con.cursor()
         try:
             rows = cur.execute(
@@ -213,14 +251,7 @@ class Worker:
         timeout_s = float(req["timeout_s"])
         cur, self._cursor = self._cursor or self.con.cursor(), None
         ticket = self.watchdog.arm(cur.interrupt, timeout_s)
-        tid = threading.get_native_id()
-        nice: dict[str, int | None] | None = None
-        demote: int | None = None
-        self._query_tid = tid
-        if req.get("low_priority"):
-            nice = _lower_priority(tid)
-        else:
-            demote = self.watchdog.arm(lambda: self._demote(tid), LONG_QUERY_S)
+        nice = self.priority.start(bool(req.get("low_priority")))
         if self.resident_limit:
             with self._out_lock:
                 self._running = True
@@ -254,11 +285,8 @@ class Worker:
                 self.watchdog.disarm(self._check)
             if not self.watchdog.disarm(ticket):
                 reuse = False  # its interrupt may still reach it
-            with self._priority_lock:  # after a demotion under way, never before it
-                self._query_tid = None
-                lowered = demote is None or not self.watchdog.disarm(demote)
-                if lowered and not _normal_priority(tid):
-                    self.must_recycle = True  # may not raise its priority again: replaced
+            if not self.priority.end():
+                self.must_recycle = True  # may not raise its priority again: replaced
             if reuse:
                 self._cursor = cur
             else:
@@ -270,13 +298,6 @@ class Worker:
         if nice is not None:
             answer.update(nice)
         return answer
-
-    def _demote(self, tid: int) -> None:
-        """On the watchdog's thread: the query of thread ``tid``, if it still runs, drops to
-        :data:`LONG_QUERY_NICE`."""
-        with self._priority_lock:
-            if self._query_tid == tid:
-                _lower_priority(tid)
 
     def _check_resident(self) -> None:
         """On the watchdog's thread while a query runs: past the resident limit, answer
