@@ -106,3 +106,84 @@ async def test_postgres_world_from_init_to_a_served_query(tmp_path: Path, auth_f
                 assert is_error
         finally:
             stop_platform(platform)
+
+
+def test_careless_readings_and_members_are_checked_on_postgres(tmp_path: Path) -> None:
+    """``tasks validate``'s static checks run on a PostgreSQL world as on DuckDB: a user
+    policy's careless reading inside the tolerance and a curated query that disagrees with
+    the policy's ``members_sql`` are both reported (the SQL is translated to PostgreSQL)."""
+    from dabench.validation.tasks import static_checks
+
+    with postgres_cluster() as admin:
+        _load(admin)
+        world = tmp_path / "world"
+        init_world(admin, world)
+        catalog = json.loads((world / "catalog.json").read_text(encoding="utf-8"))
+        catalog["curated_queries"] = [
+            {
+                "id": "west_customers",
+                "name": "West customers",
+                "description": "Customers of the west region (lower-case 'west').",
+                "sql": "SELECT customer_id FROM shop.customers WHERE region = 'west'",
+                "datasets": ["shop.customers"],
+            }
+        ]
+        (world / "catalog.json").write_text(json.dumps(catalog), encoding="utf-8")
+        overview = world / "knowledge" / "overview.md"
+        overview.write_text(
+            overview.read_text() + "\nAmounts are in euro cents. West means region west.\n"
+        )
+        policies = [
+            {
+                "id": "cents",
+                "title": "Money",
+                "rule": "Amounts are in euro cents",
+                "page": "overview",
+                "scope": {"tables": ["shop.orders"], "prompt": r"\beuros?\b"},
+                "applied_by": [r"/ 100\.0"],
+                "ignored": [
+                    {
+                        "id": "cents.rounding",
+                        "reading": "divides by 100.01",
+                        "rewrites": [{"pattern": r"/ 100\.0\b", "replacement": "/ 100.01"}],
+                    }
+                ],
+            },
+            {
+                "id": "west",
+                "title": "West",
+                "rule": "West means region west",
+                "page": "overview",
+                "scope": {"tables": ["shop.customers"], "prompt": r"\bwest\b"},
+                "applied_by": [r"region = 'west'"],
+                "queries": ["west_customers"],
+                # customer 1 only: the curated query also returns customer 3
+                "members_sql": "SELECT customer_id FROM shop.customers WHERE customer_id = 1",
+            },
+        ]
+        (world / "policies.yaml").write_text(yaml.safe_dump({"policies": policies}))
+        tasks = tmp_path / "tasks.yaml"
+        tasks.write_text(
+            yaml.safe_dump(
+                {
+                    "tasks": [
+                        {
+                            "id": "t.revenue",
+                            "suite": "s2",
+                            "category": "single_tool",
+                            "difficulty": "easy",
+                            "prompt": "Total order amount in euros?",
+                            "grading": {
+                                "kind": "numeric",
+                                "truth_sql": "SELECT sum(amount) / 100.0 FROM shop.orders",
+                            },
+                        }
+                    ]
+                }
+            ),
+            encoding="utf-8",
+        )
+        _, issues = static_checks(load_tasks([tasks]), world)
+        found = {(i.item, i.check): i.detail for i in issues}
+        assert "variant 'cents.rounding' (divides by 100.01)" in found[("t.revenue", "tolerance")]
+        assert "returns 2 rows where the rule gives 1" in found[("world", "knowledge")], issues

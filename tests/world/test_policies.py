@@ -177,10 +177,15 @@ def test_revenue_readings_rebuild_the_monthly_aggregate(world: World) -> None:
         con.close()
 
 
+def _run(con: duckdb.DuckDBPyConnection) -> Callable[[str], list[list[Any]]]:
+    """What ``consistency_issues`` runs its SQL with, over a DuckDB connection."""
+    return lambda sql: [list(row) for row in con.execute(sql).fetchall()]
+
+
 def test_knowledge_layer_agrees_with_the_policies(world: World) -> None:
     con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
     try:
-        assert consistency_issues(POLICIES, world.catalog, world.pages, con) == []
+        assert consistency_issues(POLICIES, world.catalog, world.pages, _run(con)) == []
     finally:
         con.close()
 
@@ -215,7 +220,7 @@ def test_the_old_key_account_texts_are_flagged(world: World) -> None:
     con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
     try:
         issues = consistency_issues(
-            POLICIES, _with(world, tier=tier, query=query), world.pages, con
+            POLICIES, _with(world, tier=tier, query=query), world.pages, _run(con)
         )
     finally:
         con.close()
@@ -238,7 +243,7 @@ def test_a_curated_query_that_computes_another_set_is_flagged(world: World) -> N
     con = duckdb.connect(str(world.path / "warehouse.duckdb"), read_only=True)
     try:
         issues = consistency_issues(
-            POLICIES, _with(world, narrower=narrower, wrong_rule=wrong_rule), world.pages, con
+            POLICIES, _with(world, narrower=narrower, wrong_rule=wrong_rule), world.pages, _run(con)
         )
     finally:
         con.close()

@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -41,8 +42,9 @@ from dabench.judge.rubric import load_rubric
 from dabench.platform.profile import load_profile
 from dabench.runner.experiment import Experiment
 from dabench.stats.lifecycle import lifecycle_metrics
+from dabench.tasks.engines import sql_in_dialect
 from dabench.tasks.loader import SuiteItem, TaskSet, dump_tasks
-from dabench.tasks.lock import LOCK_FILE, compute_lock, write_lock
+from dabench.tasks.lock import LOCK_FILE, compute_lock, world_engine, write_lock
 from dabench.tasks.model import Protocol, Task, Truth, TruthLock
 from dabench.tasks.selection import applies_to_arm
 from dabench.validation.tolerance import coincidence_notes, margins, tolerance_issues
@@ -246,7 +248,7 @@ def static_checks(
         issues += _policy_issues(item, world)
     issues += duplicate_issues(task_set.items)
     issues += knowledge_issues(world)
-    if lock is not None and world.dsn is None:
+    if lock is not None:
         found = margins(task_set, lock, world_dir)
         issues += [
             ValidationIssue(item, "tolerance", detail) for item, detail in tolerance_issues(found)
@@ -262,12 +264,15 @@ def static_checks(
 def knowledge_issues(world: OpenWorld) -> list[ValidationIssue]:
     """Every disagreement between the world's knowledge layer and its policies, and every
     hidden rule not stated on a2 or given away on a0 (the same checks for every world)."""
-    con = None if world.dsn else world.connect()
+    engine = world_engine(world)
+
+    def run(sql: str) -> list[list[Any]]:
+        return engine.run(sql_in_dialect(sql, engine.dialect))[1]
+
     try:
-        found = consistency_issues(world.policies, world.catalog, world.pages, con)
+        found = consistency_issues(world.policies, world.catalog, world.pages, run)
     finally:
-        if con is not None:
-            con.close()
+        engine.close()
     return [ValidationIssue("world", "knowledge", detail) for detail in found] + [
         ValidationIssue("world", "discoverability", detail)
         for detail in discoverability_issues(world)

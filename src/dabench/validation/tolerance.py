@@ -30,11 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import duckdb
-
 from dabench.grading.numeric import tolerance, within
+from dabench.tasks.engines import Engine, sql_in_dialect
 from dabench.tasks.loader import SuiteItem, TaskSet
-from dabench.tasks.lock import gradings
+from dabench.tasks.lock import gradings, world_engine
 from dabench.tasks.model import Grading, Protocol, Task, TruthLock
 from dabench.world.constants import DEFAULT_SEED
 from dabench.world.policy_data import DataPolicy, ignored_readings
@@ -118,11 +117,13 @@ def _equal(value: float | None, truth: float) -> bool:
     return value is not None and abs(value - truth) <= 1e-9 * max(1.0, abs(truth))
 
 
-def _first_cell(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[float | None, str]:
+def _first_cell(con: Engine, sql: str) -> tuple[float | None, str]:
+    """The first cell of DuckDB ``sql`` run on ``con`` (translated to its dialect)."""
     try:
-        row = con.execute(sql).fetchone()
-    except duckdb.Error as exc:
+        rows = con.run(sql_in_dialect(sql, con.dialect))[1]
+    except Exception as exc:  # duckdb.Error, psycopg.Error, a translation error
         return None, f"SQL failed: {exc}"
+    row = rows[0] if rows else None
     if row is None or row[0] is None:
         return None, ""  # no answer at all (say, a period without data): nothing can pass
     try:
@@ -145,7 +146,7 @@ def _margin(
     tags: list[str],
     truth: float,
     naive: float | None,
-    con: duckdb.DuckDBPyConnection,
+    con: Engine,
     policies: list[DataPolicy],
     *,
     strict: bool = True,
@@ -207,7 +208,7 @@ def margins(
     strict = authoring_world(world_dir) if strict is None else strict
     out: list[Margin] = []
     world = open_world(world_dir)
-    con = world.connect()
+    con = world_engine(world)
     try:
         for item in task_set.items:
             prompts = _prompts(item)

@@ -10,7 +10,8 @@ as the a2 platform serves them (:func:`knowledge_texts`; ``dabench tasks validat
 2. every location in :attr:`DataPolicy.states` exists and states :attr:`DataPolicy.rule` verbatim;
 3. every curated query in :attr:`DataPolicy.queries` exists and its SQL applies the policy (the
    same syntactic check as a truth SQL), and for a definition with :attr:`DataPolicy.members_sql`
-   its first column is exactly the defined set, computed on the warehouse (DuckDB worlds);
+   its first column is exactly the defined set, computed on the warehouse (any engine: the
+   caller runs the DuckDB SQL in the warehouse's dialect);
 4. no knowledge text defines :attr:`DataPolicy.term` otherwise: a text that names the term and one
    of its defining words must state the rule.
 
@@ -23,8 +24,8 @@ accounts". Checks 2-4 apply only to what a policy declares (``states``, ``querie
 from __future__ import annotations
 
 import re
-
-import duckdb
+from collections.abc import Callable
+from typing import Any
 
 from dabench.world.model import Catalog, KnowledgePage
 from dabench.world.policy_data import DataPolicy, applies
@@ -53,12 +54,17 @@ def knowledge_texts(catalog: Catalog, pages: list[KnowledgePage]) -> dict[str, s
     return texts
 
 
-def _first_column(con: duckdb.DuckDBPyConnection, sql: str) -> set[object]:
-    return {row[0] for row in con.execute(sql).fetchall()}
+RunSql = Callable[[str], list[list[Any]]]
+"""Runs one DuckDB-dialect SELECT on the warehouse (translated to its engine) and returns
+its rows."""
+
+
+def _first_column(run: RunSql, sql: str) -> set[object]:
+    return {row[0] for row in run(sql)}
 
 
 def _policy_issues(
-    p: DataPolicy, texts: dict[str, str], catalog: Catalog, con: duckdb.DuckDBPyConnection | None
+    p: DataPolicy, texts: dict[str, str], catalog: Catalog, run: RunSql | None
 ) -> list[str]:
     issues: list[str] = []
     rule = _flat(p.rule)
@@ -76,7 +82,7 @@ def _policy_issues(
         elif rule not in _flat(text):
             issues.append(f"policy {p.id!r}: {where} does not state the rule ({text!r})")
     queries = {q.id: q for q in catalog.curated_queries}
-    members = _first_column(con, p.members_sql) if p.members_sql and con else None
+    members = _first_column(run, p.members_sql) if p.members_sql and run else None
     for qid in p.queries:
         query = queries.get(qid)
         if query is None:
@@ -84,8 +90,8 @@ def _policy_issues(
             continue
         if not applies(p, query.sql):
             issues.append(f"policy {p.id!r}: curated query {qid!r} does not apply it")
-        elif members is not None and con is not None:
-            got = _first_column(con, query.sql)
+        elif members is not None and run is not None:
+            got = _first_column(run, query.sql)
             if got != members:
                 issues.append(
                     f"policy {p.id!r}: curated query {qid!r} returns {len(got)} rows where the "
@@ -111,9 +117,9 @@ def consistency_issues(
     policies: list[DataPolicy] | tuple[DataPolicy, ...],
     catalog: Catalog,
     pages: list[KnowledgePage],
-    con: duckdb.DuckDBPyConnection | None,
+    run: RunSql | None,
 ) -> list[str]:
     """Every disagreement between the knowledge layer and the policies, one message each
-    (``con``: the warehouse, for ``members_sql``; ``None`` skips that check)."""
+    (``run``: queries the warehouse, for ``members_sql``; ``None`` skips that check)."""
     texts = knowledge_texts(catalog, pages)
-    return [issue for p in policies for issue in _policy_issues(p, texts, catalog, con)]
+    return [issue for p in policies for issue in _policy_issues(p, texts, catalog, run)]

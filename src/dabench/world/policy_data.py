@@ -111,7 +111,8 @@ class DataPolicy(_Record):
     """Curated queries whose SQL must apply the policy."""
     members_sql: str = ""
     """For a definition: SQL whose first column lists its members; a curated query in
-    :attr:`queries` must return the same set in its first column (DuckDB worlds)."""
+    :attr:`queries` must return the same set in its first column (DuckDB SQL, translated for
+    a PostgreSQL world)."""
     term: str = ""
     """Regular expression of the defined term; any knowledge text that matches it and
     :attr:`defining` must state :attr:`rule` (no text may give another definition)."""
