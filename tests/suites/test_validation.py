@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dabench.journal.store import Journal
 from dabench.runner.protocol import lifecycle_metrics
 from dabench.tasks.loader import TaskSet
-from dabench.validation.tasks import ValidationReport
+from dabench.tasks.lock import compute_lock
+from dabench.validation.tasks import ValidationReport, naive_issues, naive_rejected
+from dabench.world.source import open_world
 
 
 def test_every_task_and_protocol_validates(validation: ValidationReport) -> None:
@@ -29,6 +33,30 @@ def test_naive_answer_rejected_for_every_trap(
     traps = {t.id for t in builtin.tasks if t.trap_classes}
     checked = {r.item for r in validation.results if r.naive_rejected}
     assert traps <= checked
+
+
+def test_the_naive_check_without_a_platform_agrees_with_the_oracle_episodes(
+    validation: ValidationReport, builtin: TaskSet, suites_world: Path
+) -> None:
+    """`naive_issues` (what `--world-seed random` refuses a draw on) gives the verdict the
+    oracle's played episodes give, for a naive answer the grader rejects (the shipped one) and
+    for one it accepts (the truth itself)."""
+    assert validation.run_dir is not None
+    lock = compute_lock(builtin, suites_world)
+    traps = [
+        t for t in builtin.tasks if t.trap_classes and lock.truths[t.id].naive_value is not None
+    ]
+    assert len(traps) >= 60
+    episodes = {e.task_id: e for e in Journal(validation.run_dir).load() if e.arm == "a2"}
+    warehouse = open_world(suites_world).warehouse_path
+    assert naive_issues(builtin, lock, suites_world) == []
+    equal = lock.model_copy(deep=True)
+    for t in traps:
+        equal.truths[t.id].naive_value = equal.truths[t.id].value
+    assert {i.item for i in naive_issues(builtin, equal, suites_world)} == {t.id for t in traps}
+    for t in traps:
+        assert naive_rejected(episodes[t.id], t, lock.truths[t.id], warehouse), t.id
+        assert not naive_rejected(episodes[t.id], t, equal.truths[t.id], warehouse), t.id
 
 
 def test_oracle_lifecycle_metrics_are_perfect(

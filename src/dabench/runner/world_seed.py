@@ -6,10 +6,11 @@ trap invariant holds (every planted trap's naive answer more than 5 % from the c
 else :class:`~dabench.world.traps.TrapInvariantError`) and the run's tasks pass the static
 checks of ``dabench tasks validate`` (every truth runs; every careless variant of a numeric
 task falls outside its tolerance or equals the truth; the knowledge layer agrees with the
-policies). A refused draw is reported and another drawn. The run's manifest and reports
-record the seed (``world_seed_random``), so ``--world-seed N`` repeats the run on the same
-world; every task is locked on that world (the run computes its truth lock from the world it
-serves).
+policies) and its naive check (no trap task's grader accepts its naive answer, judged on the
+warehouse without a platform). A refused draw is reported and another drawn. The run's
+manifest and reports record the seed (``world_seed_random``), so ``--world-seed N`` repeats
+the run on the same world; every task is locked on that world (the run computes its truth
+lock from the world it serves).
 """
 
 from __future__ import annotations
@@ -46,11 +47,15 @@ def parse_world_seed(value: str) -> int | None:
 
 
 def world_issues(world_dir: Path, tasks: TaskSet) -> list[str]:
-    """The static checks of ``dabench tasks validate`` for ``tasks`` on a built world, one
-    line per issue (empty: the world can grade them honestly)."""
-    from dabench.validation.tasks import static_checks  # above the runner's own layer
+    """The static checks of ``dabench tasks validate`` for ``tasks`` on a built world and its
+    naive check (:func:`~dabench.validation.tasks.naive_issues`), one line per issue (empty:
+    the world can grade them honestly)."""
+    # above the runner's own layer
+    from dabench.validation.tasks import naive_issues, static_checks
 
-    _, issues = static_checks(tasks, world_dir)
+    lock, issues = static_checks(tasks, world_dir)
+    if lock is not None:
+        issues += naive_issues(tasks, lock, world_dir)
     return [f"{i.item}: {i.check}: {i.detail}" for i in issues]
 
 

@@ -16,6 +16,10 @@ Two kinds of checks:
   (real reference-platform processes, the real runner), the run is graded with
   :mod:`dabench.grading`, and each grade must pass; for trap tasks the oracle's episode with
   its answer replaced by the naive number must be rejected by the grader.
+
+The naive check also runs without a platform (:func:`naive_issues`: the same
+:func:`naive_rejected` on an episode that holds nothing but the naive answer, which is all a
+numeric grade reads); ``dabench run --world-seed random`` refuses a drawn world on it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +41,7 @@ from rich.table import Table
 from dabench.agents.oracle import format_number
 from dabench.errors import HarnessError, UserInputError
 from dabench.grading import grade_episode, grade_protocol_episode
-from dabench.journal.records import Episode
+from dabench.journal.records import Episode, episode_key
 from dabench.journal.store import Journal
 from dabench.judge.rubric import load_rubric
 from dabench.platform.profile import load_profile
@@ -57,6 +62,8 @@ DUPLICATE_PROMPT_RATIO = 0.9
 """Prompts at least this similar (difflib ratio on normalised text) with the same truth SQL
 are duplicates."""
 DEFAULT_ARMS: tuple[str, ...] = ("a0", "a1", "a2", "a3")
+NAIVE_ACCEPTED = "the grader accepts the naive answer"
+"""The detail of a ``naive`` issue (:func:`naive_issues` and the dynamic check)."""
 
 
 @dataclass
@@ -292,6 +299,33 @@ def naive_rejected(episode: Episode, task: Task, truth: Truth, warehouse: Path |
     return not grade_episode(fake, task, truth, warehouse=warehouse).passed
 
 
+def naive_issues(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[ValidationIssue]:
+    """Every trap task of ``task_set`` whose grader accepts its naive answer on the world
+    ``lock`` was computed on, without a platform: :func:`naive_rejected` on an episode that
+    holds nothing but the naive answer. A numeric grade reads only the last answer and the
+    task, so this is the verdict the dynamic check reaches on every arm. ``exec_sql`` tasks
+    are left to the dynamic check (their grade reads the SQL a played episode ran)."""
+    world = open_world(world_dir)
+    warehouse = None if world.dsn else world.warehouse_path
+    at = datetime.fromtimestamp(0, UTC)
+    issues: list[ValidationIssue] = []
+    for task in task_set.tasks:
+        truth = lock.truths.get(task.id)
+        if not task.trap_classes or truth is None or truth.naive_value is None:
+            continue
+        if task.grading.kind == "exec_sql":
+            continue
+        bare = Episode(
+            key=episode_key("static", task.id, 1), run_id="static", arm="static", task_id=task.id,
+            attempt=1, suite=task.suite, category=task.category, difficulty=task.difficulty,
+            status="completed", agent="oracle", target="none", prompts=task.messages,
+            started_at=at, finished_at=at,
+        )  # fmt: skip
+        if not naive_rejected(bare, task, truth, warehouse):
+            issues.append(ValidationIssue(task.id, "naive", NAIVE_ACCEPTED))
+    return issues
+
+
 def _experiment(
     world_dir: Path,
     arms: list[str],
@@ -343,11 +377,7 @@ def _judge_dynamic(
             if item.trap_classes and truth is not None and truth.naive_value is not None:
                 result.naive_rejected = naive_rejected(ep, item, truth, warehouse)
                 if not result.naive_rejected:
-                    report.issues.append(
-                        ValidationIssue(
-                            item.id, "naive", "the grader accepts the naive answer", ep.arm
-                        )
-                    )
+                    report.issues.append(ValidationIssue(item.id, "naive", NAIVE_ACCEPTED, ep.arm))
         if ep.status != "completed":
             result.passed = False
             result.reason = f"{ep.status}: {ep.harness_error or ''}".strip(": ")
