@@ -27,7 +27,7 @@ from platform_helpers import (
     stop_platform,
 )
 
-from dabench.platform.admin.audit import AuditStore, unescape_text
+from dabench.platform.admin.audit import AuditQuery, AuditStore, unescape_text
 from dabench.platform.mcp_gate import MAX_BODY_BYTES
 from dabench.platform.storage import Database
 from dabench.targets.audit import AuditReaderConfig, httpx_get, own_rows, read_audit_http
@@ -207,6 +207,30 @@ def test_read_back_counts_only_the_session_owners_rows() -> None:
     assert own_rows(rows) == (rows[:2], 1)
     no_start = rows[1:]
     assert own_rows(no_start) == (no_start, 0)
+
+
+def test_paged_totals_and_timestamps_read_back_exactly(tmp_path: Path) -> None:
+    """Every page's ``total`` is the number of matching rows (a last page's is derived from
+    it, the others are counted), and timestamps come back to the microsecond."""
+    store = AuditStore(Database(sqlite_path=tmp_path / "audit.sqlite"))
+    stamps = [datetime(1, 1, 1, tzinfo=UTC), datetime(2026, 12, 2, 12, 0, 1, 7, tzinfo=UTC)]
+    stamps += [datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)] * 5
+    for n, stamp in enumerate(stamps):
+        store.record(
+            timestamp=stamp, duration_ms=1.0, session_id="dps_a" if n % 2 else "dps_b",
+            user_id="u", persona="analyst", tool_name="sql_query", parameters={"n": n},
+            success=True, error_code=None, request_chars=1, response_chars=1,
+        )  # fmt: skip
+    for limit in (1, 3, 7, 8):
+        for offset in range(10):
+            page = store.events(AuditQuery(limit=limit, offset=offset))
+            assert page.total == 7, (limit, offset)
+            assert [e.parameters["n"] for e in page.events] == list(range(7))[offset:][:limit]
+            odd = store.events(AuditQuery(session_id="dps_a", limit=limit, offset=offset))
+            assert odd.total == 3 and len(odd.events) == len([1, 3, 5][offset:][:limit])
+    assert [e.timestamp for e in store.events(AuditQuery()).events] == stamps
+    for offset in (0, 4):
+        assert store.events(AuditQuery(session_id="dps_none", offset=offset)).total == 0
 
 
 def test_repeated_authorization_is_refused_on_every_route(audit_platform: RunningPlatform) -> None:

@@ -131,6 +131,32 @@ def test_workers_start_on_demand_and_stop_when_idle(world_dir: Path) -> None:
         pool.close()
 
 
+@pytest.mark.parametrize("low_priority", [False, True])
+def test_queries_queued_for_busy_workers_all_get_one(world_dir: Path, low_priority: bool) -> None:
+    """A worker coming free wakes one waiting query (every one when a low-priority query
+    waits, since it may pass the worker by): no query is left waiting for a wake-up."""
+    pool = _pool(world_dir, 2, spawn_after_s=3600.0)  # the queue, not a new worker, serves
+    answers: list[list[list[int]]] = []
+
+    def run(n: int) -> None:
+        for i in range(10):
+            low = low_priority and n % 2 == 1
+            answers.append(_request(pool, f"SELECT {n * 100 + i}", low_priority=low)["ok"]["rows"])
+
+    try:
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300.0)  # a safety net: a lost wake-up would hang here
+        assert not any(t.is_alive() for t in threads)
+        assert sorted(a[0][0] for a in answers) == sorted(
+            n * 100 + i for n in range(6) for i in range(10)
+        )
+    finally:
+        pool.close()
+
+
 def test_a_worker_starts_niced_and_serves_at_normal_priority(world_dir: Path) -> None:
     pool = _pool(world_dir, 1)
     try:

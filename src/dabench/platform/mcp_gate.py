@@ -141,7 +141,6 @@ class McpAuditGate:
         if len(auth) <= 1:
             identity = self.service.identify(bearer_key(auth[0] if auth else None))
         body, too_large = await _read_body(receive, MAX_BODY_BYTES)
-        request = _describe(scope, body, not too_large)
         refusal: tuple[int, str, str, str] | None = None
         if len(auth) > 1:
             refusal = (400, "DUPLICATE_AUTHORIZATION", "more than one Authorization header",
@@ -157,6 +156,7 @@ class McpAuditGate:
             headers = [(b"content-type", b"application/json")]
             if status == 401:
                 headers.append((b"www-authenticate", challenge(scope, key_sent=bool(auth))))
+            request = _describe(scope, body, not too_large)
             await self._audit(identity, request, started, timestamp, code, len(body), len(payload))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
@@ -191,6 +191,7 @@ class McpAuditGate:
                 failure = _RPC_CODES.get(number, f"JSONRPC_{number}")
             elif status == 0 or status >= 400:
                 failure = f"HTTP_{status}" if status else "NO_RESPONSE"
+            request = _describe(scope, body, True)  # only now: a tool call's is never needed
             with anyio.CancelScope(shield=True):
                 await self._audit(
                     identity, request, started, timestamp, failure, len(body), sent_bytes

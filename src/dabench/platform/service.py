@@ -180,6 +180,23 @@ class PlatformService:
         self.episodes = EpisodeKeys()
         self._specs: dict[str, list[ToolSpec]] = {}
         self._allowed: dict[str, frozenset[str]] = {}
+        self._info = {
+            "name": SERVER_NAME,
+            "version": __version__,
+            "profile": profile.name,
+            "profile_hash": profile.profile_hash,
+            "world_hash": world.world_hash,
+            "sql_dialect": self.warehouse.dialect,
+        }
+        """:meth:`info`: the profile and world are fixed for the service's life, and hashing
+        the profile cost more than the rest of a ``platform_info`` call."""
+        self._features: dict[str, Any] = {
+            "enrichment": profile.enrichment.enabled,
+            "search_first_gate": profile.gate.search_first,
+            "memory": profile.memory.enabled,
+            "search_kinds": list(profile.search.kinds),
+            **self._search_features(),
+        }
 
     # ------------------------------------------------------------------ callers
 
@@ -239,14 +256,7 @@ class PlatformService:
 
     def info(self) -> dict[str, Any]:
         """Version, profile and world identity (no session)."""
-        return {
-            "name": SERVER_NAME,
-            "version": __version__,
-            "profile": self.profile.name,
-            "profile_hash": self.profile.profile_hash,
-            "world_hash": self.world.world_hash,
-            "sql_dialect": self.warehouse.dialect,
-        }
+        return dict(self._info)
 
     def _search_features(self) -> dict[str, Any]:
         """``search_ranking`` when search is on, and the embedding model when one ranks."""
@@ -344,18 +354,12 @@ class PlatformService:
                 session = self.sessions.open(identity.user, identity.persona, episode_of(identity))
                 audited_session = session.id
                 payload: dict[str, Any] = {
-                    **self.info(),
+                    **self._info,
                     "session_id": session.id,
                     "user": identity.user,
                     "persona": identity.persona,
-                    "tools": self.profile.tools_for(identity.persona),
-                    "features": {
-                        "enrichment": self.profile.enrichment.enabled,
-                        "search_first_gate": self.profile.gate.search_first,
-                        "memory": self.profile.memory.enabled,
-                        "search_kinds": list(self.profile.search.kinds),
-                        **self._search_features(),
-                    },
+                    "tools": [s.name for s in self.tool_specs(identity)],
+                    "features": {**self._features, "search_kinds": list(self.profile.search.kinds)},
                 }
             else:
                 assert session is not None

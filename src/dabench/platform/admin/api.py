@@ -196,6 +196,12 @@ class Health(BaseModel):
     """``duckdb`` (the world's file) or ``postgres`` (``platform serve --warehouse``)."""
 
 
+def _json(body: BaseModel) -> Response:
+    """``body`` as a JSON response, serialised by pydantic in one step (no dict in between:
+    the audit read-back and the episode routes run once or twice per episode)."""
+    return Response(body.model_dump_json(), media_type="application/json")
+
+
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
@@ -331,7 +337,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
 
     async def audit_events(request: Request, query: AuditQuery) -> Response:
         page: AuditPage = await anyio.to_thread.run_sync(service.audit.events, query)
-        return JSONResponse(page.model_dump(mode="json"))
+        return _json(page)
 
     async def insights(request: Request, query: InsightQuery) -> Response:
         items = service.state.insights(status=query.status, captured_by=query.captured_by)
@@ -392,7 +398,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
         except OverflowError as exc:
             return _error(409, "TOO_MANY_EPISODES", str(exc))
         opened = EpisodeOpened(episode_id=episode_id, label=body.label, keys=keys)
-        return JSONResponse(opened.model_dump(mode="json"))
+        return _json(opened)
 
     async def episode_key(request: Request, query: NoQuery) -> Response:
         body = await _body(request, EpisodeKeyRequest)
@@ -408,15 +414,14 @@ def admin_routes(service: PlatformService) -> list[Route]:
         minted = EpisodeKey(
             episode_id=episode_id, user=identity.user, persona=identity.persona, key=key
         )
-        return JSONResponse(minted.model_dump(mode="json"))
+        return _json(minted)
 
     async def close_episode(request: Request, query: NoQuery) -> Response:
         episode_id = request.path_params["episode_id"]
         revoked = service.close_episode(episode_id)
         if revoked is None:
             return _error(404, "NOT_FOUND", f"no open episode {episode_id!r}")
-        body = EpisodeClosed(episode_id=episode_id, revoked_keys=revoked)
-        return JSONResponse(body.model_dump(mode="json"))
+        return _json(EpisodeClosed(episode_id=episode_id, revoked_keys=revoked))
 
     first = service.world.catalog.datasets[0] if service.world.catalog.datasets else None
     examples = {}

@@ -70,7 +70,8 @@ class EpisodeKeys:
         """A new key acting as ``identity`` within the episode (``None``: no such open
         episode)."""
         key = "epk_" + secrets.token_urlsafe(32)
-        minted = EpisodeIdentity(
+        # every field is a validated identity's or minted here: nothing to validate again
+        minted = EpisodeIdentity.model_construct(
             key=key, user=identity.user, persona=identity.persona, episode_id=episode_id
         )
         with self._lock:

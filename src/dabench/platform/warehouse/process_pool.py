@@ -183,6 +183,8 @@ class WorkerPool:
         """Idle workers and when each became idle; the most recently used last (taken
         first), so the least used age out."""
         self._starting = 0
+        self._low_waiting = 0
+        """Low-priority queries waiting in :meth:`_take` (they may pass an idle worker by)."""
         self.replaced = 0
         """Workers killed or dead and replaced since start."""
         self.started = 0
@@ -260,36 +262,46 @@ class WorkerPool:
         worker while the pool can grow: it starts another (at :data:`STARTUP_NICE`) and
         waits, so the pool grows at a penalized caller's expense (``fair_share``) and the
         others' next query finds a worker."""
-        asked = False
         with self._cond:
-            while True:
-                if self._closed:
-                    raise RuntimeError("the SQL worker pool is closed")
-                if low_priority and self._live() < self.size:
-                    if len(self._idle) > 1:
-                        break
-                    if self._idle and not self._starting:
-                        self._starting += 1
-                        threading.Thread(target=self._start_one, daemon=True).start()
-                    if self._idle:
-                        self._cond.wait()  # a start in flight notifies
-                        continue
-                elif self._idle:
+            if low_priority:
+                self._low_waiting += 1
+            try:
+                return self._take_locked(low_priority)
+            finally:
+                if low_priority:
+                    self._low_waiting -= 1
+
+    def _take_locked(self, low_priority: bool) -> WorkerProcess:
+        """:meth:`_take` with the pool's lock held."""
+        asked = False
+        while True:
+            if self._closed:
+                raise RuntimeError("the SQL worker pool is closed")
+            if low_priority and self._live() < self.size:
+                if len(self._idle) > 1:
                     break
-                now = time.monotonic()
-                spawn_at = min(self._busy.values(), default=now) + self._spawn_after_s
-                room = self._live() < self.size
-                if not asked and room and (now >= spawn_at if self._busy else not self._live()):
-                    asked = True  # one start per waiting query at most
+                if self._idle and not self._starting:
                     self._starting += 1
-                    nice = STARTUP_NICE if low_priority else 0
-                    threading.Thread(target=self._start_one, args=(nice,), daemon=True).start()
-                # woken by a worker coming free or starting, or when a busy one turns long
-                self._cond.wait(None if asked or not room else max(spawn_at - now, 0.01))
-            worker, _ = self._idle.pop()
-            long_ago = self._spawn_after_s if low_priority else 0.0
-            self._busy[worker] = time.monotonic() - long_ago
-            return worker
+                    threading.Thread(target=self._start_one, daemon=True).start()
+                if self._idle:
+                    self._cond.wait()  # a start in flight notifies
+                    continue
+            elif self._idle:
+                break
+            now = time.monotonic()
+            spawn_at = min(self._busy.values(), default=now) + self._spawn_after_s
+            room = self._live() < self.size
+            if not asked and room and (now >= spawn_at if self._busy else not self._live()):
+                asked = True  # one start per waiting query at most
+                self._starting += 1
+                nice = STARTUP_NICE if low_priority else 0
+                threading.Thread(target=self._start_one, args=(nice,), daemon=True).start()
+            # woken by a worker coming free or starting, or when a busy one turns long
+            self._cond.wait(None if asked or not room else max(spawn_at - now, 0.01))
+        worker, _ = self._idle.pop()
+        long_ago = self._spawn_after_s if low_priority else 0.0
+        self._busy[worker] = time.monotonic() - long_ago
+        return worker
 
     def _give(self, worker: WorkerProcess) -> None:
         with self._cond:
@@ -298,7 +310,10 @@ class WorkerPool:
                 worker.stop()
                 return
             self._idle.append((worker, time.monotonic()))
-            self._cond.notify_all()  # a low-priority waiter may not take it: wake every one
+            if self._low_waiting:
+                self._cond.notify_all()  # a low-priority waiter may not take it: wake every one
+            else:
+                self._cond.notify()  # whoever wakes takes it: waking the others costs CPU
 
     def _replace(self, worker: WorkerProcess) -> None:
         """Reap ``worker`` and start its successor on this thread: the caller whose query
