@@ -31,7 +31,9 @@ MOTHERDUCK_STORAGE = "v1.5.0"
 """The ``dabench world export --storage-version`` its DuckDB reads."""
 SERVER_POSTGRES_PKG = "@modelcontextprotocol/server-postgres"
 SERVER_POSTGRES_PIN = "0.6.2"
-INSTALL_TIMEOUT_S = 300
+INSTALL_TIMEOUT_S = 1800
+"""A safety net for one install step (a registry that does not answer), never what is tested:
+under .ci/under-load at load 12 three installs of 300 s timed out."""
 READER_ROLE = "dabench_reader"
 """The login role the PostgreSQL MCP server connects as: SELECT only, read-only sessions."""
 
