@@ -1,9 +1,15 @@
-"""Suite-wide collection rules: tests marked ``heavy`` run only when asked for.
+"""Suite-wide collection rules: tests marked ``heavy`` run only when asked for, and under
+pytest-xdist the files that wait on ``.ci/run``'s background installs go first.
 
-A heavy test installs a third-party stack into the test cache (dbt and MetricFlow, say) or
-runs a benchmark quick mode that needs minutes; together they would take CI past its time
-budget, so the default run skips them with the reason and ``.ci/heavy`` runs them
-(``DABENCH_HEAVY_TESTS=1``).
+A heavy test runs a benchmark quick mode that needs minutes; together they would take CI
+past its time budget, so the default run skips them with the reason and ``.ci/heavy`` runs
+them (``DABENCH_HEAVY_TESTS=1``).
+
+``.ci/run`` starts the semantic layer's installs in the background and runs pytest with
+``--dist loadfile --no-loadscope-reorder``: each worker collects the files in the order
+xdist's own reordering would give (most tests first) but with the semantic layer's file
+ahead (:data:`tests.ordering.FIRST`), so one worker starts it (and waits for the installs)
+while the other runs the rest, instead of starting it last, after the other files.
 """
 
 from __future__ import annotations
@@ -16,7 +22,12 @@ HEAVY_ENV = "DABENCH_HEAVY_TESTS"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``heavy`` tests unless ``DABENCH_HEAVY_TESTS`` is set to a true value."""
+    """Skip ``heavy`` tests unless ``DABENCH_HEAVY_TESTS`` is set to a true value; under an
+    xdist worker, order the files (:func:`tests.ordering.files_first`)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker runs with the repository on sys.path
+        from tests.ordering import files_first
+
+        files_first(items)
     if os.environ.get(HEAVY_ENV, "").lower() in {"1", "true", "yes"}:
         return
     skip = pytest.mark.skip(reason=f"heavy end-to-end test: run .ci/heavy ({HEAVY_ENV}=1)")

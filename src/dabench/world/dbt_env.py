@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dabench.cachedir import cache_root
 from dabench.errors import DabenchError
-from dabench.sandbox import cache_root
 
 DBT_PACKAGES = ("dbt-core<1.12", "dbt-duckdb", "dbt-metricflow", "metricflow")
 """What the dbt venv holds (unpinned above the dbt-core bound: the newest that installs)."""
@@ -36,11 +36,13 @@ def _venv_python() -> str:
 
 
 def install_venv(venv: Path, packages: tuple[str, ...]) -> Path:
-    """A venv at ``venv`` with ``packages`` (created once; a ``.ok`` marker says complete)."""
+    """A venv at ``venv`` with ``packages`` (created once; a ``.ok`` marker naming the packages
+    says complete, so a changed package list reinstalls)."""
     venv.parent.mkdir(parents=True, exist_ok=True)
     with (venv.parent / f".{venv.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (venv / ".ok").exists():
+        marker = venv / ".ok"
+        if marker.exists() and marker.read_text().split() == list(packages):
             return venv
         shutil.rmtree(venv, ignore_errors=True)
         for argv in (
@@ -60,7 +62,7 @@ def install_venv(venv: Path, packages: tuple[str, ...]) -> Path:
                     if not line.startswith("WARNING: Location")
                 )
                 raise DbtToolError(f"{' '.join(argv)} failed:\n{tail[-1500:]}")
-        (venv / ".ok").write_text(" ".join(packages) + "\n")
+        marker.write_text(" ".join(packages) + "\n")
     return venv
 
 
@@ -93,3 +95,6 @@ MCP_METRICFLOW_PACKAGES = (
 )  # fmt: skip
 """mcp-metricflow's own venv: 1.0.0 breaks on mcp 2 (FastMCP moved), and its dbt must stay
 below 1.12 like the project's."""
+SEMANTIC_PACKAGES = (*DBT_PACKAGES, *(p for p in MCP_METRICFLOW_PACKAGES if p not in DBT_PACKAGES))
+"""One venv for both: the dbt + MetricFlow toolchain and mcp-metricflow (its pins admit
+``metricflow``; the tests and CI install this one, ``dabench.world.semantic_stack``)."""

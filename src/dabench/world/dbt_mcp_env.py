@@ -29,9 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import yaml
-
-from dabench.sandbox import cache_root
+from dabench.cachedir import cache_root
 from dabench.world.dbt_env import DbtToolError
 
 SUITE = "trixie"
@@ -141,21 +139,16 @@ def _dbt_venv_duckdb(dbt_venv: Path) -> str | None:
     return None
 
 
-def install_dbt_mcp(dbt_venv: Path | None = None, target: Path | None = None) -> Path:
-    """The Debian root holding dbt-mcp's venv (built once; see the module docstring).
-
-    ``dbt_venv`` (default: none) pins the venv's DuckDB to that venv's version."""
-    base = target or install_dir()
+def install_root(base: Path | None = None) -> Path:
+    """Step 1 alone: the Debian root under ``base`` (default :func:`install_dir`), built once
+    (a ``.root-ok`` marker says done; the same lock as :func:`install_dbt_mcp`)."""
+    base = base or install_dir()
     base.mkdir(parents=True, exist_ok=True)
     root = base / "root"
-    duckdb = _dbt_venv_duckdb(dbt_venv) if dbt_venv is not None else None
-    packages = (*DBT_MCP_PACKAGES, *([f"duckdb=={duckdb}"] if duckdb else []))
     with (base / ".install.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        marker = base / ".ok"
-        if marker.exists() and marker.read_text().split() == list(packages):
-            return root
         if not (base / ".root-ok").exists():
+            (base / ".ok").unlink(missing_ok=True)  # the venv inside goes with the root
             _unmount_below(root)
             shutil.rmtree(root, ignore_errors=True)
             started = time.monotonic()
@@ -165,6 +158,23 @@ def install_dbt_mcp(dbt_venv: Path | None = None, target: Path | None = None) ->
                 f"debootstrap {SUITE}",
             )  # fmt: skip
             (base / ".root-ok").write_text(f"{time.monotonic() - started:.0f}s\n")
+    return root
+
+
+def install_dbt_mcp(dbt_venv: Path | None = None, target: Path | None = None) -> Path:
+    """The Debian root holding dbt-mcp's venv (built once; see the module docstring).
+
+    ``dbt_venv`` (default: none) pins the venv's DuckDB to that venv's version."""
+    base = target or install_dir()
+    root = install_root(base)
+    duckdb = _dbt_venv_duckdb(dbt_venv) if dbt_venv is not None else None
+    packages = (*DBT_MCP_PACKAGES, *([f"duckdb=={duckdb}"] if duckdb else []))
+    with (base / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = base / ".ok"
+        if marker.exists() and marker.read_text().split() == list(packages):
+            return root
+        marker.unlink(missing_ok=True)
         shutil.rmtree(root / VENV.lstrip("/"), ignore_errors=True)
         _run(_root_python_argv(root, "/usr/bin/python3", "-m", "venv", VENV), "python3 -m venv")
         _run(
@@ -177,6 +187,8 @@ def install_dbt_mcp(dbt_venv: Path | None = None, target: Path | None = None) ->
 
 def _attached(project: Path) -> list[Path]:
     """The files the project's default target opens: its DuckDB path and attachments."""
+    import yaml  # here: the installers run on the system Python (standard library only)
+
     try:
         profiles = yaml.safe_load((project / "profiles.yml").read_text())
     except (OSError, yaml.YAMLError) as exc:
