@@ -30,7 +30,12 @@ from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope, check_sql
 from dabench.platform.warehouse.postgres_backend import PostgresWarehouse
 from dabench.platform.warehouse.postgres_roles import create_read_only_role
-from dabench.platform.warehouse.priority import LONG_QUERY_NICE, local_backend_pid
+from dabench.platform.warehouse.priority import (
+    LONG_QUERY_NICE,
+    cpu_cgroup,
+    local_backend_pid,
+    low_cgroup,
+)
 from dabench.world import World
 from dabench.world.export_sql import export_postgres
 
@@ -299,10 +304,15 @@ def test_a_long_query_runs_its_backend_at_low_priority(
             break
         done.wait(0.02)
     assert len(niced) == 1 and not done.is_set()
+    low = low_cgroup()  # where the CPU cgroup hierarchy is writable (root)
+    if low is not None:
+        assert cpu_cgroup(niced[0]) == low  # out of PostgreSQL's autogroup, at low weight
     with psycopg.connect(pg[0], autocommit=True) as admin:
         admin.execute("SELECT pg_cancel_backend(%s)", (niced[0],))
     assert done.wait(120) and codes == ["QUERY_TIMEOUT"]
     assert _reader_backends().get(niced[0], 0) == 0  # back at 0 (or its connection closed)
+    if low is not None and niced[0] in _reader_backends():
+        assert cpu_cgroup(niced[0]) != low
     assert warehouse.run("SELECT 3 AS three", 1, 30.0, low_priority=True).rows == [[3]]
     assert set(_reader_backends().values()) == {0}  # a penalized query's backend too
 

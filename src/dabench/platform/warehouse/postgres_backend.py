@@ -41,10 +41,10 @@ from dabench.platform.warehouse.base import (
     timeout_error,
 )
 from dabench.platform.warehouse.priority import (
-    LONG_QUERY_NICE,
     LONG_QUERY_S,
     local_backend_pid,
-    renice,
+    lower_backend,
+    restore_backend,
 )
 from dabench.platform.warehouse.process_pool import KILL_GRACE_S, WorkerPool
 from dabench.platform.warehouse.watchdog import Watchdog
@@ -227,7 +227,7 @@ class PostgresWarehouse:
         try:
             conn = self._take()
             try:
-                with self._niced(conn, low_priority):
+                with self._niced(conn, low_priority, deadline):
                     result = self._run(conn, sql, limit, timeout_s, max_bytes, deadline)
             except psycopg.errors.QueryCanceled as exc:
                 raise timeout_error(timeout_s) from exc
@@ -264,11 +264,12 @@ class PostgresWarehouse:
         self._backends.pop(id(conn), None)
 
     @contextlib.contextmanager
-    def _niced(self, conn: Any, low_priority: bool) -> Iterator[None]:
-        """Run the body with ``conn``'s local backend reniced to
-        :data:`~dabench.platform.warehouse.priority.LONG_QUERY_NICE` from the start
-        (``low_priority``) or once it has run ``LONG_QUERY_S``; back to 0 afterwards, or
-        the connection closed where that is not permitted."""
+    def _niced(self, conn: Any, low_priority: bool, deadline: float) -> Iterator[None]:
+        """Run the body with ``conn``'s local backend at low CPU priority
+        (:func:`~dabench.platform.warehouse.priority.lower_backend`) from the start
+        (``low_priority``) or once it has run ``LONG_QUERY_S``; restored at the call's
+        ``deadline`` (its cancel is then served at full share) and after it, or the
+        connection closed where restoring is not permitted."""
         key = id(conn)
         if key not in self._backends:
             self._backends[key] = local_backend_pid(conn)
@@ -277,26 +278,37 @@ class PostgresWarehouse:
             yield
             return
         lock = threading.Lock()
-        state = {"running": True, "niced": False}
+        state: dict[str, Any] = {"running": True, "lowered": False, "origin": None, "ok": True}
 
         def demote() -> None:
             with lock:
                 if state["running"]:
-                    state["niced"] = renice(pid, LONG_QUERY_NICE)
+                    reniced, state["origin"] = lower_backend(pid)
+                    state["lowered"] = reniced or state["origin"] is not None
 
-        ticket = None
+        def restore() -> None:  # under the lock; no demotion after it
+            state["running"] = False
+            if state["lowered"]:
+                state["lowered"] = False
+                state["ok"] = restore_backend(pid, state["origin"]) and state["ok"]
+
+        def at_deadline() -> None:
+            with lock:
+                restore()
+
+        ticket = None if low_priority else self._watchdog.arm(demote, LONG_QUERY_S)
         if low_priority:
             demote()
-        else:
-            ticket = self._watchdog.arm(demote, LONG_QUERY_S)
+        deadline_ticket = self._watchdog.arm(at_deadline, max(deadline - time.monotonic(), 0))
         try:
             yield
         finally:
-            if ticket is not None:
-                self._watchdog.disarm(ticket)
+            for t in (ticket, deadline_ticket):
+                if t is not None:
+                    self._watchdog.disarm(t)
             with lock:
-                state["running"] = False
-                if state["niced"] and not renice(pid, 0) and not conn.closed:
+                restore()
+                if not state["ok"] and not conn.closed:
                     self._forget(conn)
                     conn.close()  # may not raise its priority again: a new backend
 

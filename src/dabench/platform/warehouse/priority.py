@@ -12,13 +12,18 @@ the server's session: one autogroup, inside which the backends' nice values orde
 query running longer than :data:`LONG_QUERY_S` (or sent for a penalized caller) has its
 backend reniced to :data:`LONG_QUERY_NICE`; it returns to nice 0 after the query, or its
 connection is closed where that is not permitted (raising a priority needs
-``CAP_SYS_NICE``; a new backend starts at the server's own). Only a backend provably on
-this machine is touched: the connection is over a Unix socket or loopback and the process
-id names a ``postgres:`` process.
+``CAP_SYS_NICE``; a new backend starts at the server's own). A nice value orders a backend
+only inside the server's autogroup, which as a whole still weighs as much as the platform's;
+so where the CPU cgroup hierarchy (v1, ``/sys/fs/cgroup/cpu``) is writable (root), the
+backend also moves into :data:`LOW_CGROUP` (``cpu.shares`` :data:`LOW_SHARES`, shared by
+every lowered backend) and back after the query. Only a backend provably on this machine is
+touched: the connection is over a Unix socket or loopback and the process id names a
+``postgres:`` process.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any
@@ -29,6 +34,13 @@ run, so short queries of other sessions (and the platform process) get the CPU f
 LONG_QUERY_NICE = 10
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+CPU_CGROUP_ROOT = "/sys/fs/cgroup/cpu"
+"""Where the CPU controller's (v1) hierarchy is mounted."""
+LOW_CGROUP = "dabench-low-priority"
+"""The CPU cgroup lowered PostgreSQL backends share."""
+LOW_SHARES = 102
+"""Its ``cpu.shares``: a tenth of a default group's 1 024 (about nice 10's weight)."""
 
 GROUP_NICE_TRIES = 10
 """Tries to set a nice value: without ``CAP_SYS_ADMIN`` the kernel allows one change per
@@ -94,3 +106,59 @@ def renice(pid: int, nice: int) -> bool:
     except OSError:
         return False
     return True
+
+
+@functools.cache
+def low_cgroup(root: str = CPU_CGROUP_ROOT) -> str | None:
+    """The low-priority CPU cgroup's directory (made on first use, with
+    :data:`LOW_SHARES`), or ``None`` where the hierarchy is absent or not writable."""
+    path = os.path.join(root, LOW_CGROUP)
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "cpu.shares"), "w", encoding="ascii") as fh:
+            fh.write(str(LOW_SHARES))
+    except OSError:
+        return None
+    return path
+
+
+def cpu_cgroup(pid: int, root: str = CPU_CGROUP_ROOT) -> str | None:
+    """The directory of process ``pid``'s CPU cgroup (v1), or ``None``."""
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="ascii") as fh:
+            for line in fh:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                if "cpu" in controllers.split(","):
+                    return os.path.join(root, path.lstrip("/"))
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def move_to_cgroup(pid: int, directory: str) -> bool:
+    """Move process ``pid`` into the CPU cgroup ``directory``; ``False`` when not possible."""
+    try:
+        with open(os.path.join(directory, "cgroup.procs"), "w", encoding="ascii") as fh:
+            fh.write(str(pid))
+    except OSError:
+        return False
+    return True
+
+
+def lower_backend(pid: int) -> tuple[bool, str | None]:
+    """Backend ``pid`` to :data:`LONG_QUERY_NICE` and, where possible, into
+    :func:`low_cgroup`: whether it was reniced, and the CPU cgroup it left (``None``: not
+    moved)."""
+    reniced = renice(pid, LONG_QUERY_NICE)
+    low = low_cgroup()
+    origin = cpu_cgroup(pid) if low is not None else None
+    if low is None or origin is None or origin == low or not move_to_cgroup(pid, low):
+        return reniced, None
+    return reniced, origin
+
+
+def restore_backend(pid: int, origin: str | None) -> bool:
+    """Backend ``pid`` back to the CPU cgroup ``origin`` (if it left one) and nice 0;
+    ``False`` when either is not permitted (then its connection should be closed)."""
+    moved = origin is None or move_to_cgroup(pid, origin)
+    return renice(pid, 0) and moved
