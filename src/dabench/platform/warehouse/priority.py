@@ -149,12 +149,11 @@ def lower_backend(pid: int) -> tuple[bool, str | None]:
     """Backend ``pid`` to :data:`LONG_QUERY_NICE` and, where possible, into
     :func:`low_cgroup`: whether it was reniced, and the CPU cgroup it left (``None``: not
     moved)."""
-    reniced = renice(pid, LONG_QUERY_NICE)
     low = low_cgroup()
     origin = cpu_cgroup(pid) if low is not None else None
     if low is None or origin is None or origin == low or not move_to_cgroup(pid, low):
-        return reniced, None
-    return reniced, origin
+        origin = None
+    return renice(pid, LONG_QUERY_NICE), origin  # the nice value last: it marks the move done
 
 
 def restore_backend(pid: int, origin: str | None) -> bool:
