@@ -205,10 +205,18 @@ def _wait_for(predicate: Any, done: threading.Event, safety_s: float = 120.0) ->
     return True
 
 
+def _niced(pid: int) -> bool:
+    """Whether worker ``pid`` runs a thread at ``LONG_QUERY_NICE`` and, where the kernel has
+    autogroups, its autogroup is at that nice value too."""
+    if Path("/proc/self/autogroup").exists() and group_nice(pid) != LONG_QUERY_NICE:
+        return False
+    tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    return LONG_QUERY_NICE in {os.getpriority(os.PRIO_PROCESS, t) for t in tids}
+
+
 def test_a_long_query_drops_its_workers_autogroup_to_nice_10(world_dir: Path) -> None:
     """Past ``LONG_QUERY_S`` the worker's session (its autogroup, where the kernel has them)
     and its thread drop to nice 10, so other sessions' short queries get the CPU first."""
-    autogroups = Path("/proc/self/autogroup").exists()
     pool = _pool(world_dir, 1)
     done = threading.Event()
     answers: list[dict[str, Any]] = []
@@ -225,13 +233,7 @@ def test_a_long_query_drops_its_workers_autogroup_to_nice_10(world_dir: Path) ->
         (pid,) = pool.pids
         threading.Thread(target=long_query, daemon=True).start()
 
-        def niced() -> bool:
-            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-            if autogroups and group_nice(pid) != LONG_QUERY_NICE:
-                return False
-            return LONG_QUERY_NICE in {os.getpriority(os.PRIO_PROCESS, t) for t in tids}
-
-        assert _wait_for(niced, done), "the long query's worker was never niced"
+        assert _wait_for(lambda: _niced(pid), done), "the long query's worker was never niced"
         assert not done.is_set()
     finally:
         pool.close()  # kills the busy worker (back at nice 0 first)
@@ -260,13 +262,9 @@ def test_a_long_guard_check_drops_to_nice_10(world_dir: Path) -> None:
         (pid,) = pool.pids
         threading.Thread(target=check, daemon=True).start()
 
-        def niced() -> bool:
-            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-            if autogroups and group_nice(pid) != LONG_QUERY_NICE:
-                return False
-            return LONG_QUERY_NICE in {os.getpriority(os.PRIO_PROCESS, t) for t in tids}
-
-        assert _wait_for(niced, done), "the long check's guard process was never niced"
+        assert _wait_for(lambda: _niced(pid), done), (
+            "the long check's guard process was never niced"
+        )
         assert done.wait(300) and "ok" in answers[0], answers
         assert pool.pids == [pid]  # the same process, back at nice 0
         assert {

@@ -100,7 +100,8 @@ def local_backend_pid(conn: Any) -> int | None:
 
 
 def renice(pid: int, nice: int) -> bool:
-    """Set process ``pid``'s nice value; ``False`` when not permitted or gone."""
+    """Set the nice value of process (or thread) ``pid``; ``False`` when not permitted or
+    gone."""
     try:
         os.setpriority(os.PRIO_PROCESS, pid, nice)
     except OSError:

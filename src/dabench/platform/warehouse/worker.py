@@ -50,6 +50,7 @@ from dabench.platform.warehouse.priority import (
     LONG_QUERY_NICE,
     LONG_QUERY_S,
     group_nice,
+    renice,
     set_group_nice,
 )
 from dabench.platform.warehouse.watchdog import Watchdog
@@ -82,7 +83,7 @@ def _restore_priority() -> None:
     """After start-up: every thread and the worker's autogroup back to nice 0 (see
     ``process_pool.STARTUP_NICE``)."""
     for tid in os.listdir("/proc/self/task"):
-        if not _set_nice(int(tid), 0):
+        if not renice(int(tid), 0):
             BASE_NICE[0] = os.getpriority(os.PRIO_PROCESS, 0)
             return
     if not set_group_nice(0):
@@ -93,7 +94,7 @@ def _lower_priority(tid: int) -> dict[str, int | None]:
     """Drop thread ``tid`` and the worker's autogroup to :data:`LONG_QUERY_NICE` (or stay
     at the base value, when that is lower still); returns their nice values now."""
     nice = max(LONG_QUERY_NICE, BASE_NICE[0])
-    _set_nice(tid, nice)
+    renice(tid, nice)
     set_group_nice(nice)
     return {"nice": os.getpriority(os.PRIO_PROCESS, tid), "group_nice": group_nice()}
 
@@ -101,16 +102,7 @@ def _lower_priority(tid: int) -> dict[str, int | None]:
 def _normal_priority(tid: int) -> bool:
     """Thread ``tid`` and the worker's autogroup back to the base nice value; ``False``
     when not permitted (then the worker is replaced)."""
-    return _set_nice(tid, BASE_NICE[0]) and set_group_nice(BASE_NICE[0])
-
-
-def _set_nice(tid: int, nice: int) -> bool:
-    """Set one thread's nice value; ``False`` when not permitted."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, tid, nice)
-    except OSError:
-        return False
-    return True
+    return renice(tid, BASE_NICE[0]) and set_group_nice(BASE_NICE[0])
 
 
 class QueryPriority:
