@@ -22,7 +22,8 @@ quiet machine: the load average is printed beside them.
     python3 -m benchmarks.contention [--world DIR] [--engines duckdb,postgres] [--hostile 10]
         [--seconds 30] [--timeout-s 5] [--quick]
 
-``--quick`` (seconds): 3 hostile sessions, a 2 s timeout, 6 s of load, DuckDB only.
+``--quick`` (seconds): 3 hostile sessions, a 2 s timeout, 3 s of load after a 0.5 s
+warm-up, DuckDB only.
 """
 
 from __future__ import annotations
@@ -352,7 +353,7 @@ def _run_engine(
     try:
         time.sleep(1.0)  # the workers settle
         rss_idle, pss_idle, procs_idle = _tree_memory(proc.pid)
-        asyncio.run(_light(base, table, 2.0))  # warm-up
+        asyncio.run(_light(base, table, opts.warmup_s))
         load_idle = _load()
         sampler = _MemorySampler(proc.pid)
         t_idle = time.time()
@@ -512,7 +513,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     opts = parser.parse_args()
     if opts.quick:
-        opts.engines, opts.hostile, opts.seconds, opts.timeout_s = "duckdb", 3, 6.0, 2.0
+        opts.engines, opts.hostile, opts.seconds, opts.timeout_s = "duckdb", 3, 3.0, 2.0
+    opts.warmup_s = 0.5 if opts.quick else 2.0  # the light session's, before the idle phase
     world = opts.world
     if world is None:
         from dabench.world import build_world

@@ -166,15 +166,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--quick", action="store_true", help="seconds: 100 episodes, 5,000 rows")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds: 100 episodes, 5,000 rows (10 grades), 200 cache entries",
+    )
     args = parser.parse_args()
     if args.quick:
         args.episodes, args.rows = 100, 5000
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         graded, seconds = bench_grade_run(root, args.episodes)
-        p50, p95 = bench_exec_sql(root, args.rows)
-        lookup = bench_cache(root)
+        p50, p95 = bench_exec_sql(root, args.rows, 10 if args.quick else 30)
+        lookup = bench_cache(root, 200 if args.quick else 2000)  # each put is a commit
     table = Table(title="grading throughput")
     table.add_column("measurement")
     table.add_column("figure", justify="right")

@@ -106,7 +106,7 @@ def _heavy_process(base: str, ready: Any, stop: Any, out: Any) -> None:
     asyncio.run(_heavy_loop(base, ready, stop, out))
 
 
-async def _measure(base: str, light_sql: str, calls: int) -> dict[str, Any]:
+async def _measure(base: str, light_sql: str, calls: int, warmup: int) -> dict[str, Any]:
     http_l, light = _client(base, KEY)
     async with http_l, light:
         args = {"session_id": await _session(light), "sql": light_sql}
@@ -120,7 +120,7 @@ async def _measure(base: str, light_sql: str, calls: int) -> dict[str, Any]:
                 assert not result.is_error, result.content
             return out
 
-        await timed(20)  # warm-up
+        await timed(warmup)
         idle = await timed(calls)
         ctx = multiprocessing.get_context("spawn")
         ready, stop, queue = ctx.Event(), ctx.Event(), ctx.Queue()
@@ -135,7 +135,15 @@ async def _measure(base: str, light_sql: str, calls: int) -> dict[str, Any]:
     return {"idle": idle, "loaded": loaded, "heavy": heavy, "heavy_errors": errors}
 
 
-def _run_variant(world: Path, tmp: Path, name: str, light_sql: str, calls: int) -> None:
+def _run_variant(
+    world: Path,
+    tmp: Path,
+    name: str,
+    light_sql: str,
+    calls: int,
+    warmup: int = 20,
+    settle_s: float = SETTLE_S,
+) -> None:
     profile = yaml.safe_load(
         (Path(__file__).parents[1] / "src/dabench/platform/profiles/a0.yaml").read_text()
     )
@@ -162,10 +170,10 @@ def _run_variant(world: Path, tmp: Path, name: str, light_sql: str, calls: int) 
                 raise SystemExit(f"server did not start: {argv}")
             time.sleep(0.1)
         rss_start = _rss_mib(proc.pid, "VmRSS")
-        res = asyncio.run(_measure(base, light_sql, calls))
+        res = asyncio.run(_measure(base, light_sql, calls, warmup))
         rss_peak = _rss_mib(proc.pid, "VmHWM")
         rss_end = _rss_mib(proc.pid, "VmRSS")
-        time.sleep(SETTLE_S)
+        time.sleep(settle_s)
         rss_after = _rss_mib(proc.pid, "VmRSS")
     finally:
         proc.send_signal(signal.SIGINT)
@@ -180,7 +188,7 @@ def _run_variant(world: Path, tmp: Path, name: str, light_sql: str, calls: int) 
     print(
         f"{'':10s} heavy calls {len(heavy)} (p50 {statistics.median(heavy):.0f} ms, "
         f"errors {res['heavy_errors']})   server RSS start {rss_start:.0f} MiB, "
-        f"peak {rss_peak:.0f} MiB, end of load {rss_end:.0f} MiB, {SETTLE_S:g} s later "
+        f"peak {rss_peak:.0f} MiB, end of load {rss_end:.0f} MiB, {settle_s:g} s later "
         f"{rss_after:.0f} MiB",
         flush=True,
     )
@@ -192,7 +200,11 @@ def main() -> None:
     parser.add_argument("--world", type=Path, default=None)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--variants", default="default,cap256MiB")
-    parser.add_argument("--quick", action="store_true", help="seconds: 10 calls, default only")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="seconds: 10 calls after 2 warm-up, 0.5 s settle, default only",
+    )
     opts = parser.parse_args()
     if opts.quick:
         opts.calls, opts.variants = 10, "default"
@@ -210,7 +222,10 @@ def main() -> None:
     light_sql = f"SELECT count(*) FROM {table}"
     print(f"light: {light_sql!r}, {opts.calls} calls per phase; heavy: {HEAVY_SQL!r}")
     for name in opts.variants.split(","):
-        _run_variant(world, tmp, name, light_sql, opts.calls)
+        if opts.quick:
+            _run_variant(world, tmp, name, light_sql, opts.calls, warmup=2, settle_s=0.5)
+        else:
+            _run_variant(world, tmp, name, light_sql, opts.calls)
 
 
 if __name__ == "__main__":

@@ -48,12 +48,15 @@ OTHERS = 100
 """How many other users the piled-up memories are spread over."""
 
 
-def _p50s(calls: dict[Any, Callable[[], object]], n: int, rounds: int = 10) -> dict[Any, float]:
-    """p50 ms of each call over ``n`` calls, taken in interleaved rounds so that a burst of
-    load on a shared machine hits every call (and every size) alike."""
+def _p50s(
+    calls: dict[Any, Callable[[], object]], n: int, warmup: int, rounds: int = 10
+) -> dict[Any, float]:
+    """p50 ms of each call over ``n`` calls after ``warmup`` untimed ones, taken in
+    interleaved rounds so that a burst of load on a shared machine hits every call (and every
+    size) alike."""
     times: dict[Any, list[float]] = {key: [] for key in calls}
     for fn in calls.values():
-        for _ in range(10):
+        for _ in range(warmup):
             fn()
     for _ in range(rounds):
         for key, fn in calls.items():
@@ -110,12 +113,12 @@ def _calls(call: Call, dataset: str) -> dict[str, Callable[[], object]]:
 
 
 def _measure(
-    setups: dict[int, dict[str, Callable[[], object]]], n: int
+    setups: dict[int, dict[str, Callable[[], object]]], n: int, warmup: int
 ) -> dict[str, dict[int, float]]:
     """Every size's calls measured together, interleaved."""
     flat = {(size, name): fn for size, calls in setups.items() for name, fn in calls.items()}
     results: dict[str, dict[int, float]] = {}
-    for (size, name), p50 in _p50s(flat, n).items():
+    for (size, name), p50 in _p50s(flat, n, warmup).items():
         results.setdefault(name, {})[size] = p50
     return results
 
@@ -132,7 +135,7 @@ def _table(title: str, results: dict[str, dict[int, float]], sizes: list[int]) -
     print()
 
 
-def _in_process(world: Path, tmp: Path, sizes: list[int], n: int) -> None:
+def _in_process(world: Path, tmp: Path, sizes: list[int], n: int, warmup: int) -> None:
     """One in-process service per size, each with its own state database."""
     content = load_world_content(world)
     identity = DEV_AUTH.identities[0]
@@ -156,7 +159,7 @@ def _in_process(world: Path, tmp: Path, sizes: list[int], n: int) -> None:
         _pile(service.state, 0, size, dataset)
         print(f"  in-process: {size} other users' memories ({time.perf_counter() - t0:.1f} s)")
     gc.collect()
-    results = _measure(setups, n)
+    results = _measure(setups, n, warmup)
     for service in services:
         service.close()
     _table("in-process, PlatformService.call", results, sizes)
@@ -198,7 +201,7 @@ def _http_call(client: httpx.Client, base: str, session: dict[str, str]) -> Call
     return call
 
 
-def _over_http(world: Path, tmp: Path, sizes: list[int], n: int) -> None:
+def _over_http(world: Path, tmp: Path, sizes: list[int], n: int, warmup: int) -> None:
     """One ``dabench platform serve`` process per size; memories go into its state database."""
     servers = {size: _server(world, tmp / f"http-{size}") for size in sizes}
     client = httpx.Client(timeout=60)
@@ -226,7 +229,7 @@ def _over_http(world: Path, tmp: Path, sizes: list[int], n: int) -> None:
             state.db.close()
             print(f"  over HTTP: {size} other users' memories ({time.perf_counter() - t0:.1f} s)")
         gc.collect()
-        results = _measure(setups, n)
+        results = _measure(setups, n, warmup)
         _table("real server over HTTP (one keep-alive connection)", results, sizes)
     finally:
         client.close()
@@ -242,7 +245,9 @@ def main() -> None:
     parser.add_argument("--world", type=Path, default=None)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--sizes", default="0,1000,10000")
-    parser.add_argument("--quick", action="store_true", help="seconds: 10 calls, sizes 0,100")
+    parser.add_argument(
+        "--quick", action="store_true", help="seconds: 10 calls after 2, sizes 0,100"
+    )
     opts = parser.parse_args()
     if opts.quick:
         opts.calls, opts.sizes = 10, "0,100"
@@ -255,8 +260,9 @@ def main() -> None:
         world = tmp / "w930"
         print("building world 930 (scale 1)...", flush=True)
         build_world(930, 1, world)
-    _in_process(world, tmp, sizes, opts.calls)
-    _over_http(world, tmp, sizes, opts.calls)
+    warmup = 2 if opts.quick else 10  # untimed calls of each kind and size first
+    _in_process(world, tmp, sizes, opts.calls, warmup)
+    _over_http(world, tmp, sizes, opts.calls, warmup)
 
 
 if __name__ == "__main__":

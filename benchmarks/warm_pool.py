@@ -106,11 +106,13 @@ def main() -> None:
     parser.add_argument("--arguments", default="{}")
     parser.add_argument("command", nargs="*", help="a stdio server (default: the reference)")
     parser.add_argument(
-        "--quick", action="store_true", help="4 episodes, short think and settle (checks it runs)"
+        "--quick",
+        action="store_true",
+        help="2 episodes (one per slot), short think and settle (checks it runs)",
     )
     args = parser.parse_args()
-    if args.quick:
-        args.episodes, args.think, args.settle = 4, 0.2, 1.0
+    if args.quick:  # each episode without a pool starts a server: the cost is the starts
+        args.episodes, args.think, args.settle = 2, 0.2, 0.5
     pool = args.pool or args.concurrency
     with tempfile.TemporaryDirectory(prefix="dabench-warm-pool-") as tmp:
         work = Path(tmp)
