@@ -56,7 +56,8 @@ def task_ids() -> list[str]:
 
 @pytest.fixture(scope="module")
 def roles_run(real_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Reference a0 and the test server (JSON and markdown results), oracle, graded."""
+    """Reference a0 and the test server (JSON and markdown results, one process per arm),
+    oracle, graded."""
     tmp = tmp_path_factory.mktemp("roles")
     exp = {
         "name": "roles",
@@ -74,6 +75,9 @@ def roles_run(real_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
                         "name": name,
                         "command": server_command(real_world, fmt),
                         "roles": ROLES,
+                        # One server process per arm, each episode its own handle: the roles
+                        # and grades are tested here, a process per episode in test_mcp_target.
+                        "share_process": True,
                     },
                 }
                 for name, fmt in (("third", "json"), ("third-md", "markdown"))

@@ -256,6 +256,9 @@ def test_inspect_writes_and_checks_the_map(real_world: Path, tmp_path: Path) -> 
     assert reads and all(r.startswith("json: 1 row x ") for r in reads), reads
     # The file is usable verbatim under target.roles.
     assert ToolRoles.model_validate(yaml.safe_load(out.read_text())).dump() == ROLES
+    # The check ran its episodes on one server process (each with its own handle).
+    checked = yaml.safe_load((tmp_path / "check" / "experiment.yaml").read_text())
+    assert checked["arms"][0]["target"]["share_process"] is True
     # A wrong map fails the check with the cause, per task.
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(yaml.safe_dump({"sql": {"tool": "execute_query"}}))
@@ -276,6 +279,23 @@ def test_inspect_writes_and_checks_the_map(real_world: Path, tmp_path: Path) -> 
     checked = yaml.safe_load((tmp_path / "wrong" / "experiment.yaml").read_text())
     target = checked["arms"][0]["target"]
     assert target["name"] == "custom" and target["hide_tools"] == ["show_tables"]
+    assert target["share_process"] is True
+
+
+def test_the_check_shares_a_stdio_process_unless_told() -> None:
+    """--check runs a stdio server's episodes on one process, each with its own handle; the
+    target settings (--target-config) can ask for a process per episode or a warm pool."""
+    from dabench.runner.role_check import check_experiment
+
+    def sessions(**target: Any) -> dict[str, Any]:
+        exp = check_experiment(target, ToolRoles.model_validate(ROLES), None)
+        checked: dict[str, Any] = exp["arms"][0]["target"]
+        return {k: checked[k] for k in ("share_process", "warm_pool") if k in checked}
+
+    assert sessions(command=["srv"]) == {"share_process": True}
+    assert sessions(command=["srv"], share_process=False) == {"share_process": False}
+    assert sessions(command=["srv"], warm_pool=2) == {"warm_pool": 2}
+    assert sessions(url="http://127.0.0.1:9/mcp") == {}
 
 
 def test_inspect_refuses_bad_input(tmp_path: Path) -> None:

@@ -145,15 +145,18 @@ async def test_motherduck_list_columns_refuses_qualified_names(
     experiment: dict[str, Any], tmp_path: Path
 ) -> None:
     """Why the motherduck map has no describe role: the canonical argument is a qualified
-    name, which list_columns cannot find, and it says so in a result not marked as an error."""
+    name, which list_columns cannot find, and it says so in a result not marked as an error.
+    Two sessions at once, as the example runs them (a server process per episode): both
+    processes read the one file side by side."""
     target = make_target(
         copy.deepcopy(_arm(experiment, "motherduck")["target"]), TargetContext(None, tmp_path)
     )
     await target.start()
     try:
-        session = await target.open_session()
-        qualified = await session.call("list_columns", {"table": "sales.orders"})
-        split = await session.call("list_columns", {"table": "orders", "schema": "sales"})
+        assert target.describe()["mcp_sessions"] == "per-episode"
+        first, second = await target.open_session(), await target.open_session()
+        qualified = await first.call("list_columns", {"table": "sales.orders"})
+        split = await second.call("list_columns", {"table": "orders", "schema": "sales"})
     finally:
         await target.stop()
     assert not qualified.is_error
@@ -163,10 +166,17 @@ async def test_motherduck_list_columns_refuses_qualified_names(
 
 @pytest.fixture(scope="module")
 def example_run(experiment: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example run once: three arms, the oracle, S1 + S2, k = 1, graded and reported."""
+    """The example run once: three arms, the oracle, S1 + S2, k = 1, graded and reported.
+    Each third-party arm runs its episodes on one server process (``share_process``, each
+    episode its own handle) instead of the example's process per episode: a server start for
+    each of the 182 episodes was most of this test's CPU; two processes on the one DuckDB file
+    at once are tested in test_motherduck_list_columns_refuses_qualified_names."""
     base = tmp_path_factory.mktemp("third-party")
+    shared = copy.deepcopy(experiment)
+    for name in THIRD_PARTY:
+        _arm(shared, name)["target"]["share_process"] = True
     path = base / "third_party.yaml"
-    path.write_text(yaml.safe_dump(experiment, sort_keys=False))
+    path.write_text(yaml.safe_dump(shared, sort_keys=False))
     run_dir = base / "run"
     result = CliRunner().invoke(
         app, ["run", str(path), "--out", str(run_dir), "--no-progress"], catch_exceptions=False

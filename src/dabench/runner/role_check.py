@@ -30,6 +30,10 @@ from dabench.targets.mcp import expand_env
 
 CHECK_SUITES = ("s1", "s2", "s3")
 """Suites whose smoke tasks the check runs (S5 protocols need the reference admin API)."""
+CHECK_SESSIONS = {"share_process": True}
+"""How the check runs a stdio server unless the target settings say otherwise
+(``share_process`` or ``warm_pool`` given): one process and MCP session for its ten episodes,
+each with its own handle, instead of a server start per episode."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,11 @@ def _reads(episode: Episode, roles: ToolRoles) -> list[str]:
 def check_experiment(
     target: dict[str, Any], roles: ToolRoles, world: Path | None
 ) -> dict[str, Any]:
-    """The ad-hoc experiment of a check: one oracle arm on ``target`` with ``roles``."""
+    """The ad-hoc experiment of a check: one oracle arm on ``target`` with ``roles``; a stdio
+    server shares one process across the episodes (:data:`CHECK_SESSIONS`) unless ``target``
+    sets ``share_process`` or ``warm_pool``."""
+    if target.get("command") and "share_process" not in target and not target.get("warm_pool"):
+        target = {**target, **CHECK_SESSIONS}
     exp: dict[str, Any] = {
         "name": "target-inspect-check",
         "description": "dabench target inspect --check: the oracle through a proposed role map",
