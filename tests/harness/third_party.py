@@ -61,7 +61,7 @@ def _install_lock(name: str) -> Iterator[None]:
 
 
 def _install(argv: list[str], what: str) -> None:
-    """One npm install command (the PyPI ones go through :func:`_installer`)."""
+    """One npm install command (the PyPI ones go through :func:`_pypi_install`)."""
     try:
         run_step(argv, INSTALL_TIMEOUT_S)
     except InstallError as exc:
