@@ -117,7 +117,8 @@ def main(argv: list[str]) -> int:
     except InstallError as exc:
         print(f"semantic-stack: {exc}", flush=True)
         return 1
-    print(f"semantic-stack: venvs installed with {installer.name} ({installer.uv})", flush=True)
+    where = f" ({installer.uv})" if installer.uv else ""
+    print(f"semantic-stack: venvs installed with {installer.name}{where}", flush=True)
     try:
         _timed("all", lambda: install_stack(Path(argv[0])))
     except Exception:
