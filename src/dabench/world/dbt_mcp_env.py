@@ -6,9 +6,11 @@ repositories and PyPI are reachable, :func:`install_dbt_mcp` makes one with ``de
 1. a minimal Debian ``trixie`` root (``--variant=minbase``, with ``python3``,
    ``python3-venv`` and ``ca-certificates``) under ``$DABENCH_CACHE/dbt-mcp/root``, from
    the Debian mirror the host's apt configuration names (read at run time);
-2. a venv inside it, ``/opt/dbt-mcp``, with :data:`DBT_MCP_PACKAGES` from PyPI, installed by
-   the root's own Python in a bubblewrap sandbox that shares the host's network, DNS and CA
-   bundle for the install only.
+2. a venv inside it, ``/opt/dbt-mcp``, with :data:`DBT_MCP_PACKAGES` from PyPI, made for the
+   root's own Python in a bubblewrap sandbox that shares the host's network, DNS and CA
+   bundle for the install only: by the host's uv mounted into the sandbox when there is one
+   (:func:`dabench.venvs.find_uv`; uv must run the interpreter it installs for, which runs
+   only inside the root), else by the root's ``python3 -m venv`` and pip.
 
 Both steps run once (a lock serialises parallel installers; a ``.ok`` marker says done).
 :func:`dbt_mcp_command` is the stdio server's command line: bubblewrap with the root's
@@ -30,6 +32,7 @@ import time
 from pathlib import Path
 
 from dabench.cachedir import cache_root
+from dabench.venvs import Installer, InstallError, find_uv, run_step
 from dabench.world.dbt_env import DbtToolError
 
 SUITE = "trixie"
@@ -108,15 +111,23 @@ def _debootstrap() -> str:
     return shutil.which("debootstrap") or "/usr/sbin/debootstrap"
 
 
-def _root_python_argv(root: Path, *argv: str) -> list[str]:
-    """``argv`` run inside the root, writable, with the host's network, DNS and CA bundle."""
+SANDBOX_UV = "/tmp/uv"
+"""Where the host's uv binary is mounted inside the install sandbox (its private /tmp)."""
+
+
+def _root_python_argv(root: Path, *argv: str, uv: str | None = None) -> list[str]:
+    """``argv`` run inside the root, writable, with the host's network, DNS and CA bundle
+    (``SSL_CERT_FILE`` names it: uv reads no other) and the host's ``uv`` binary read-only at
+    :data:`SANDBOX_UV` when given."""
     ca = Path("/etc/ssl/certs/ca-certificates.crt")
     return [
         "bwrap", "--bind", str(root), "/", "--dev", "/dev", "--proc", "/proc",
         "--tmpfs", "/tmp", "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf",
         *(["--ro-bind", str(ca), str(ca)] if ca.is_file() else []),
+        *(["--ro-bind", uv, SANDBOX_UV] if uv is not None else []),
         "--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
-        "--setenv", "PIP_DISABLE_PIP_VERSION_CHECK", "1", "--", *argv,
+        "--setenv", "PIP_DISABLE_PIP_VERSION_CHECK", "1",
+        *(["--setenv", "SSL_CERT_FILE", str(ca)] if ca.is_file() else []), "--", *argv,
     ]  # fmt: skip
 
 
@@ -176,11 +187,16 @@ def install_dbt_mcp(dbt_venv: Path | None = None, target: Path | None = None) ->
             return root
         marker.unlink(missing_ok=True)
         shutil.rmtree(root / VENV.lstrip("/"), ignore_errors=True)
-        _run(_root_python_argv(root, "/usr/bin/python3", "-m", "venv", VENV), "python3 -m venv")
-        _run(
-            _root_python_argv(root, f"{VENV}/bin/pip", "install", "-q", *packages),
-            f"pip install {' '.join(packages)}",
-        )
+        host_uv = find_uv()
+        inside = Installer(uv=None if host_uv is None else SANDBOX_UV)
+        for argv in (
+            inside.create_argv(VENV, "/usr/bin/python3"),
+            inside.install_argv(f"{VENV}/bin/python", packages),
+        ):
+            try:
+                run_step(_root_python_argv(root, *argv, uv=host_uv), STEP_TIMEOUT_S)
+            except InstallError as exc:
+                raise DbtToolError(str(exc)) from exc
         marker.write_text(" ".join(packages) + "\n")
     return root
 

@@ -11,8 +11,10 @@ then finds it done:
   once the venv above is done, dbt-mcp's venv in it with the same DuckDB
   (:func:`~dabench.world.dbt_mcp_env.install_dbt_mcp`).
 
-Each step's start, end and duration are printed (the CI log); a failed step is printed with
-its error and the command exits 1.
+The venvs are made with uv when it is there (``$DABENCH_UV``, which .ci/run sets, or ``uv``
+on ``PATH``), else venv + pip (:mod:`dabench.venvs`); the log's first line says which. Each
+step's start, end and duration are printed (the CI log); a failed step is printed with its
+error and the command exits 1.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from dabench.venvs import Installer, InstallError
 from dabench.world.dbt_env import SEMANTIC_PACKAGES, install_venv
 from dabench.world.dbt_mcp_env import install_dbt_mcp, install_root
 
@@ -109,6 +112,13 @@ def main(argv: list[str]) -> int:
         print("usage: python -m dabench.world.semantic_stack DIR", file=sys.stderr)
         return 2
     started = time.monotonic()
+    try:
+        installer = Installer.detect()
+    except InstallError as exc:
+        print(f"semantic-stack: {exc}", flush=True)
+        return 1
+    where = f" ({installer.uv})" if installer.uv else ""
+    print(f"semantic-stack: venvs installed with {installer.name}{where}", flush=True)
     try:
         _timed("all", lambda: install_stack(Path(argv[0])))
     except Exception:
