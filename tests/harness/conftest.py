@@ -144,11 +144,16 @@ def run_dir(tmp_path: Path) -> Iterator[Path]:
             stop_pid(server.pid)
 
 
-@pytest.fixture
-def bwrap_installed() -> None:
+def require_bwrap() -> None:
     """Skip without bubblewrap on a developer machine; fail in CI (``.ci/run`` installs it):
     the sealed-agent tests need the sandbox."""
     from dabench.isolation import bwrap_path
 
     if bwrap_path() is None:
         skip_unless_ci("bubblewrap (bwrap) is not installed")
+
+
+@pytest.fixture
+def bwrap_installed() -> None:
+    """``require_bwrap`` as a fixture (``usefixtures``)."""
+    require_bwrap()

@@ -78,7 +78,8 @@ class RayCluster:
         return proc
 
     def start_head(self) -> None:
-        """``ray start --head`` and wait until it answers."""
+        """``ray start --head`` and wait until it says it started (``ray start`` itself waits
+        until the GCS lists the node)."""
         self._start(
             [
                 "--head",
@@ -94,7 +95,6 @@ class RayCluster:
             "head.log",
         )
         self.wait_started("head.log")
-        self.wait_nodes(1)
 
     def add_node(self) -> subprocess.Popen[bytes]:
         """A further node (its own raylet) joined with ``ray start --address``."""

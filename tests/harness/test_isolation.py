@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.harness.agent_runs import write_agent_experiment
+from tests.harness.conftest import require_bwrap
 from tests.quiet_http import QuietThreadingHTTPServer
 from typer.testing import CliRunner
 
@@ -49,7 +50,7 @@ ROUTES = (
 needs_bwrap = pytest.mark.usefixtures("bwrap_installed")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def listeners() -> Iterator[dict[str, object]]:
     """A TCP listener on every interface and an abstract Unix socket: harness-side services
     that no agent may reach."""
@@ -116,8 +117,6 @@ def _play_hostile(
         tcp.append((ip, port))
     dirs = [package_root(), world, cache_root(), run_dir, exp_dir, play_dir, Path(sys.prefix)]
     dirs += [Path.home(), tmp_path]
-    dirs = [package_root(), world, cache_root(), run_dir, exp_dir, play_dir, Path(sys.prefix)]
-    dirs += [Path.home(), tmp_path]
     told = {
         "files": [
             str(suites / "s3_traps.yaml"),
@@ -176,18 +175,27 @@ def _play_hostile(
     return ep, report, run_dir
 
 
+@pytest.fixture(scope="module")
+def sealed_hostile(
+    real_world: Path, listeners: dict[str, object], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Episode, dict[str, object], Path, Path]:
+    """The hostile agent played sealed once for the module (two tests read its one episode):
+    its episode, its report, the run directory and the test directory it was told of."""
+    require_bwrap()
+    tmp_path = tmp_path_factory.mktemp("sealed-hostile")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        ep, report, run_dir = _play_hostile(
+            tmp_path, tmp_path_factory, real_world, listeners, monkeypatch
+        )
+    return ep, report, run_dir, tmp_path
+
+
 @needs_bwrap
 @pytest.mark.slow
 def test_a_sealed_hostile_agent_reaches_nothing(
-    real_world: Path,
-    tmp_path: Path,
-    listeners: dict[str, object],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path_factory: pytest.TempPathFactory,
+    sealed_hostile: tuple[Episode, dict[str, object], Path, Path],
 ) -> None:
-    ep, report, run_dir = _play_hostile(
-        tmp_path, tmp_path_factory, real_world, listeners, monkeypatch
-    )
+    ep, report, run_dir, tmp_path = sealed_hostile
     routes = report["routes"]
     assert isinstance(routes, dict)
     assert routes == {
@@ -210,13 +218,9 @@ def test_a_sealed_hostile_agent_reaches_nothing(
 @needs_bwrap
 @pytest.mark.slow
 def test_a_second_session_adds_no_uncounted_call(
-    real_world: Path,
-    tmp_path: Path,
-    listeners: dict[str, object],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path_factory: pytest.TempPathFactory,
+    sealed_hostile: tuple[Episode, dict[str, object], Path, Path],
 ) -> None:
-    ep, report, _ = _play_hostile(tmp_path, tmp_path_factory, real_world, listeners, monkeypatch)
+    ep, report, _, _ = sealed_hostile
     second = report["second_session"]
     assert isinstance(second, dict)
     # Accepted (the key is the episode's own) and counted in the episode: every call made

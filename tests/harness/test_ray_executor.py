@@ -58,6 +58,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
         "DABENCH_CACHE": str(node_cache),
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_AUTH_MODE": "disabled",  # loopback only; a real cluster shares its token
+        # The GCS declares a killed node dead after 5 failed health checks: 1 s apart here
+        # (default 3 s), so the node-loss test waits a third as long for it, with the whole
+        # cluster spinning meanwhile. A live raylet answers well within the 10 s check timeout.
+        "RAY_health_check_period_ms": "1000",
     }
     c = RayCluster(env, cpus=1)
     c.node_cache = node_cache  # type: ignore[attr-defined]

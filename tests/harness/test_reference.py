@@ -13,7 +13,6 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from dabench.cli import app
-from dabench.journal.records import Episode
 from dabench.journal.store import Journal, load_grades, read_manifest
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
@@ -85,13 +84,19 @@ def test_oracle_passes_every_grade(smoke_run: tuple[Path, str]) -> None:
 
 
 def _exp(
-    tmp_path: Path, world: Path, agent: dict[str, object], profile: str = "a2", client: str = "lean"
+    tmp_path: Path,
+    world: Path,
+    agent: dict[str, object],
+    profile: str = "a2",
+    client: str = "lean",
+    tasks: list[str] | None = None,
 ) -> Path:
+    """A one-arm experiment on the smoke tasks (``tasks``: only those of them)."""
     path = tmp_path / "exp.yaml"
     exp = {
         "name": "ref",
         "world": {"dir": str(world)},
-        "tasks": {"smoke": True},
+        "tasks": {"smoke": True, **({"tasks": tasks} if tasks else {})},
         "arms": [
             {
                 "name": profile,
@@ -105,24 +110,25 @@ def _exp(
 
 
 async def test_llm_agent_never_sees_the_session_handle(tmp_path: Path, real_world: Path) -> None:
-    exp = load_experiment(
-        _exp(tmp_path, real_world, {"kind": "llm", "model": "fake:calls=2,sql=SELECT 42"})
-    )
+    # Two smoke tasks (one per suite): the handle is hidden the same way in every episode.
+    agent = {"kind": "llm", "model": "fake:calls=2,sql=SELECT 42"}
+    tasks = ["s1.orders-source", "s3.test-accounts.customers"]
+    exp = load_experiment(_exp(tmp_path, real_world, agent, tasks=tasks))
     run = ExperimentRun(
         exp, tmp_path / "run", experiment_dir=tmp_path, console=Console(quiet=True), progress=False
     )
     summary = await run.execute()
-    assert summary.statuses["completed"] == summary.finished > 0
+    assert summary.statuses["completed"] == summary.finished == len(tasks)
     assert not summary.audit_gaps
     target = run.arms[0].target
     assert target.label == "reference:a2"
-    ep: Episode = Journal(tmp_path / "run").load()[0]
-    assert [c.name for c in ep.tool_calls] == ["search", "sql_query"]
-    for call in ep.tool_calls:
-        assert "session_id" not in call.arguments  # the model's arguments, as it sent them
-    assert ep.audit is not None and ep.audit.audit_rows == 2 and ep.audit.ok
-    assert "42" in (ep.final_answer or "")
-    assert ep.usage.input > 0 and ep.provider == "fake"
+    for ep in Journal(tmp_path / "run").load():
+        assert [c.name for c in ep.tool_calls] == ["search", "sql_query"]
+        for call in ep.tool_calls:
+            assert "session_id" not in call.arguments  # the model's arguments, as it sent them
+        assert ep.audit is not None and ep.audit.audit_rows == 2 and ep.audit.ok
+        assert "42" in (ep.final_answer or "")
+        assert ep.usage.input > 0 and ep.provider == "fake"
 
 
 async def test_replay_of_a_recorded_run(

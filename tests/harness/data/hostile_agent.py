@@ -54,7 +54,9 @@ def listable(path):
 routes["files_by_path"] = [p for p in told["files"] if readable(p)]
 routes["dirs_by_path"] = [d for d in told["dirs"] if listable(d)]
 
-# 2. `find /`: every file named like the key anywhere in the visible filesystem.
+# 2. `find /`: a file named like the key anywhere in the visible filesystem. The walk stops at
+#    the first find (one is a breach): sealed it sees little and finds nothing, so it walks the
+#    whole tree; unsealed it would otherwise walk the host's entire disk (~900k files).
 found = []
 for root, dirs, files in os.walk("/"):
     if root in ("/proc", "/sys", "/dev"):
@@ -69,6 +71,8 @@ for root, dirs, files in os.walk("/"):
     for name in dirs:
         if name == "dabench" or name.startswith("dabench-") or name == "suites":
             found.append(os.path.join(root, name))
+    if found:
+        break
 routes["find_slash"] = found
 
 # 3. import dabench (the harness's package).
