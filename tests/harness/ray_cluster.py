@@ -1,9 +1,9 @@
 """A real two-node Ray cluster on loopback, started with the ``ray`` CLI.
 
 The head runs ``ray start --head``; every further node runs ``ray start --address ... --block``
-as its own process group (its own raylet and workers), so one node can be killed alone with
-``SIGKILL`` to its group. ``ray stop`` is global to the host, so teardown kills the groups the
-cluster started and never calls it.
+as its own process group (its own raylet and workers), so one node can be killed alone:
+``SIGKILL`` to its group and to every process descended from it. ``ray stop`` is global to
+the host, so teardown kills the groups the cluster started and never calls it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,24 @@ from pathlib import Path
 _HANDED_OUT: set[int] = set()
 """Ports already given to a Ray component by this process: the OS may offer a released port
 again, and two components on one port make ``ray start`` refuse to start."""
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process descended from ``root`` (read from /proc: children, their
+    children, and so on)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # the command name may hold spaces and parentheses: the fields follow its last ')'
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def free_port() -> int:
@@ -153,9 +171,16 @@ class RayCluster:
         )
 
     def kill(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGKILL one node's process group (its raylet, workers and actors)."""
+        """SIGKILL one node: every process descended from it (its raylet, workers and
+        actors, whatever process group or session they moved to), then its group. A worker
+        outside the group would otherwise live on and finish its episodes, so nothing would
+        be lost and re-queued."""
+        tree = _descendants(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         proc.wait(timeout=30)
 
     def stop(self) -> None:
