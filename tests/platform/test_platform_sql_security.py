@@ -172,19 +172,37 @@ LIMITS_PROFILE = {
 }
 
 
-@pytest.fixture(scope="module")
-def platform_limits(
-    world_dir: Path, auth_file: Path, tmp_path_factory: pytest.TempPathFactory
+def _limits_platform(
+    world_dir: Path, auth_file: Path, tmp: Path, **sql: object
 ) -> Iterator[RunningPlatform]:
-    """A real server with the limits profile; spills under its own temp directory."""
-    tmp = tmp_path_factory.mktemp("limits")
+    """A real server with the limits profile (``sql`` overrides its SQL settings); spills
+    under its own temp directory."""
     profile = dict(LIMITS_PROFILE)
-    profile["sql"] = {**LIMITS_PROFILE["sql"], "temp_directory": str(tmp / "spill")}  # type: ignore[dict-item]
+    profile["sql"] = {**LIMITS_PROFILE["sql"], "temp_directory": str(tmp / "spill"), **sql}  # type: ignore[dict-item]
     path = tmp / "limits.yaml"
     path.write_text(yaml.safe_dump(profile))
     platform = start_platform(world_dir, str(path), auth_file, tmp / "state")
     yield platform
     stop_platform(platform)
+
+
+@pytest.fixture(scope="module")
+def platform_limits(
+    world_dir: Path, auth_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningPlatform]:
+    """The limits profile as it is (a 10 s statement timeout, which one test waits out)."""
+    yield from _limits_platform(world_dir, auth_file, tmp_path_factory.mktemp("limits"))
+
+
+@pytest.fixture(scope="module")
+def platform_memory_limits(
+    world_dir: Path, auth_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningPlatform]:
+    """The limits profile with a statement timeout far past any machine's time to reach the
+    memory and spill limits (a safety net): under a CPU load, the 3e6-row sort took over the
+    profile's 10 s to fill its 64 MiB of spill, so the timeout answered first."""
+    tmp = tmp_path_factory.mktemp("memory-limits")
+    yield from _limits_platform(world_dir, auth_file, tmp, timeout_s=600.0)
 
 
 async def test_byte_cap_truncates_large_results(platform_limits: RunningPlatform) -> None:
@@ -224,14 +242,14 @@ async def test_byte_cap_truncates_large_results(platform_limits: RunningPlatform
 
 @pytest.mark.slow
 async def test_memory_limit_and_spill_cap_come_from_the_profile(
-    platform_limits: RunningPlatform,
+    platform_memory_limits: RunningPlatform,
 ) -> None:
     big_agg = "SELECT length(string_agg(repeat('x', 1000), '')) FROM range(1000000)"
     spill = (  # 3e6 rows of 128 characters: past the worker's DuckDB memory_limit (256 MiB)
         "SELECT max(m) FROM "
         "(SELECT i, repeat(md5(i::VARCHAR), 4) AS m FROM range(3000000) t(i) ORDER BY m)"
     )
-    async with mcp_client(platform_limits) as client:
+    async with mcp_client(platform_memory_limits) as client:
         sid = await open_session(client)
         is_error, body = await call(client, "sql_query", {"session_id": sid, "sql": big_agg})
         assert is_error and body["error"]["code"] == "QUERY_MEMORY_LIMIT"
