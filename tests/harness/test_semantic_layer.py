@@ -213,6 +213,9 @@ def test_oracle_answers_the_s3_smoke_tasks_through_both_servers(
     arms = [_metricflow_arm(project, dbt_venv), _dbt_mcp_arm(project)]
     for arm in arms:
         arm["agent"] = {"kind": "oracle"}
+        # one server process per arm: a dbt-mcp or mcp-metricflow start is seconds of CPU,
+        # and what is checked here is the answers (a process per episode: test_mcp_sessions)
+        arm["target"]["share_process"] = True
     path = _experiment(tmp_path / "oracle.yaml", real_world, smoke, arms, concurrency=4)
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(
@@ -254,7 +257,9 @@ def dbt_mcp_experiment(
     marts_arm = _example_arms()[1]["marts-sql"]
     marts_arm["target"]["world"] = str(marts)
     path = tmp_path_factory.mktemp("dbt-mcp") / "semantic_layer.yaml"
-    return _experiment(path, real_world, list(ARM_TASKS), [_dbt_mcp_arm(project), marts_arm], 2)
+    dbt_mcp = _dbt_mcp_arm(project)
+    dbt_mcp["target"]["share_process"] = True  # one dbt-mcp start (seconds of CPU) for both
+    return _experiment(path, real_world, list(ARM_TASKS), [dbt_mcp, marts_arm], 2)
 
 
 def test_probe_reads_the_project_through_dbt_mcp_and_sql_over_the_marts(
