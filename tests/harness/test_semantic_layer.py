@@ -202,21 +202,21 @@ def test_inspect_proposes_the_example_map_for_dbt_mcp(
     assert _inspected_roles(target, real_world) == target["roles"]
 
 
-def test_oracle_answers_the_s3_smoke_tasks_through_both_servers(
-    project: Path, real_world: Path, dbt_venv: Path, dbt_mcp_installed: Path, tmp_path: Path
+def _oracle_through_both_servers(
+    tasks: list[str], project: Path, world: Path, venv: Path, tmp_path: Path
 ) -> None:
-    """mcp-metricflow: one ``query_tool`` call of the ``metric`` role per task (the probe
-    answers a metric-expressible task with the same call); dbt-mcp: the truth SQL through
-    ``show`` (``sql``). Every episode completes and is graded as passed."""
-    smoke = sorted(t.id for t in load_builtin_tasks().tasks if t.suite == "s3" and t.smoke)
-    assert len(smoke) == 6 and set(smoke) <= set(METRIC_QUERIES)
-    arms = [_metricflow_arm(project, dbt_venv), _dbt_mcp_arm(project)]
+    """The oracle plays ``tasks`` on mcp-metricflow (one ``query_tool`` call of the ``metric``
+    role per task: the probe answers a metric-expressible task with the same call) and on
+    dbt-mcp (the truth SQL through ``show``, the ``sql`` role), one server process per arm.
+    Every episode completes and is graded as passed, and the report names the role."""
+    assert tasks and set(tasks) <= set(METRIC_QUERIES)
+    arms = [_metricflow_arm(project, venv), _dbt_mcp_arm(project)]
     for arm in arms:
         arm["agent"] = {"kind": "oracle"}
         # one server process per arm: a dbt-mcp or mcp-metricflow start is seconds of CPU,
         # and what is checked here is the answers (a process per episode: test_mcp_sessions)
         arm["target"]["share_process"] = True
-    path = _experiment(tmp_path / "oracle.yaml", real_world, smoke, arms, concurrency=4)
+    path = _experiment(tmp_path / "oracle.yaml", world, tasks, arms, concurrency=4)
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(
         app, ["run", str(path), "--out", str(run_dir), "--no-progress"], catch_exceptions=False
@@ -224,7 +224,7 @@ def test_oracle_answers_the_s3_smoke_tasks_through_both_servers(
     assert result.exit_code == 0, result.output
     episodes = Journal(run_dir).load()
     assert sorted((e.arm, e.task_id) for e in episodes) == sorted(
-        (arm, task) for arm in ("dbt-mcp", "mcp-metricflow") for task in smoke
+        (arm, task) for arm in ("dbt-mcp", "mcp-metricflow") for task in tasks
     )
     for ep in episodes:
         assert ep.status == "completed", (ep.key, ep.harness_error)
@@ -238,6 +238,26 @@ def test_oracle_answers_the_s3_smoke_tasks_through_both_servers(
     assert len(grades) == len(episodes)
     assert [g.key for g in grades if not g.passed or g.excluded] == []
     assert "query_tool (metric)" in (run_dir / "report.html").read_text()
+
+
+def test_oracle_answers_the_s3_smoke_tasks_through_both_servers(
+    project: Path, real_world: Path, dbt_venv: Path, dbt_mcp_installed: Path, tmp_path: Path
+) -> None:
+    """The S3 smoke tasks (6) through both servers, in every CI run."""
+    smoke = sorted(t.id for t in load_builtin_tasks().tasks if t.suite == "s3" and t.smoke)
+    assert len(smoke) == 6
+    _oracle_through_both_servers(smoke, project, real_world, dbt_venv, tmp_path)
+
+
+@pytest.mark.heavy
+def test_oracle_answers_every_s3_task_through_both_servers(
+    project: Path, real_world: Path, dbt_venv: Path, dbt_mcp_installed: Path, tmp_path: Path
+) -> None:
+    """All of S3 (33 tasks, every one metric-expressible) through both servers: each
+    MetricFlow query or dbt ``show`` is a process of seconds, so this runs in .ci/heavy."""
+    s3 = sorted(t.id for t in load_builtin_tasks().tasks if t.suite == "s3")
+    assert len(s3) == len(METRIC_QUERIES) == 33
+    _oracle_through_both_servers(s3, project, real_world, dbt_venv, tmp_path)
 
 
 @pytest.fixture(scope="module")
