@@ -8,8 +8,9 @@ builds with dbt; MetricFlow equals the gold on every metric-expressible task (33
 ``target inspect`` proposes the example's role maps; the oracle answers the S3 smoke tasks
 through both servers (mcp-metricflow's ``metric`` role, dbt-mcp's ``sql`` role); the probe
 reads the project through dbt-mcp's ``describe`` and ``sql`` roles; the marts arm serves the
-mart tables only. Each MetricFlow or dbt call is a process of seconds, so the runs stay on
-the smoke tasks."""
+mart tables only. Each MetricFlow or dbt call is a process of seconds, so the default runs
+stay on the smoke tasks, one server process per arm; the oracle on all of S3 is marked heavy
+(``.ci/heavy``)."""
 
 from __future__ import annotations
 
