@@ -185,9 +185,12 @@ def test_node_loss_requeues_and_matches_local(
     assert len(keys) == 24 and set(keys.values()) == {1}, keys
     assert {e.status for e in episodes} == {"completed"}
 
+    # The same experiment locally, more episodes at once (the model's 1 s waits overlap; how
+    # many run at once changes no answer and no grade).
     local = subprocess.run(
-        [*cmd, "--out", str(local_run)], env=env, capture_output=True, text=True, timeout=120
-    )
+        [*cmd, "--out", str(local_run), "--concurrency", "8"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
     assert local.returncode == 0, local.stdout + local.stderr
     on_ray = {g.key: g.passed for g in grade_run(ray_run)}
     on_local = {g.key: g.passed for g in grade_run(local_run)}

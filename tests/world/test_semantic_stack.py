@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.ordering import FIRST, files_first
+from tests.ordering import FIRST, LONGEST, files_first
 
 from dabench.world.semantic_stack import STEPS, main, stack_paths, step_outcome
 
@@ -65,3 +65,22 @@ def test_xdist_workers_hand_out_the_semantic_layer_file_first() -> None:
         f"{FIRST[0]}::x", f"{FIRST[0]}::y", "c.py::1", "c.py::2", "c.py::3", "a.py::1",
         "a.py::2", "b.py::1", "d.py::1",
     ]  # fmt: skip
+
+
+def test_the_longest_files_go_next_in_their_measured_order() -> None:
+    """After the semantic-layer file come the files that took longest, in :data:`LONGEST`'s
+    order whatever their test count, then the rest by test count."""
+    ids = ["a.py::1", "a.py::2", "a.py::3", f"{LONGEST[1]}::x", f"{LONGEST[0]}::y",
+           f"{LONGEST[1]}::z", f"{FIRST[0]}::w", "b.py::1"]  # fmt: skip
+    items = [_Item(i) for i in ids]
+    files_first(items)
+    assert [i.nodeid for i in items] == [
+        f"{FIRST[0]}::w", f"{LONGEST[0]}::y", f"{LONGEST[1]}::x", f"{LONGEST[1]}::z",
+        "a.py::1", "a.py::2", "a.py::3", "b.py::1",
+    ]  # fmt: skip
+
+
+def test_every_listed_file_exists() -> None:
+    """A renamed or removed test file does not stay in the order unnoticed."""
+    root = Path(__file__).resolve().parents[2]
+    assert [f for f in (*FIRST, *LONGEST) if not (root / f).is_file()] == []
