@@ -7,9 +7,9 @@ them (``DABENCH_HEAVY_TESTS=1``).
 
 ``.ci/run`` starts the semantic layer's installs in the background and runs pytest with
 ``--dist loadfile --no-loadscope-reorder``: each worker collects the files in the order
-xdist's own reordering would give (most tests first) but with the semantic layer's file
-ahead (:data:`tests.ordering.FIRST`), so one worker starts it (and waits for the installs)
-while the other runs the rest, instead of starting it last, after the other files.
+the semantic layer's file ahead (:data:`tests.ordering.FIRST`), so one worker starts it (and
+waits for the installs) while the other runs the rest; then the files that took longest
+(:data:`tests.ordering.LONGEST`); then the rest by test count, as xdist's own reordering would.
 """
 
 from __future__ import annotations
