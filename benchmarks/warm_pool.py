@@ -108,11 +108,11 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="2 episodes (one per slot), short think and settle (checks it runs)",
+        help="1 episode on 1 slot (a pool of 1), short think and settle (checks it runs)",
     )
     args = parser.parse_args()
     if args.quick:  # each episode without a pool starts a server: the cost is the starts
-        args.episodes, args.think, args.settle = 2, 0.2, 0.5
+        args.episodes, args.concurrency, args.think, args.settle = 1, 1, 0.2, 0.5
     pool = args.pool or args.concurrency
     with tempfile.TemporaryDirectory(prefix="dabench-warm-pool-") as tmp:
         work = Path(tmp)

@@ -50,7 +50,7 @@ FIGURES: dict[str, str] = {
     "semantic_layer_parity": r"parity: 3/3 equal the gold",
     "sequential": r"largest planned-vs-simulated gap: \d+\.\d+ points",
     "soak": r"harness errors in total: 0",
-    "warm_pool": r"warm_pool 2\s+\d+\.\d+s",
+    "warm_pool": r"warm_pool 1\s+\d+\.\d+s",
     "world_build": r"│\s+1 │\s+[\d,]+ │",
     "world_scale": r"│ 1 -> 2 │\s+\d+\.\d+",
     "world_seeds": r"1/1 seeds pass",

@@ -1,33 +1,28 @@
-"""Serving: one ASGI app (MCP at ``/mcp`` + admin API + health) under uvicorn, or MCP on stdio."""
+"""Serving over HTTP: one ASGI app (MCP at ``/mcp`` + admin API + health) under uvicorn.
+
+MCP on stdio is :mod:`dabench.platform.stdio`, which imports none of the HTTP stack.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from types import FrameType
 from typing import cast
 
-import anyio
 import uvicorn
-from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
 from dabench.platform.admin.api import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
-from dabench.platform.admin.auth import AuthConfig, Identity
 from dabench.platform.admin.resource_metadata import resource_metadata_routes
 from dabench.platform.mcp_gate import McpAuditGate
 from dabench.platform.mcp_server import build_mcp_server
 from dabench.platform.service import PlatformService
-
-API_KEY_ENV = "DABENCH_API_KEY"
 
 
 def build_http_app(service: PlatformService, host: str = "127.0.0.1") -> Starlette:
@@ -93,35 +88,3 @@ def serve_http(
         timeout_keep_alive=cast(int, keep_alive_s),
     )
     _GracefulServer(config).run()
-
-
-def stdio_identity(auth: AuthConfig, dev_default: bool) -> Identity:
-    """The identity of a stdio server: ``DABENCH_API_KEY``, or the first dev identity."""
-    key = os.environ.get(API_KEY_ENV)
-    if key:
-        identity = auth.identity_for(key)
-        if identity is None:
-            raise UserInputError(f"{API_KEY_ENV} is not a key of any identity in the auth config")
-        return identity
-    if dev_default:
-        return auth.identities[0]
-    raise UserInputError(f"stdio transport with --auth needs {API_KEY_ENV}=<identity key>")
-
-
-def serve_stdio(service: PlatformService, identity: Identity) -> None:
-    """Serve MCP over stdin/stdout until the client closes the pipe."""
-    server = build_mcp_server(service, fixed_identity=identity)
-
-    async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    try:
-        anyio.run(main)
-    finally:
-        service.close()
-
-
-def default_state_dir(profile: str) -> Path:
-    """Where state and audit go without ``--state-dir``: ``./.dabench/platform/<profile>``."""
-    return Path.cwd() / ".dabench" / "platform" / profile

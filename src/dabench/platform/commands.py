@@ -62,11 +62,9 @@ def serve(
 ) -> None:
     """Serve the reference platform over MCP (streamable HTTP at /mcp, or stdio)."""
     from dabench.platform.admin.auth import DEV_AUTH, load_auth, read_auth_fd
-    from dabench.platform.app import default_state_dir, serve_http, serve_stdio, stdio_identity
     from dabench.platform.profile import load_profile
     from dabench.platform.service import PlatformService
     from dabench.platform.world_content import load_world_content
-    from dabench.world.cache import default_world
 
     if transport not in ("http", "stdio"):
         raise UserInputError(f"--transport must be http or stdio, got {transport!r}")
@@ -83,12 +81,16 @@ def serve(
     elif auth_fd is not None:
         auth_config = read_auth_fd(auth_fd)
     dev_keys = auth is None and auth_fd is None
-    content = load_world_content(world or default_world())
+    if world is None:
+        from dabench.world.cache import default_world
+
+        world = default_world()
+    content = load_world_content(world)
     service = PlatformService(
         content,
         prof,
         auth_config,
-        state_dir if state_dir is not None else default_state_dir(prof.name),
+        state_dir if state_dir is not None else Path.cwd() / ".dabench" / "platform" / prof.name,
         audit_dsn=audit_dsn,
         sql_threads=sql_threads,
         warehouse_dsn=warehouse,
@@ -100,6 +102,8 @@ def serve(
             "reviewer=dev-reviewer-key admin=dev-admin-key"
         )
     if transport == "stdio":
+        from dabench.platform.stdio import serve_stdio, stdio_identity
+
         serve_stdio(service, stdio_identity(auth_config, dev_default=dev_keys))
         return
     err.print(
@@ -107,6 +111,8 @@ def serve(
         f"(admin API /api/v1/admin, health /healthz)"
     )
     sys.stderr.flush()
+    from dabench.platform.app import serve_http
+
     serve_http(service, host, port, keep_alive_s)
 
 
@@ -131,7 +137,11 @@ def pg_role(
     from dabench.platform.world_content import load_world_content
     from dabench.world.cache import default_world
 
-    content = load_world_content(world or default_world())
+    if world is None:
+        from dabench.world.cache import default_world
+
+        world = default_world()
+    content = load_world_content(world)
     tables = [ds.id for ds in content.catalog.datasets]
     create_read_only_role(admin_dsn, role, tables, password=password)
     stdout_console().print(
