@@ -116,6 +116,9 @@ def _result_text(result: mcp_types.CallToolResult) -> str:
 class McpConnection:
     """A connected MCP client owned by a background task."""
 
+    close_wait_s = 10.0
+    """How long :meth:`close` waits for a connected session to shut down before cancelling it."""
+
     def __init__(
         self,
         endpoint: McpEndpoint,
@@ -233,8 +236,12 @@ class McpConnection:
         """Disconnect; safe to call twice."""
         self._closing.set()
         if self._owner is not None:
+            if not self._ready.is_set():
+                # Still connecting (a server that never answers the handshake): it would
+                # only see _closing once connected, so stop it now, not after the timeout.
+                self._owner.cancel()
             with contextlib.suppress(BaseException):
-                async with asyncio.timeout(10):
+                async with asyncio.timeout(self.close_wait_s):
                     await self._owner
             if not self._owner.done():
                 self._owner.cancel()
