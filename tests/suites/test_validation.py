@@ -8,7 +8,12 @@ from dabench.journal.store import Journal
 from dabench.runner.protocol import lifecycle_metrics
 from dabench.tasks.loader import TaskSet
 from dabench.tasks.lock import compute_lock
-from dabench.validation.tasks import ValidationReport, naive_issues, naive_rejected
+from dabench.validation.tasks import (
+    DEFAULT_ARMS,
+    ValidationReport,
+    naive_issues,
+    naive_rejected,
+)
 from dabench.world.source import open_world
 
 
@@ -16,15 +21,16 @@ def test_every_task_and_protocol_validates(validation: ValidationReport) -> None
     assert validation.ok, [(i.item, i.arm, i.check, i.detail) for i in validation.issues[:20]]
 
 
-def test_each_task_ran_on_a0_and_a2_and_each_protocol_on_a3(
-    validation: ValidationReport, builtin: TaskSet
-) -> None:
-    ran = {(r.item, r.arm) for r in validation.results if r.passed}
-    for t in builtin.tasks:
-        assert {(t.id, "a0"), (t.id, "a2")} <= ran, t.id
+def test_each_item_ran_on_each_of_its_arms(validation: ValidationReport, builtin: TaskSet) -> None:
+    """Every task and protocol played once on each arm it declares (no arms: a0..a3), and
+    passed there; the protocols (S5, lifecycle) are a3's only."""
+    assert validation.arms == list(DEFAULT_ARMS)
+    ran = [(r.item, r.arm) for r in validation.results if r.passed]
+    expected = [(i.id, arm) for i in builtin.items for arm in (i.arms or DEFAULT_ARMS)]
+    assert sorted(ran) == sorted(expected)
+    assert validation.episodes == len(expected)
     for p in builtin.protocols:
-        assert (p.id, "a3") in ran and (p.id, "a0") not in ran, p.id
-    assert validation.episodes == 2 * len(builtin.tasks) + len(builtin.protocols)
+        assert p.arms == ["a3"], p.id
 
 
 def test_naive_answer_rejected_for_every_trap(
