@@ -137,11 +137,7 @@ def pg_role(
     from dabench.platform.world_content import load_world_content
     from dabench.world.cache import default_world
 
-    if world is None:
-        from dabench.world.cache import default_world
-
-        world = default_world()
-    content = load_world_content(world)
+    content = load_world_content(world or default_world())
     tables = [ds.id for ds in content.catalog.datasets]
     create_read_only_role(admin_dsn, role, tables, password=password)
     stdout_console().print(
