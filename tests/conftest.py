@@ -24,12 +24,10 @@ HEAVY_ENV = "DABENCH_HEAVY_TESTS"
 def pytest_configure(config: pytest.Config) -> None:
     """With ``DABENCH_TEST_CPU_LOG=FILE``, log each test's wall and CPU time
     (:mod:`tests.cpu_log`)."""
-    from tests.cpu_log import CPU_LOG_ENV
+    import tests.cpu_log as cpu_log
 
-    if os.environ.get(CPU_LOG_ENV) and not config.pluginmanager.has_plugin("tests.cpu_log"):
-        import tests.cpu_log
-
-        config.pluginmanager.register(tests.cpu_log, "tests.cpu_log")
+    if os.environ.get(cpu_log.CPU_LOG_ENV) and not config.pluginmanager.is_registered(cpu_log):
+        config.pluginmanager.register(cpu_log, "tests.cpu_log")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
