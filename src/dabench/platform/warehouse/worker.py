@@ -182,7 +182,7 @@ class GuardWorker:
         try:
             checked = check_sql(str(req["sql"]), int(req["max_sql_chars"]), self.scope)
         except ToolError as exc:
-            return {"error": exc.body.model_dump()}
+            return {"error": exc.error()}
         finally:
             if not self.priority.end():
                 self.must_recycle = True
@@ -262,15 +262,15 @@ class Worker:
             )
             reuse = truncated_by is None
         except ToolError as exc:
-            return {"error": exc.body.model_dump()}
+            return {"error": exc.error()}
         except duckdb.InterruptException:
-            return {"error": timeout_error(timeout_s).body.model_dump()}
+            return {"error": timeout_error(timeout_s).error()}
         except duckdb.OutOfMemoryException as exc:
-            return {"error": memory_error(str(exc)).body.model_dump()}
+            return {"error": memory_error(str(exc)).error()}
         except MemoryError:
-            return {"error": memory_error("").body.model_dump()}
+            return {"error": memory_error("").error()}
         except duckdb.Error as exc:
-            return {"error": sql_error(str(exc)).body.model_dump()}
+            return {"error": sql_error(str(exc)).error()}
         finally:
             with self._out_lock:
                 self._running = False  # the resident check stops; it can no longer answer
@@ -305,7 +305,7 @@ class Worker:
                     f"past its limit of {self.resident_limit // 2**20} MiB"
                 )
                 try:
-                    _send(self._out, {"error": error.body.model_dump(), "recycle": True})
+                    _send(self._out, {"error": error.error(), "recycle": True})
                 finally:
                     os._exit(3)
             self._check = self.watchdog.arm(self._check_resident, RESIDENT_CHECK_S)
@@ -359,7 +359,7 @@ def main() -> None:
         try:
             answer = worker.query(json.loads(line))
         except MemoryError:
-            answer = {"error": memory_error("").body.model_dump()}
+            answer = {"error": memory_error("").error()}
         answer["worker_ms"] = (time.perf_counter() - started) * 1000.0
         # DuckDB and malloc keep address space after a big query (or a failed allocation):
         # a worker past half its budget is replaced, so the next query gets its full budget
@@ -370,7 +370,7 @@ def main() -> None:
         try:
             _send(out, answer)
         except MemoryError:
-            _send(out, {"error": memory_error("").body.model_dump(), "recycle": True})
+            _send(out, {"error": memory_error("").error(), "recycle": True})
 
 
 if __name__ == "__main__":
