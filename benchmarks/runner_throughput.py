@@ -7,7 +7,7 @@ episodes the ideal wall time is ``ceil(n / c) * (calls + 1) * latency`` (tool ti
 overhead); efficiency = ideal / measured wall time of the episode phase (targets already up).
 Also prints the harness process's CPU time per tool call and per episode, the platform's CPU
 (its SQL worker processes included) and its peak memory (PSS of the platform process and its
-workers together, sampled every 0.1 s).
+workers together, sampled every 0.1 s by a process of its own).
 
     python benchmarks/runner_throughput.py [--world DIR] [--latency-ms 200] [--calls 2]
         [--concurrency 1 8 32 64] [--episodes 320] [--repeat 3]
@@ -20,6 +20,8 @@ import asyncio
 import math
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -110,26 +112,43 @@ async def run_level(exp: Experiment, episodes: int) -> LevelRun:
 
 
 class PlatformMemory:
-    """Samples, every 0.1 s on a thread, the memory of each ``platform serve`` process below
-    this one with its worker processes (PSS: pages they share counted once); keeps the peak."""
+    """Samples, every 0.1 s, the memory of each ``platform serve`` process below this one with
+    its worker processes (PSS: pages they share counted once); keeps the peak.
+
+    The sampling runs in a process of its own (this script with ``--sample-memory PID``):
+    reading ``/proc`` every 0.1 s is about 6 ms of CPU a sample, which in a thread of this
+    process would count as harness CPU (2.5 ms per tool call at c = 8, measured 2026-12-03)
+    and hold the GIL the episodes need."""
 
     def __init__(self) -> None:
         self.peak_bytes = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="platform-memory", daemon=True)
+        self._proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> PlatformMemory:
-        self._thread.start()
+        self._proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--sample-memory", str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        assert self._proc is not None
+        out, _ = self._proc.communicate(input="", timeout=60)  # stdin closed: print the peak
+        if self._proc.returncode != 0 or not out.strip():
+            raise RuntimeError(f"the memory sampler failed (exit {self._proc.returncode})")
+        self.peak_bytes = int(out.split()[-1])
 
-    def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            for pid in _platforms(os.getpid()):
-                self.peak_bytes = max(self.peak_bytes, tree_pss_bytes(pid))
+
+def sample_memory(pid: int) -> None:
+    """The sampler process: every 0.1 s until its stdin closes, the peak PSS of the ``platform
+    serve`` processes below ``pid`` (each with its workers); prints the peak in bytes."""
+    closed = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+    peak = 0
+    while not closed.wait(0.1):
+        for platform in _platforms(pid):
+            peak = max(peak, tree_pss_bytes(platform))
+    print(peak, flush=True)
 
 
 def _platforms(pid: int) -> list[int]:
@@ -208,7 +227,11 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="seconds: 8 episodes at c = 4, 20 ms per call"
     )
+    parser.add_argument("--sample-memory", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.sample_memory is not None:
+        sample_memory(args.sample_memory)
+        return
     if args.quick:
         args.concurrency, args.episodes, args.latency_ms = [4], 8, 20
     world = args.world or default_world()
