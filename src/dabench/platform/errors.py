@@ -11,7 +11,7 @@ class ToolErrorBody:
     """The ``error`` object of a failed tool result: ``{"error": {code, message, hint}}``.
 
     A plain dataclass, not a pydantic model: the SQL worker process imports this module, and
-    pydantic would add about 0.25 s of CPU to every worker's start."""
+    pydantic would add about 0.17 s of CPU to every worker's start (0.55 against 0.38 s)."""
 
     code: str
     """Stable machine-readable code, e.g. ``SESSION_REQUIRED`` or ``SQL_NOT_READ_ONLY``."""
