@@ -57,16 +57,14 @@ class PlatformPool:
         self.auth = auth
         self.tmp = tmp
         self.running: dict[str, RunningPlatform] = {}
-        self.healthy: set[str] = set()
 
     def get(self, name: str) -> RunningPlatform:
         """The healthy platform ``name``, launched on first use."""
         if name not in self.running:
             state = self.tmp / f"state-{name}"
-            self.running[name] = launch_platform(self.world_dir, self.specs[name], self.auth, state)
-        if name not in self.healthy:
-            wait_healthy(self.running[name])
-            self.healthy.add(name)
+            platform = launch_platform(self.world_dir, self.specs[name], self.auth, state)
+            self.running[name] = platform
+            wait_healthy(platform)
         return self.running[name]
 
     def stop(self) -> None:
