@@ -22,7 +22,7 @@ from dabench.grading.tool_equivalents import manifest_roles
 from dabench.journal.records import Episode, Grade
 from dabench.journal.store import Journal, read_manifest
 from dabench.report.context import build_context
-from dabench.report.html import episode_detail
+from dabench.report.episodes import episode_detail
 from dabench.runner.experiment import load_experiment
 from dabench.runner.run import ExperimentRun
 from dabench.stats.compute import compute_stats

@@ -28,13 +28,18 @@ def call_roles(call: ToolCall, roles: ToolRoles | None = None) -> list[Role]:
     the legacy map."""
     if call.roles is not None:
         return list(call.roles)
+    return tool_roles(call.name, roles)
+
+
+def tool_roles(tool: str, roles: ToolRoles | None = None) -> list[Role]:
+    """The roles ``tool`` plays in ``roles`` (the arm's map), else in the legacy map."""
     mapping = roles or LEGACY_ROLES
-    key = (id(mapping), call.name)
+    key = (id(mapping), tool)
     hit = _ROLES_OF.get(key)
     if hit is None or hit[0] is not mapping:
         if len(_ROLES_OF) > 4096:
             _ROLES_OF.clear()
-        hit = _ROLES_OF[key] = (mapping, mapping.roles_of(call.name))
+        hit = _ROLES_OF[key] = (mapping, mapping.roles_of(tool))
     return list(hit[1])
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dabench.report.context import build_context
+from dabench.report.episodes import DetailSpool
 from dabench.report.html import MAX_TRANSCRIPTS, write_html
 from dabench.report.markdown import render_markdown
 from dabench.stats import (
@@ -48,22 +49,28 @@ def write_reports(
     step = progress or (lambda _msg: None)
     run_dir = Path(run_dir)
     step("loading the run")
-    # The journal is streamed into the frame (no episode or grade is held; the HTML reads
-    # each back from its line). Parsing makes no cyclic garbage, so the cyclic GC is paused
-    # meanwhile; what the frame keeps then lives until the reports are written: gc.freeze
-    # moves it to a permanent generation that collections no longer rescan.
+    # The journal is streamed into the frame (no episode or grade is held) and into the
+    # spool of the page's episode records (a temporary file). Parsing makes no cyclic
+    # garbage, so the cyclic GC is paused meanwhile; what the frame keeps then lives until
+    # the reports are written: gc.freeze moves it to a permanent generation that
+    # collections no longer rescan.
+    spool = DetailSpool(max_transcripts)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        run, frame = stream_run(run_dir)
+        run, frame = stream_run(run_dir, spool.add)
+    except BaseException:
+        spool.close()
+        raise
     finally:
         gc.freeze()
         if was_enabled:
             gc.enable()
     try:
-        return _write(run_dir, run, frame, baseline_arm, seed, resamples, max_transcripts, step)
+        return _write(run_dir, run, frame, baseline_arm, seed, resamples, spool, step)
     finally:
         run.close()
+        spool.close()
         gc.unfreeze()
 
 
@@ -74,7 +81,7 @@ def _write(
     baseline_arm: str | None,
     seed: int,
     resamples: int,
-    max_transcripts: int,
+    spool: DetailSpool,
     step: Callable[[str], None],
 ) -> ReportFiles:
     step("computing statistics")
@@ -88,5 +95,5 @@ def _write(
     md_path.write_text(render_markdown(ctx), encoding="utf-8")
     step("writing report.html")
     html_path = run_dir / REPORT_HTML
-    write_html(ctx, html_path, max_transcripts=max_transcripts)
+    write_html(ctx, html_path, max_transcripts=spool.max_transcripts, spool=spool)
     return ReportFiles(stats, stats_path, md_path, html_path)

@@ -8,7 +8,6 @@ episodes (failed episodes first), every other field for every episode.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,105 +16,20 @@ import numpy as np
 from markupsafe import Markup, escape
 
 from dabench.defaults import MAX_TRANSCRIPTS as MAX_TRANSCRIPTS
-from dabench.grading.tool_equivalents import call_roles
-from dabench.journal.records import Episode, Grade
 from dabench.report.context import ReportContext, TaskRow, score_help, score_label
+from dabench.report.episodes import (
+    DetailSources,
+    DetailSpool,
+    detail_text,
+    script_json,
+)
+from dabench.report.episodes import truth_with_precision as truth_with_precision
 from dabench.report.render import environment, static_text
-from dabench.roles import Role, reference_role
 from dabench.stats.model import Interval
-from dabench.stats.taxonomy import episode_calls
+from dabench.stats.rundir import EpisodeLines
 
-TEXT_LIMIT = 4000
-"""Characters kept of one answer, prompt or transcript message."""
-ARGS_LIMIT = 600
-MAX_MESSAGES = 80
-MAX_CALLS = 100
 SCATTER_POINTS = 1500
 """Latency-vs-quality points per arm (an even stride over completed episodes)."""
-
-
-def _clip(text: str | None, limit: int = TEXT_LIMIT) -> str:
-    if not text:
-        return ""
-    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit:,} more chars]"
-
-
-def _clip_values(obj: dict[str, Any]) -> dict[str, Any]:
-    """A shallow copy with long string values clipped (embedded as JSON)."""
-    return {k: _clip(v, ARGS_LIMIT) if isinstance(v, str) else v for k, v in obj.items()}
-
-
-def _json_safe(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-def truth_with_precision(value: float, tolerance: tuple[float, float] | None) -> str:
-    """A numeric truth exactly as the truth SQL returned it (the shortest text that reads
-    back as the same float, never rounded for display) with what the grader accepts."""
-    text = repr(float(value)).removesuffix(".0")
-    if tolerance is None:
-        return f"{text} (full precision)"
-    tol_abs, tol_rel = tolerance
-    margin = max(tol_abs, tol_rel * abs(value))
-    return (
-        f"{text} (full precision; accepted within ± {margin:.6g}: the larger of "
-        f"absolute {tol_abs:g} and relative {tol_rel:g})"
-    )
-
-
-def _truth(ctx: ReportContext, task_id: str, grade: Grade | None) -> str:
-    info = ctx.run.tasks.get(task_id) if ctx.run.tasks else None
-    truths = ctx.run.truths.truths if ctx.run.truths else {}
-    truth = truths.get(task_id)
-    if truth is not None:
-        if truth.value is not None:
-            return truth_with_precision(truth.value, info.tolerance if info else None)
-        if truth.entities:
-            return ", ".join(truth.entities)
-        if truth.rows:
-            head = " | ".join(truth.columns)
-            body = "\n".join(" | ".join(str(c) for c in r) for r in truth.rows[:20])
-            return _clip(f"{head}\n{body}")
-    if grade is not None:
-        for check in grade.checks:
-            if check.expected is not None:
-                return _clip(str(check.expected))
-    return ""
-
-
-def _judge(grade: Grade | None) -> dict[str, Any] | None:
-    if grade is None or not grade.judge:
-        return None
-    judge = grade.judge
-    reasoning = judge.get("reasoning") or judge.get("rationale") or judge.get("explanation") or ""
-    raw_claims = judge.get("claims")
-    claims: list[Any] = raw_claims if isinstance(raw_claims, list) else []
-    return {
-        "reasoning": _clip(str(reasoning)),
-        "claims": _json_safe(claims[:50]),
-        "rubric": _json_safe(judge.get("rubric") or judge.get("rubric_items") or []),
-    }
-
-
-def _transcript(ep: Episode) -> list[dict[str, Any]]:
-    out = []
-    for m in ep.messages[:MAX_MESSAGES]:
-        item: dict[str, Any] = {"role": m.role, "content": _clip(m.content)}
-        if m.tool_calls:
-            item["tool_calls"] = [_clip_values(tc) for tc in m.tool_calls]
-        out.append(item)
-    if len(ep.messages) > MAX_MESSAGES:
-        out.append({"role": "note", "content": f"{len(ep.messages) - MAX_MESSAGES} more messages"})
-    return out
-
-
-def _scores(grade: Grade | None) -> list[dict[str, Any]]:
-    """The episode's scores, the overall mix last; their labels and what they measure are
-    in the page once (:func:`_score_names`), not repeated in every episode."""
-    if grade is None:
-        return []
-    names = sorted(grade.scores, key=lambda n: (n == "overall", n))
-    return [{"name": n, "value": grade.scores[n]} for n in names]
 
 
 def _score_names(ctx: ReportContext) -> dict[str, dict[str, str]]:
@@ -123,75 +37,6 @@ def _score_names(ctx: ReportContext) -> dict[str, dict[str, str]]:
     is ``error-free tool calls``), with what it measures."""
     names = ctx.frame.scores
     return {n: {"label": score_label(n), "help": score_help(n)} for n in sorted(names)}
-
-
-def _with_roles(name: str, roles: list[Role]) -> str:
-    return f"{name} ({', '.join(roles)})" if roles else name
-
-
-def _expected_with_role(tool: str) -> str:
-    role = reference_role(tool)
-    return f"{tool} (role {role})" if role else tool
-
-
-def episode_detail(ctx: ReportContext, i: int, with_transcript: bool) -> dict[str, Any]:
-    """The detail record of one episode (what its panel shows)."""
-    frame = ctx.frame
-    ep = ctx.run.episodes[i]
-    grade = ctx.run.grades.get(ep.key)
-    info = ctx.run.tasks.get(ep.task_id) if ctx.run.tasks else None
-    calls = episode_calls(ep)
-    roles = ctx.roles.get(ep.arm)
-    used = list(dict.fromkeys(_with_roles(c.name, call_roles(c, roles)) for c in calls))
-    return {
-        "key": ep.key,
-        "arm": ep.arm,
-        "task": ep.task_id,
-        "attempt": ep.attempt,
-        "status": ep.status,
-        "failure": str(frame.failure[i]),
-        "passed": bool(frame.passed[i]),
-        "excluded": not bool(frame.graded[i]),
-        "harness_error": ep.harness_error,
-        "score": None if grade is None else float(frame.score[i]),
-        "scores": _scores(grade),
-        "reason": grade.reason if grade else "not graded",
-        "checks": [
-            {
-                "name": c.name,
-                "passed": c.passed,
-                "reason": c.reason,
-                "expected": _clip(str(c.expected), 500) if c.expected is not None else None,
-                "found": _clip(str(c.found), 500) if c.found is not None else None,
-            }
-            for c in (grade.checks if grade else [])
-        ],
-        "prompts": [_clip(p) for p in ep.prompts],
-        "answer": _clip(ep.final_answer),
-        "truth": _truth(ctx, ep.task_id, grade),
-        "judge": _judge(grade),
-        "expected_tools": [_expected_with_role(t) for t in info.expected_tools] if info else [],
-        "used_tools": used,
-        "mismatch": bool(frame.tool_mismatch[i]),
-        "calls": [
-            {
-                "name": c.name,
-                "args": _clip_values(c.arguments),
-                "error": c.error_code or ("error" if c.is_error else None),
-                "ms": round(c.latency_ms, 1),
-            }
-            for c in calls[:MAX_CALLS]
-        ]
-        if with_transcript
-        else None,
-        "steps": [
-            {"name": s.name, "passed": s.passed, "detail": _clip(s.detail, 500)} for s in ep.steps
-        ],
-        "wall_s": round(ep.wall_ms / 1000.0, 2),
-        "tokens": ep.usage.total,
-        "cost": ep.cost_usd,
-        "transcript": _transcript(ep) if with_transcript else None,
-    }
 
 
 def _transcript_set(ctx: ReportContext, limit: int) -> set[int]:
@@ -333,12 +178,6 @@ def chart_data(ctx: ReportContext) -> dict[str, Any]:
     }
 
 
-def _script_json(value: Any) -> str:
-    """JSON safe to embed inside a ``<script>`` element."""
-    text = json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 PILL_MARKS = {"ok": "✓", "ko": "✕", "ex": "⚙"}
 """The mark of an episode pill per state: passed, failed, excluded."""
 
@@ -361,19 +200,28 @@ EPISODES_MARK = "<dabench-episodes-json/>"
 text from the run is escaped in the page, so it can never equal this)."""
 
 
-def _episodes_json(ctx: ReportContext, with_transcript: set[int]) -> Iterator[str]:
-    """The page's episode records as one JSON object keyed by episode key, in key order,
-    exactly as ``_script_json`` writes a dict, but one episode at a time: each record is
-    read back from the journal and dropped once written."""
+def _episodes_json(
+    ctx: ReportContext, with_transcript: set[int], spool: DetailSpool | None
+) -> Iterator[str]:
+    """The page's episode records as one JSON object keyed by episode key, in key order, one
+    episode at a time: copied from the spool of a streamed run, else built from the run's
+    episodes (read back from the journal and dropped once written)."""
     keys = [ep.key for ep in ctx.frame.episodes]
+    episodes = ctx.run.episodes
+    src = DetailSources.of(ctx.run)
     yield "{"
     for n, i in enumerate(sorted(range(len(keys)), key=keys.__getitem__)):
-        detail = _script_json(episode_detail(ctx, i, i in with_transcript))
-        yield f"{',' if n else ''}{_script_json(keys[i])}:{detail}"
+        if spool is not None and isinstance(episodes, EpisodeLines):
+            detail = spool.text(episodes, ctx.frame, i, i in with_transcript)
+        else:
+            detail = detail_text(src, episodes, ctx.run.grades, ctx.frame, i, i in with_transcript)
+        yield f"{',' if n else ''}{script_json(keys[i])}:{detail}"
     yield "}"
 
 
-def _chunks(ctx: ReportContext, max_transcripts: int) -> Iterator[str]:
+def _chunks(
+    ctx: ReportContext, max_transcripts: int, spool: DetailSpool | None = None
+) -> Iterator[str]:
     with_transcript = _transcript_set(ctx, max_transcripts)
     template = environment().get_template("report.html.j2")
     for chunk in template.generate(
@@ -381,13 +229,13 @@ def _chunks(ctx: ReportContext, max_transcripts: int) -> Iterator[str]:
         chart_js=static_text("chart.umd.js"),
         report_css=static_text("report.css"),
         report_js=static_text("report.js"),
-        charts_json=_script_json(chart_data(ctx)),
+        charts_json=script_json(chart_data(ctx)),
         episodes_json=EPISODES_MARK,
         transcripts=len(with_transcript),
         episode_pills=episode_pills,
     ):
         if chunk == EPISODES_MARK:
-            yield from _episodes_json(ctx, with_transcript)
+            yield from _episodes_json(ctx, with_transcript, spool)
         else:
             yield chunk
 
@@ -397,9 +245,16 @@ def render_html(ctx: ReportContext, *, max_transcripts: int = MAX_TRANSCRIPTS) -
     return "".join(_chunks(ctx, max_transcripts))
 
 
-def write_html(ctx: ReportContext, path: Path, *, max_transcripts: int = MAX_TRANSCRIPTS) -> Path:
-    """Stream ``report.html`` to ``path`` (no in-memory copy of the page or of its episodes)."""
+def write_html(
+    ctx: ReportContext,
+    path: Path,
+    *,
+    max_transcripts: int = MAX_TRANSCRIPTS,
+    spool: DetailSpool | None = None,
+) -> Path:
+    """Stream ``report.html`` to ``path`` (no in-memory copy of the page or of its episodes);
+    ``spool`` holds the detail records of a streamed run (:class:`DetailSpool`)."""
     with path.open("w", encoding="utf-8") as fh:
-        for chunk in _chunks(ctx, max_transcripts):
+        for chunk in _chunks(ctx, max_transcripts, spool):
             fh.write(chunk)
     return path

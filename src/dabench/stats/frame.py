@@ -257,6 +257,11 @@ def _buffer(dtype: Any) -> MutableSequence[Any]:
     return []
 
 
+def overall_score(grade: Grade) -> float:
+    """An episode's score: its overall mix where the grade has one, else the grade's score."""
+    return float(grade.scores.get("overall", grade.score))
+
+
 def _uncertain(grade: Grade | None) -> int:
     if grade is None or grade.excluded or not grade.uncertain:
         return UNCERTAIN_NONE
@@ -318,7 +323,7 @@ class FrameBuilder:
         cols["passed"].append(bool(passed) and not harness)
         score = 0.0
         if grade is not None:
-            score = float(grade.scores.get("overall", grade.score))
+            score = overall_score(grade)
             for name, value in grade.scores.items():
                 rows, values = self._scores.setdefault(name, (array("q"), array("d")))
                 rows.append(i)
@@ -427,11 +432,21 @@ def build_frame(run: RunData) -> EpisodeFrame:
     return builder.finish()
 
 
-def stream_run(run_dir: Path | str) -> tuple[RunData, EpisodeFrame]:
+class RecordObserver(Protocol):
+    """Called by :func:`stream_run` with every journal record and its grade."""
+
+    def __call__(self, run: RunData, offset: int, ep: Episode, grade: Grade | None) -> None:
+        """``offset``: the record's byte offset in the journal."""
+
+
+def stream_run(
+    run_dir: Path | str, observe: RecordObserver | None = None
+) -> tuple[RunData, EpisodeFrame]:
     """Read a run directory one journal line at a time into its frame, holding no episode
     or grade: the returned run reads a record back from its file when asked
     (:class:`~dabench.stats.rundir.EpisodeLines`, :class:`~dabench.stats.rundir.GradeLines`).
-    The same run as :func:`~dabench.stats.rundir.load_run`; close it with ``run.close()``."""
+    The same run as :func:`~dabench.stats.rundir.load_run`; close it with ``run.close()``.
+    ``observe`` sees every record once, as parsed (e.g. to keep what a report shows of it)."""
     run_dir = Path(run_dir)
     manifest = read_run_manifest(run_dir)
     grades = grade_lines(run_dir)
@@ -452,7 +467,10 @@ def stream_run(run_dir: Path | str) -> tuple[RunData, EpisodeFrame]:
             first[ep.key] = len(rows)
             rows.append(len(offsets))
         offsets.append(offset)
-        builder.add(ep, grades.get(ep.key))
+        grade = grades.get(ep.key)
+        builder.add(ep, grade)
+        if observe is not None:
+            observe(run, offset, ep, grade)
     frame = builder.finish(None if len(rows) == len(offsets) else rows)
     run.episodes = EpisodeLines(scan.path, [offsets[i] for i in rows])
     if scan.torn is not None:

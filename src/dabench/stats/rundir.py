@@ -78,6 +78,10 @@ class EpisodeLines(Sequence[Episode]):
             self._fh = self.path.open("rb")
         return read_record_at(self._fh, self._offsets[index], Episode)
 
+    def offset(self, index: int) -> int:
+        """The byte offset of episode ``index``'s line in the journal."""
+        return self._offsets[index]
+
     def close(self) -> None:
         """Close the journal file (reopened on the next access)."""
         if self._fh is not None:
@@ -88,10 +92,12 @@ class EpisodeLines(Sequence[Episode]):
 class GradeLines(Mapping[str, Grade]):
     """The latest grade of each key, read back from its line of ``grades.jsonl`` on access."""
 
-    def __init__(self, path: Path, offsets: dict[str, int]) -> None:
+    def __init__(self, path: Path, offsets: dict[str, int], failing: int = 0) -> None:
         self.path = path
         self._offsets = offsets
         self._fh: BinaryIO | None = None
+        self.failing = failing
+        """How many keys' latest grade failed or was excluded."""
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -120,10 +126,15 @@ def grade_lines(run_dir: Path) -> GradeLines:
     without holding the grades."""
     path = run_dir / GRADES_FILE
     latest: dict[str, int] = {}
+    failing: set[str] = set()
     for offset, grade in RecordScan(path, Grade):
         latest.pop(grade.key, None)
         latest[grade.key] = offset
-    return GradeLines(path, latest)
+        if grade.passed and not grade.excluded:
+            failing.discard(grade.key)
+        else:
+            failing.add(grade.key)
+    return GradeLines(path, latest, len(failing))
 
 
 @dataclass
