@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from dabench.agents.command import CommandAgentConfig
 from dabench.cli import app
+from dabench.errors import HarnessError
 from dabench.journal.store import Journal
 from dabench.play.state import KEYS_FILE, read_keys, read_state
 from dabench.targets.base import TargetContext
@@ -197,7 +198,9 @@ def _mcp_post(base_url: str, key: str, session: str) -> httpx.Response:
 
 
 @pytest.mark.slow
-async def test_live_episodes_are_sealed_from_each_other(real_world: Path, tmp_path: Path) -> None:
+async def test_live_episodes_are_sealed_from_each_other(
+    real_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ref = ReferenceTarget(ReferenceTargetConfig(profile="a0"), TargetContext(real_world, tmp_path))
     await ref.start()
     try:
@@ -232,6 +235,23 @@ async def test_live_episodes_are_sealed_from_each_other(real_world: Path, tmp_pa
         key_a = a.keys["default"]
         await a.end_episode([session_a.handle])
         assert _mcp_post(ref.base_url, key_a, session_a.handle).status_code == 401
+        # The close answered with the episode's audit rows: the read-back asks nothing more
+        # (once), and falls back to the audit API after that.
+        asked: list[str] = []
+
+        def no_get(http: object) -> object:
+            async def get(url: str, params: object, headers: object) -> object:
+                asked.append(url)
+                raise HarnessError("not asked")
+
+            return get
+
+        monkeypatch.setattr("dabench.targets.reference.loopback_get", no_get)
+        closed = await ref.read_audit([session_a.handle, teacher.handle], 2, a.episode_id)
+        assert closed.ok and closed.audit_rows == 2 and not asked, closed.detail
+        with pytest.raises(HarnessError, match="not asked"):
+            await ref.read_audit([session_a.handle, teacher.handle], 2, a.episode_id)
+        monkeypatch.undo()
         assert _mcp_post(ref.base_url, b.keys["default"], "").status_code == 200
         await b.end_episode([])
         # Nothing the platform wrote holds a key.

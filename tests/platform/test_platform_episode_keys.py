@@ -197,3 +197,30 @@ async def test_episode_keys_keep_the_identitys_memory(platform_a3: RunningPlatfo
     assert not is_error and insight in {i["id"] for i in body["insights"]}
     captured = platform_a3.admin_get("/knowledge/insights", captured_by="learner").json()
     assert insight in {i["id"] for i in captured["insights"]}
+
+
+async def test_closing_an_episode_can_return_its_audit_rows(platform_a0: RunningPlatform) -> None:
+    """``DELETE ...?audit=N``: the first N rows of the episode, read once its keys are revoked
+    (the close's own row included), exactly as the audit API pages them, with their total."""
+    episode, keys = open_episode(platform_a0, "teacher")
+    async with keyed(platform_a0, keys["teacher"]) as agent:
+        sid = await open_session(agent)
+        for _ in range(2):
+            is_error, body = await call(agent, "sql_query", {**SQL, "session_id": sid})
+            assert not is_error, body
+    every = platform_a0.audit(episode_id=episode)
+    assert len(every) >= 3 and sum(r["event_kind"] == "tool_call" for r in every) == 2
+    closed = admin(platform_a0, "DELETE", f"{EPISODES}/{episode}?audit=2")
+    assert closed.status_code == 200, closed.text
+    body = closed.json()
+    assert body["revoked_keys"] == 1
+    after = platform_a0.audit(episode_id=episode)  # the close's own row is the last
+    assert after[:-1] == every and after[-1]["tool_name"] == "episode_close"
+    assert body["audit"] == {"events": after[:2], "total": len(after)}
+    other, _ = open_episode(platform_a0, "teacher")
+    for bad in ("-1", "10001", "x"):
+        resp = admin(platform_a0, "DELETE", f"{EPISODES}/{other}?audit={bad}")
+        assert resp.status_code == 400, resp.text
+    whole = admin(platform_a0, "DELETE", f"{EPISODES}/{other}?audit=500").json()
+    assert whole["audit"] == {"events": platform_a0.audit(episode_id=other), "total": 2}
+    assert [e["tool_name"] for e in whole["audit"]["events"]] == ["episode_open", "episode_close"]

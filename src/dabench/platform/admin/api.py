@@ -175,12 +175,28 @@ class EpisodeKey(BaseModel):
     key: str
 
 
+class EpisodeCloseQuery(BaseModel):
+    """Query of ``DELETE /episodes/{episode_id}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    audit: int = Field(
+        default=0,
+        ge=0,
+        le=10000,
+        description="also return the first this many audit events of the episode's keys, "
+        "read once its keys are revoked (0: none)",
+    )
+
+
 class EpisodeClosed(BaseModel):
-    """``DELETE /episodes/{episode_id}``: the episode's keys are revoked."""
+    """``DELETE /episodes/{episode_id}``: the episode's keys are revoked (with ``?audit=N``,
+    the first N audit events of its keys and their total, as ``GET /audit/events?episode_id=``
+    would page them)."""
 
     model_config = ConfigDict(extra="forbid")
     episode_id: str
     revoked_keys: int
+    audit: AuditPage | None = None
 
 
 class Health(BaseModel):
@@ -196,10 +212,10 @@ class Health(BaseModel):
     """``duckdb`` (the world's file) or ``postgres`` (``platform serve --warehouse``)."""
 
 
-def _json(body: BaseModel) -> Response:
+def _json(body: BaseModel, exclude: set[str] | None = None) -> Response:
     """``body`` as a JSON response, serialised by pydantic in one step (no dict in between:
     the audit read-back and the episode routes run once or twice per episode)."""
-    return Response(body.model_dump_json(), media_type="application/json")
+    return Response(body.model_dump_json(exclude=exclude), media_type="application/json")
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -416,12 +432,18 @@ def admin_routes(service: PlatformService) -> list[Route]:
         )
         return _json(minted)
 
-    async def close_episode(request: Request, query: NoQuery) -> Response:
+    async def close_episode(request: Request, query: EpisodeCloseQuery) -> Response:
         episode_id = request.path_params["episode_id"]
         revoked = service.close_episode(episode_id)
         if revoked is None:
             return _error(404, "NOT_FOUND", f"no open episode {episode_id!r}")
-        return _json(EpisodeClosed(episode_id=episode_id, revoked_keys=revoked))
+        audit: AuditPage | None = None
+        if query.audit:
+            # the keys are revoked: no call of the episode starts after this read
+            events = AuditQuery(episode_id=episode_id, limit=query.audit)
+            audit = await anyio.to_thread.run_sync(service.audit.events, events)
+        closed = EpisodeClosed(episode_id=episode_id, revoked_keys=revoked, audit=audit)
+        return _json(closed, exclude=None if query.audit else {"audit"})
 
     first = service.world.catalog.datasets[0] if service.world.catalog.datasets else None
     examples = {}
@@ -450,7 +472,12 @@ def admin_routes(service: PlatformService) -> list[Route]:
         route(f"{PREFIX}/state/reset", reset, method="POST"),
         route(f"{PREFIX}/episodes", open_episode, method="POST"),
         route(f"{PREFIX}/episodes/{{episode_id}}/keys", episode_key, method="POST"),
-        route(f"{PREFIX}/episodes/{{episode_id}}", close_episode, method="DELETE"),
+        route(
+            f"{PREFIX}/episodes/{{episode_id}}",
+            close_episode,
+            EpisodeCloseQuery,
+            method="DELETE",
+        ),
     ]
 
 
@@ -693,9 +720,9 @@ def openapi_schema(
             },
             episode: {
                 "delete": _op(
-                    "Close an episode: revoke its keys",
+                    "Close an episode: revoke its keys (and read its audit events)",
                     EpisodeClosed,
-                    [_p("episode_id")],
+                    [_p("episode_id"), *_query_params(EpisodeCloseQuery)],
                     not_found,
                 )
             },
