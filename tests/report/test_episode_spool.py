@@ -97,3 +97,32 @@ def test_script_json_writes_what_orjson_refuses() -> None:
     assert json.loads(text) == {"a": "\ud800\u003c/script\u003e", "b": 2**70, "c": None}
     assert "<" not in text and text.index('"a"') < text.index('"b"')
     assert script_json({"z": float("inf"), "y": [1.5]}) == '{"y":[1.5],"z":null}'
+
+
+def test_the_page_data_is_strict_json_whatever_the_run_holds(tmp_path: Path) -> None:
+    """A NaN score, an integer beyond 64 bits in a tool's arguments and line separators in an
+    answer: both embedded blobs stay strict JSON (a NaN there would stop the page's script)."""
+    hostile = episode(
+        "a", "t1", answer="x\u2028y </script> \u00e9", calls=[call("sql_query", n=2**80)]
+    )
+    plain = episode("a", "t2")
+    run = write_run(
+        tmp_path / "run",
+        [hostile, plain],
+        [grade(hostile, False), grade(plain, True, score=float("nan"))],
+        k=1,
+    )
+    html = write_reports(run, resamples=0).html_path.read_text(encoding="utf-8")
+
+    def strict(name: str) -> Any:
+        raise ValueError(f"not JSON: {name}")
+
+    blobs = {}
+    for element in ("dabench-episodes", "dabench-charts"):
+        match = re.search(rf'<script type="application/json" id="{element}">(.*?)</script>', html)
+        assert match, element
+        blobs[element] = json.loads(match.group(1), parse_constant=strict)
+    episodes = blobs["dabench-episodes"]
+    assert episodes["a/t1/0"]["answer"] == "x\u2028y </script> \u00e9"
+    assert episodes["a/t1/0"]["calls"][0]["args"]["n"] == 2**80
+    assert episodes["a/t2/0"]["score"] is None
