@@ -18,9 +18,9 @@ import math
 import tempfile
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -31,6 +31,9 @@ from dabench.stats.frame import EpisodeFrame, overall_score
 from dabench.stats.rundir import EpisodeLines, GradeLines, RunData, TaskInfo
 from dabench.stats.taxonomy import episode_calls
 from dabench.tasks.model import TruthLock
+
+if TYPE_CHECKING:
+    from dabench.report.context import ReportContext
 
 TEXT_LIMIT = 4000
 """Characters kept of one answer, prompt or transcript message."""
@@ -258,7 +261,7 @@ def _join(*inners: str) -> str:
 NO_TRANSCRIPT = _inner(transcript_detail(None))
 
 
-def episode_detail(ctx: Any, i: int, with_transcript: bool) -> dict[str, Any]:
+def episode_detail(ctx: ReportContext, i: int, with_transcript: bool) -> dict[str, Any]:
     """The detail record of row ``i`` of a report context (what its panel shows)."""
     ep = ctx.run.episodes[i]
     src = DetailSources.of(ctx.run)
@@ -272,7 +275,7 @@ def episode_detail(ctx: Any, i: int, with_transcript: bool) -> dict[str, Any]:
 def detail_text(
     src: DetailSources,
     episodes: Sequence[Episode],
-    grades: Any,
+    grades: Mapping[str, Grade],
     frame: EpisodeFrame,
     i: int,
     with_transcript: bool,
@@ -319,6 +322,7 @@ class DetailSpool:
 
     def _write(self, text: str) -> int:
         data = text.encode("utf-8")
+        self._file.seek(self._pos)  # after a read, the file's position is elsewhere
         self._file.write(data)
         self._pos += len(data)
         return len(data)
