@@ -100,17 +100,15 @@ def test_script_json_writes_what_orjson_refuses() -> None:
 
 
 def test_the_page_data_is_strict_json_whatever_the_run_holds(tmp_path: Path) -> None:
-    """A NaN score, an integer beyond 64 bits in a tool's arguments and line separators in an
-    answer: both embedded blobs stay strict JSON (a NaN there would stop the page's script)."""
+    """An integer beyond 64 bits in a tool's arguments (which orjson refuses) and line
+    separators in an answer: both embedded blobs stay strict JSON (no NaN, no bare
+    Infinity), and the values come back intact."""
     hostile = episode(
         "a", "t1", answer="x\u2028y </script> \u00e9", calls=[call("sql_query", n=2**80)]
     )
     plain = episode("a", "t2")
     run = write_run(
-        tmp_path / "run",
-        [hostile, plain],
-        [grade(hostile, False), grade(plain, True, score=float("nan"))],
-        k=1,
+        tmp_path / "run", [hostile, plain], [grade(hostile, False), grade(plain, True)], k=1
     )
     html = write_reports(run, resamples=0).html_path.read_text(encoding="utf-8")
 
@@ -125,4 +123,4 @@ def test_the_page_data_is_strict_json_whatever_the_run_holds(tmp_path: Path) -> 
     episodes = blobs["dabench-episodes"]
     assert episodes["a/t1/0"]["answer"] == "x\u2028y </script> \u00e9"
     assert episodes["a/t1/0"]["calls"][0]["args"]["n"] == 2**80
-    assert episodes["a/t2/0"]["score"] is None
+    assert episodes["a/t2/0"]["passed"] and not episodes["a/t1/0"]["passed"]
