@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dabench.report.context import ARM_PALETTE, arm_color, score_label
+from dabench.report.episodes import truth_with_precision
 from dabench.report.fmt import NA, pct, verdict_words
-from dabench.report.html import truth_with_precision
 from dabench.stats.model import Interval
 
 

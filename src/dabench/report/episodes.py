@@ -27,7 +27,7 @@ import orjson
 from dabench.grading.tool_equivalents import manifest_roles, tool_roles
 from dabench.journal.records import Episode, Grade
 from dabench.roles import Role, ToolRoles, reference_role
-from dabench.stats.frame import EpisodeFrame, overall_score
+from dabench.stats.frame import EpisodeFrame, counts_as_passed, overall_score
 from dabench.stats.rundir import EpisodeLines, GradeLines, RunData, TaskInfo
 from dabench.stats.taxonomy import episode_calls
 from dabench.tasks.model import TruthLock
@@ -332,9 +332,7 @@ class DetailSpool:
         if self._src is None:
             self._src = DetailSources.of(run)
             self._failing = run.grades.failing if isinstance(run.grades, GradeLines) else 0
-        harness = ep.status == "harness_error" or bool(grade and grade.excluded)
-        passed = grade is not None and grade.passed and not harness
-        if passed:
+        if counts_as_passed(ep, grade):
             ahead = max(self._failed, self._failing)
             spool_transcript = self._passed + ahead < self.max_transcripts
             self._passed += 1

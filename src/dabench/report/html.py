@@ -23,7 +23,6 @@ from dabench.report.episodes import (
     detail_text,
     script_json,
 )
-from dabench.report.episodes import truth_with_precision as truth_with_precision
 from dabench.report.render import environment, static_text
 from dabench.stats.model import Interval
 from dabench.stats.rundir import EpisodeLines
@@ -208,12 +207,14 @@ def _episodes_json(
     episodes (read back from the journal and dropped once written)."""
     keys = [ep.key for ep in ctx.frame.episodes]
     episodes = ctx.run.episodes
-    src = DetailSources.of(ctx.run)
+    lines = episodes if spool is not None and isinstance(episodes, EpisodeLines) else None
+    src = DetailSources.of(ctx.run) if lines is None else None
     yield "{"
     for n, i in enumerate(sorted(range(len(keys)), key=keys.__getitem__)):
-        if spool is not None and isinstance(episodes, EpisodeLines):
-            detail = spool.text(episodes, ctx.frame, i, i in with_transcript)
+        if spool is not None and lines is not None:
+            detail = spool.text(lines, ctx.frame, i, i in with_transcript)
         else:
+            assert src is not None
             detail = detail_text(src, episodes, ctx.run.grades, ctx.frame, i, i in with_transcript)
         yield f"{',' if n else ''}{script_json(keys[i])}:{detail}"
     yield "}"

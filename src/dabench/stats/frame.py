@@ -257,6 +257,16 @@ def _buffer(dtype: Any) -> MutableSequence[Any]:
     return []
 
 
+def is_harness_fault(ep: Episode, grade: Grade | None) -> bool:
+    """The episode is a harness error or its grade excluded it (never the agent's outcome)."""
+    return ep.status == "harness_error" or bool(grade and grade.excluded)
+
+
+def counts_as_passed(ep: Episode, grade: Grade | None) -> bool:
+    """The episode's row is a pass: graded as passed and not a harness fault."""
+    return grade is not None and grade.passed and not is_harness_fault(ep, grade)
+
+
 def overall_score(grade: Grade) -> float:
     """An episode's score: its overall mix where the grade has one, else the grade's score."""
     return float(grade.scores.get("overall", grade.score))
@@ -300,7 +310,7 @@ class FrameBuilder:
         i = len(self._briefs)
         cols = self._cols
         info = self._tasks.get(ep.task_id) or TaskInfo(id=ep.task_id)
-        harness = ep.status == "harness_error" or bool(grade and grade.excluded)
+        harness = is_harness_fault(ep, grade)
         passed: bool | None = None if grade is None else grade.passed
         calls = episode_calls(ep)
         trace = tool_trace(calls, info.fast_path)
@@ -320,7 +330,7 @@ class FrameBuilder:
         cols["failure"].append(classify_failure(ep, passed, harness, trace))
         cols["graded"].append(grade is not None and not harness)
         cols["harness"].append(harness)
-        cols["passed"].append(bool(passed) and not harness)
+        cols["passed"].append(counts_as_passed(ep, grade))
         score = 0.0
         if grade is not None:
             score = overall_score(grade)
