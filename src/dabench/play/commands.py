@@ -3,6 +3,7 @@
 ::
 
     dabench play start  --run DIR --profile a0 --suite s3     # plan, start the platform
+    dabench play start  --run DIR --experiment E.yaml --arm X # any arm's target (a play host)
     dabench play next   --run DIR                             # the next prompt, a fresh session
     dabench play tools  --run DIR                             # the open episode's tools
     dabench play call   --run DIR TOOL '{"sql": "..."}'       # one tool call
@@ -64,6 +65,12 @@ def start_cmd(
     ctx: typer.Context,
     run_dir: Path = RUN,
     profile: str = typer.Option("a0", "--profile", help="Platform profile (a0..a3) or a file."),
+    experiment: Path | None = typer.Option(
+        None,
+        "--experiment",
+        help="Play an arm of this experiment file instead (any target: an MCP server, a "
+        "semantic layer...): its target, suites and world; --arm names the arm.",
+    ),
     suite: list[str] = typer.Option([], "--suite", help="Suites to play (repeatable): s1..s4, s6."),
     task: list[str] = typer.Option([], "--task", help="Task ids to play (repeatable)."),
     smoke: bool = typer.Option(False, "--smoke", help="Only the smoke tasks."),
@@ -71,7 +78,11 @@ def start_cmd(
     world: Path | None = typer.Option(None, "--world", help="A built world directory."),
     seed: int = typer.Option(930, "--seed", help="World seed (when --world is not given)."),
     scale: int = typer.Option(1, "--scale", min=1, help="World scale."),
-    arm: str | None = typer.Option(None, "--arm", help="Arm name (default: the profile's)."),
+    arm: str | None = typer.Option(
+        None,
+        "--arm",
+        help="Arm name (default: the profile's); with --experiment, the arm to play.",
+    ),
     label: str | None = typer.Option(
         None, "--label", help="What plays, e.g. 'human:alice' (recorded as the model)."
     ),
@@ -130,6 +141,7 @@ def start_cmd(
         label=label,
         budget=budget,
         system_prompt=system_prompt,
+        experiment=experiment,
     )
     state = start_play(run_dir, opts)
     info = {

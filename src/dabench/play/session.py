@@ -2,7 +2,9 @@
 
 ``start`` validates the selection, starts the arm's reference platform as a detached process
 (it outlives the command; its pid and port go into ``play.json``, its keys into the harness's
-``platform/keys.json``) and writes the manifest. ``next`` opens the next episode on the
+``platform/keys.json``) and writes the manifest. Any other target (an arm of an experiment
+file: ``--experiment FILE --arm NAME``) is held by a detached play host
+(:mod:`dabench.play.host`) in the same way. ``next`` opens the next episode on the
 platform (a key minted for it alone) and a fresh session with that key, and returns only its
 prompt; ``call`` sends one tool call through that session and records it; ``answer`` records the
 answer of the current turn and, after the last turn, reads the audit rows back and journals the
@@ -30,6 +32,14 @@ from dabench.agents.registry import make_agent
 from dabench.errors import DabenchError, HarnessError, UserInputError
 from dabench.journal.records import EpisodeStatus, Message, episode_key
 from dabench.journal.store import Journal, read_manifest, write_manifest
+from dabench.play.host import (
+    HostClient,
+    HostSession,
+    HostSpec,
+    HostTarget,
+    make_host_target,
+    spawn_host,
+)
 from dabench.play.state import (
     OpenEpisode,
     PlannedPlay,
@@ -55,7 +65,7 @@ from dabench.runner.run import (
     load_task_set,
     resolve_world,
 )
-from dabench.targets.base import TargetContext
+from dabench.targets.base import TargetContext, TargetSession
 from dabench.targets.process import pid_alive, stop_pid
 from dabench.targets.reference import ReferenceSession, ReferenceTarget
 from dabench.targets.reference_episode import ReferenceEpisode
@@ -106,6 +116,9 @@ class PlayOptions:
     """Instructions shown with each episode; default: the LLM agent's."""
     agent_kind: Literal["external", "human"] = "external"
     """``human`` for a person at the interactive terminal (``dabench play`` without a step)."""
+    experiment: Path | None = None
+    """An experiment file: play its arm ``arm`` (its target, suites and world) instead of a
+    reference profile."""
 
 
 @dataclass
@@ -215,7 +228,7 @@ class _Play:
     state: PlayState
     exp: Experiment
     tasks: TaskSet
-    target: ReferenceTarget
+    target: ReferenceTarget | HostTarget
     agent: Agent
     keys: PlayKeys | None = None
 
@@ -223,10 +236,23 @@ class _Play:
     def work_dir(self) -> Path:
         return self.run_dir / PLATFORM_DIR
 
-    def scope(self, ep: OpenEpisode) -> ReferenceEpisode:
-        """The open episode's view of the platform (its key bound to the episode)."""
+    def scope(self, ep: OpenEpisode) -> ReferenceEpisode | HostTarget:
+        """The open episode's view of the target (on the reference platform, its key bound
+        to the episode)."""
+        if isinstance(self.target, HostTarget):
+            view = HostTarget(self.target.inner, self.target.client, ep.key)
+            view.episode_id = ep.platform_episode or None
+            return view
         episode_keys = self.keys.episode_keys if self.keys is not None else {}
         return ReferenceEpisode(self.target, ep.platform_episode, episode_keys)
+
+    async def session(self, ep: OpenEpisode) -> TargetSession:
+        """The open episode's session, again in this command."""
+        if isinstance(self.target, HostTarget):
+            return HostSession(self.target.client, ep.session, ep.identity, ep.tools)
+        scope = self.scope(ep)
+        assert isinstance(scope, ReferenceEpisode)
+        return ReferenceSession(await scope.connection(ep.identity), ep.session, ep.identity)
 
     @property
     def arm(self) -> ArmConfig:
@@ -246,8 +272,34 @@ class _Play:
         return run
 
 
+def _arm_of(path: Path, name: str | None) -> tuple[ArmConfig, Experiment]:
+    """The arm ``name`` of the experiment file (its only arm when ``name`` is not given)."""
+    from dabench.runner.experiment import load_experiment
+
+    source = load_experiment(path)
+    names = [a.name for a in source.arms]
+    if name is None:
+        if len(names) != 1:
+            raise UserInputError(
+                f"{path}: name the arm to play with --arm (one of {', '.join(names)})"
+            )
+        name = names[0]
+    for arm in source.arms:
+        if arm.name == name:
+            return arm, source
+    raise UserInputError(f"{path}: no arm {name!r} (arms: {', '.join(names)})")
+
+
 def _experiment(opts: PlayOptions, world_dir: Path | None) -> Experiment:
-    arm = opts.arm or Path(opts.profile).stem
+    target: dict[str, Any] = {"kind": "reference", "profile": opts.profile}
+    suites: list[Suite] = []
+    description = ""
+    if opts.experiment is not None:
+        source_arm, _ = _arm_of(opts.experiment, opts.arm)
+        arm = source_arm.name
+        target, suites, description = source_arm.target, source_arm.suites, source_arm.description
+    else:
+        arm = opts.arm or Path(opts.profile).stem
     agent: dict[str, Any] = {"kind": opts.agent_kind}
     if opts.label:
         agent["label"] = opts.label
@@ -265,11 +317,24 @@ def _experiment(opts: PlayOptions, world_dir: Path | None) -> Experiment:
         k=opts.k,
         concurrency=1,
         arms=[
-            ArmConfig(name=arm, target={"kind": "reference", "profile": opts.profile}, agent=agent)
+            ArmConfig(name=arm, description=description, target=target, agent=agent, suites=suites)
         ],
     )
     validate_arms(exp, "dabench play start")
     return exp
+
+
+def _is_reference(exp: Experiment) -> bool:
+    return exp.arms[0].target.get("kind") == "reference"
+
+
+def _host_spec(exp: Experiment, run_dir: Path, world_dir: Path, experiment_dir: Path) -> HostSpec:
+    return HostSpec(
+        target=exp.arms[0].target,
+        world_dir=str(world_dir),
+        work_dir=str((run_dir / PLATFORM_DIR).resolve()),
+        experiment_dir=str(experiment_dir.resolve()),
+    )
 
 
 def _make_target(exp: Experiment, run_dir: Path, world_dir: Path) -> ReferenceTarget:
@@ -277,6 +342,10 @@ def _make_target(exp: Experiment, run_dir: Path, world_dir: Path) -> ReferenceTa
     target = make_target(exp.arms[0].target, ctx, "arms[0].target")
     assert isinstance(target, ReferenceTarget)
     return target
+
+
+def _experiment_dir(state: PlayState) -> Path:
+    return Path(state.experiment_dir) if state.experiment_dir else Path.cwd()
 
 
 def _load(run_dir: Path) -> _Play:
@@ -293,15 +362,26 @@ def _load(run_dir: Path) -> _Play:
             f"{manifest.task_set_hash[:12]} -> {tasks.hash()[:12]})"
         )
     assert exp.world.dir is not None  # start records it absolute
-    target = _make_target(exp, run_dir, Path(exp.world.dir))
     server = state.server
     keys = None
     if server is not None and not state.finished:
         keys = read_keys(Path(server.work_dir))
-        target.port = server.port
-        target.keys = dict(keys.keys)
-        target.admin_key = keys.admin_key
-        target.health = dict(server.health)
+    target: ReferenceTarget | HostTarget
+    if not _is_reference(exp):
+        spec = _host_spec(exp, run_dir, Path(exp.world.dir), _experiment_dir(state))
+        client = HostClient(
+            server.port if server else 0,
+            keys.admin_key if keys else "",
+            server.pid if server else None,
+        )
+        target = HostTarget(make_host_target(spec), client)
+    else:
+        target = _make_target(exp, run_dir, Path(exp.world.dir))
+        if server is not None and keys is not None:
+            target.port = server.port
+            target.keys = dict(keys.keys)
+            target.admin_key = keys.admin_key
+            target.health = dict(server.health)
     agent = make_agent(exp.arms[0].agent, AgentContext(run_dir=run_dir), "arms[0].agent")
     return _Play(run_dir, state, exp, tasks, target, agent, keys)
 
@@ -342,7 +422,11 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
             )
         if Journal(run_dir).path.exists():
             raise UserInputError(f"{run_dir} already holds episodes; choose another directory")
-        exp = _experiment(opts, opts.world_dir)
+        experiment_dir = opts.experiment.parent if opts.experiment else Path.cwd()
+        world_dir = opts.world_dir
+        if world_dir is None and opts.experiment is not None:
+            world_dir = resolve_world(_arm_of(opts.experiment, opts.arm)[1], experiment_dir)
+        exp = _experiment(opts, world_dir)
         world_dir = resolve_world(exp, Path.cwd()).resolve()
         exp = _experiment(opts, world_dir)
         world_hash = world_identity(world_dir)
@@ -366,10 +450,15 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
                 "nothing to play: the selection holds only S5 lifecycle protocols, which "
                 "`dabench play` does not run"
             )
-        target, server = _spawn_platform(exp, run_dir, world_dir)
+        description, efficiency, server = _spawn_platform(exp, run_dir, world_dir, experiment_dir)
         try:
             state = PlayState(
-                run_id=run_dir.name, arm=arm.name, plan=plan, skipped=skipped, server=server
+                run_id=run_dir.name,
+                arm=arm.name,
+                plan=plan,
+                skipped=skipped,
+                server=server,
+                experiment_dir=str(experiment_dir.resolve()) if opts.experiment else None,
             )
             manifest = new_manifest(
                 run_id=run_dir.name,
@@ -381,9 +470,9 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
                     {
                         "name": arm.name,
                         "description": arm.description,
-                        "target": target.describe(),
+                        "target": description,
                         "agent": make_agent(arm.agent, AgentContext(), "agent").describe(),
-                        "efficiency_source": target.efficiency_source,
+                        "efficiency_source": efficiency,
                     }
                 ],
             )
@@ -396,10 +485,19 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
 
 
 def _spawn_platform(
-    exp: Experiment, run_dir: Path, world_dir: Path
-) -> tuple[ReferenceTarget, PlatformServer]:
-    """Start the arm's platform as a detached process (fresh keys, kept in the harness's keys
-    file, not in ``play.json``; the state directory in the run is reused)."""
+    exp: Experiment, run_dir: Path, world_dir: Path, experiment_dir: Path
+) -> tuple[dict[str, Any], str, PlatformServer]:
+    """Start the arm's platform (or the play host of any other target) as a detached
+    process: its description, efficiency source, and where it runs. Fresh keys, kept in the
+    harness's keys file, not in ``play.json``; the state directory in the run is reused."""
+    if not _is_reference(exp):
+        spec = _host_spec(exp, run_dir, world_dir, experiment_dir)
+        address, token = spawn_host(spec)
+        write_keys(Path(spec.work_dir), PlayKeys(admin_key=token, keys={}))
+        server = PlatformServer(
+            pid=address.pid, port=address.port, work_dir=spec.work_dir, kind="host"
+        )
+        return address.description, address.efficiency_source, server
     target = _make_target(exp, run_dir, world_dir)
     target.detached = True
     asyncio.run(target.start())
@@ -410,7 +508,7 @@ def _spawn_platform(
     server = PlatformServer(
         pid=proc.pid, port=target.port, work_dir=str(work_dir), health=target.health
     )
-    return target, server
+    return target.describe(), target.efficiency_source, server
 
 
 def restart_platform(run_dir: Path) -> str | None:
@@ -445,7 +543,9 @@ def restart_platform(run_dir: Path) -> str | None:
             state.open = None
             write_state(run_dir, state)
         assert play.exp.world.dir is not None
-        _target, state.server = _spawn_platform(play.exp, run_dir, Path(play.exp.world.dir))
+        _description, _efficiency, state.server = _spawn_platform(
+            play.exp, run_dir, Path(play.exp.world.dir), _experiment_dir(state)
+        )
         write_state(run_dir, state)
         return replanned
 
@@ -536,8 +636,9 @@ def next_episode(run_dir: Path, *, abandon: bool = False) -> NextPrompt | None:
             except HarnessError as exc:
                 raise PlatformDown(f"could not open a platform session: {exc}") from exc
             assert play.keys is not None
-            play.keys.episode_keys = dict(scope.keys)
-            write_keys(play.work_dir, play.keys)
+            if isinstance(scope, ReferenceEpisode):
+                play.keys.episode_keys = dict(scope.keys)
+                write_keys(play.work_dir, play.keys)
             state.open = OpenEpisode(
                 index=index,
                 key=key,
@@ -622,8 +723,7 @@ def call_tool(run_dir: Path, tool: str, arguments: dict[str, Any]) -> CallResult
                 )
                 recorder.refuse(tool, arguments, ep.turn, "UNKNOWN_TOOL", text)
                 return
-            conn = await play.scope(ep).connection(ep.identity)
-            session = ReferenceSession(conn, ep.session, ep.identity)
+            session = await play.session(ep)
             try:
                 await recorder.call(session, tool, arguments, ep.turn)
             except HarnessError as exc:

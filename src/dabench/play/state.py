@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,12 +47,14 @@ class PlannedPlay(_State):
 
 
 class PlatformServer(_State):
-    """The detached reference platform of the run."""
+    """The run's detached server: the reference platform, or the play host that holds any
+    other target (:mod:`dabench.play.host`)."""
 
     pid: int
     port: int
     work_dir: str
     health: dict[str, object] = Field(default_factory=dict)
+    kind: Literal["reference", "host"] = "reference"
 
 
 class OpenEpisode(_State):
@@ -91,6 +94,9 @@ class PlayState(_State):
     skipped: list[str] = Field(default_factory=list)
     """Selected items play cannot run (S5 lifecycle protocols), by id."""
     finished: bool = False
+    experiment_dir: str | None = None
+    """The directory of the experiment file the arm came from (``play start --experiment``):
+    the target's relative paths resolve against it."""
 
     @property
     def remaining(self) -> int:
@@ -102,6 +108,7 @@ class PlayKeys(_State):
     """The keys of a play run's platform, kept out of ``play.json``."""
 
     admin_key: str
+    """The reference platform's admin key, or the play host's token."""
     keys: dict[str, str]
     """Identity -> static API key (the harness's own connections)."""
     episode_keys: dict[str, str] = Field(default_factory=dict)
