@@ -337,8 +337,12 @@ def _host_spec(exp: Experiment, run_dir: Path, world_dir: Path, experiment_dir: 
     )
 
 
-def _make_target(exp: Experiment, run_dir: Path, world_dir: Path) -> ReferenceTarget:
-    ctx = TargetContext(world_dir=world_dir, work_dir=run_dir / PLATFORM_DIR)
+def _make_target(
+    exp: Experiment, run_dir: Path, world_dir: Path, experiment_dir: Path
+) -> ReferenceTarget:
+    ctx = TargetContext(
+        world_dir=world_dir, work_dir=run_dir / PLATFORM_DIR, experiment_dir=experiment_dir
+    )
     target = make_target(exp.arms[0].target, ctx, "arms[0].target")
     assert isinstance(target, ReferenceTarget)
     return target
@@ -376,7 +380,7 @@ def _load(run_dir: Path) -> _Play:
         )
         target = HostTarget(make_host_target(spec), client)
     else:
-        target = _make_target(exp, run_dir, Path(exp.world.dir))
+        target = _make_target(exp, run_dir, Path(exp.world.dir), _experiment_dir(state))
         if server is not None and keys is not None:
             target.port = server.port
             target.keys = dict(keys.keys)
@@ -458,7 +462,7 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
                 plan=plan,
                 skipped=skipped,
                 server=server,
-                experiment_dir=str(experiment_dir.resolve()) if opts.experiment else None,
+                experiment_dir=str(experiment_dir.resolve()),
             )
             manifest = new_manifest(
                 run_id=run_dir.name,
@@ -498,7 +502,7 @@ def _spawn_platform(
             pid=address.pid, port=address.port, work_dir=spec.work_dir, kind="host"
         )
         return address.description, address.efficiency_source, server
-    target = _make_target(exp, run_dir, world_dir)
+    target = _make_target(exp, run_dir, world_dir, experiment_dir)
     target.detached = True
     asyncio.run(target.start())
     proc = target.process
