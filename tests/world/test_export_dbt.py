@@ -30,10 +30,25 @@ def test_project_has_every_source_page_and_metric(world: World, tmp_path: Path) 
         assert all(described[c.name].startswith(c.description) for c in ds.columns)
     docs = (out / "models" / "docs.md").read_text()
     assert all(f"{{% docs {p.id.replace('-', '_')} %}}" in docs for p in world.pages)
+    # Every page is reachable from a node (a docs block no description references is shown by
+    # nothing, dbt-mcp's node details included): a source it names among its related datasets,
+    # a mart whose policy it states, or the time spine (the fiscal calendar).
+    models = yaml.safe_load((out / "models" / "models.yml").read_text())["models"]
+    described = " ".join(
+        [t["description"] for t in tables.values()] + [m["description"] for m in models]
+    )
+    for page in world.pages:
+        assert f"doc('{page.id.replace('-', '_')}')" in described, page.id
+    for page in world.pages:
+        for related in page.related_datasets:
+            table = ".".join(related.lower().split(".")[:2])
+            if table in tables:
+                assert f"doc('{page.id.replace('-', '_')}')" in tables[table]["description"]
     semantic = yaml.safe_load((out / "models" / "semantic.yml").read_text())
     assert [m["name"] for m in semantic["metrics"]] == [m.name for m in METRICS]
     assert len(semantic["semantic_models"]) == len(SEMANTIC_MODELS)
     spine = yaml.safe_load((out / "models" / "models.yml").read_text())["models"][-1]
+    assert "doc('fiscal_calendar')" in spine["description"]
     grains = [g["name"] for g in spine["time_spine"]["custom_granularities"]]
     assert grains == ["fiscal_quarter", "fiscal_year"]
     profiles = yaml.safe_load((out / "profiles.yml").read_text())["dabench_world"]

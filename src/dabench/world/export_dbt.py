@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,8 @@ _POLICY_PAGES = {
     "revenue": "revenue-policy",
     "key_accounts": "customer-tiers",
 }
+FISCAL_PAGE = "fiscal-calendar"
+"""The page whose calendar the time spine's fiscal granularities implement."""
 
 
 def _dim(name: str, description: str, kind: str = "categorical", **extra: Any) -> dict[str, Any]:
@@ -366,8 +369,23 @@ from (select d, case when month(d) >= {FISCAL_YEAR_START_MONTH} then year(d) els
 February 1 and are named after the calendar year they start in)."""
 
 
+def _doc_refs(pages: Iterable[str]) -> str:
+    return "\n\n".join(f"{{{{ doc('{_doc_name(page)}') }}}}" for page in dict.fromkeys(pages))
+
+
+def _pages_by_table(world: World) -> dict[str, list[str]]:
+    """``schema.table`` -> the knowledge pages that name it (or one of its columns) among
+    their related datasets."""
+    out: dict[str, list[str]] = {}
+    for page in world.pages:
+        for related in page.related_datasets:
+            out.setdefault(".".join(related.lower().split(".")[:2]), []).append(page.id)
+    return out
+
+
 def _sources(world: World) -> dict[str, Any]:
     by_schema: dict[str, list[dict[str, Any]]] = {}
+    pages = _pages_by_table(world)
     for ds in world.catalog.datasets:
         schema, table = ds.id.split(".", 1)
         text = ds.description
@@ -375,6 +393,8 @@ def _sources(world: World) -> dict[str, Any]:
             text += f" DEPRECATED: use {ds.replaced_by}." if ds.replaced_by else " DEPRECATED."
         if ds.id in NOT_FOR_REPORTING:
             text += " Not for reporting (no model reads it)."
+        if pages.get(ds.id.lower()):
+            text += "\n\nKnowledge pages:\n\n" + _doc_refs(pages[ds.id.lower()])
         columns = [
             {"name": c.name, "description": c.description + (f" Unit: {c.unit}." if c.unit else "")}
             for c in ds.columns
@@ -396,7 +416,10 @@ def _docs(world: World) -> str:
     for page in world.pages:
         body = page.body.replace("{%", "{ %").replace("{{", "{ {")
         name = _doc_name(page.id)
-        blocks.append(f"{{% docs {name} %}}\n# {page.title}\n\n{body.strip()}\n{{% enddocs %}}\n")
+        body = body.strip()
+        if not body.startswith("# "):  # the page's own heading, else its title
+            body = f"# {page.title}\n\n{body}"
+        blocks.append(f"{{% docs {name} %}}\n{body}\n{{% enddocs %}}\n")
     return "\n".join(blocks)
 
 
@@ -404,18 +427,19 @@ def _models_yml(world: World) -> dict[str, Any]:
     pages = {p.id for p in world.pages}
     models: list[dict[str, Any]] = []
     for name, (description, applied, _sql) in MARTS.items():
-        refs = [
-            f"{{{{ doc('{_doc_name(page)}') }}}}"
-            for page in dict.fromkeys(_POLICY_PAGES[p] for p in applied.split())
-            if page in pages
-        ]
-        text = description + ("\n\nPolicies applied:\n\n" + "\n\n".join(refs) if refs else "")
+        refs = _doc_refs(page for p in applied.split() if (page := _POLICY_PAGES[p]) in pages)
+        text = description + ("\n\nPolicies applied:\n\n" + refs if refs else "")
         models.append({"name": name, "description": text})
+    spine = (
+        "Days with the fiscal calendar (fiscal years start on February 1 and are named after "
+        "the calendar year they start in)."
+    )
+    if FISCAL_PAGE in pages:
+        spine += "\n\nPolicy applied:\n\n" + _doc_refs([FISCAL_PAGE])
     models.append(
         {
             "name": "metricflow_time_spine",
-            "description": "Days with the fiscal calendar (fiscal years start on February 1 "
-            "and are named after the calendar year they start in).",
+            "description": spine,
             "time_spine": {
                 "standard_granularity_column": "date_day",
                 "custom_granularities": [

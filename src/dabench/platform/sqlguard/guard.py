@@ -26,7 +26,7 @@ import functools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -35,6 +35,7 @@ from sqlglot.errors import ParseError, TokenError
 from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard.allowlist import load_allowlist
 from dabench.platform.sqlguard.duckdb_tree import DuckDBParseError, DuckDBParser, TreeRefs
+from dabench.platform.sqlguard.scope import SqlScope
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _log = logging.getLogger(__name__)
@@ -77,23 +78,6 @@ each reference is restricted to the warehouse's own schemas."""
 
 _FILE_CHARS = frozenset("/\\:.*~?$")
 _TABLE_HINT = "query the warehouse tables (schema.table); list them with list_tables"
-
-
-@dataclass(frozen=True)
-class SqlScope:
-    """What a query may reference: the warehouse's catalog name and its tables."""
-
-    catalog: str
-    """DuckDB's name of the warehouse database (``warehouse``)."""
-    tables: frozenset[str]
-    """``schema.table``, lower case."""
-    dialect: Literal["duckdb", "postgres"] = "duckdb"
-    """The engine's SQL dialect: which parsers and function allowlist the guard uses."""
-
-    @property
-    def schemas(self) -> frozenset[str]:
-        """The schemas that hold the tables."""
-        return frozenset(t.split(".", 1)[0] for t in self.tables)
 
 
 @dataclass(frozen=True)
