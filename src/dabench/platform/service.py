@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,7 +35,7 @@ from dabench.platform.knowledge.enrichment import (
 from dabench.platform.knowledge.memory import MemoryService
 from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.profile import ALL_TOOLS, Profile
-from dabench.platform.search.engine import KIND_PREFIX, PREFIX_KIND, SearchEngine
+from dabench.platform.search.kinds import KIND_PREFIX, PREFIX_KIND
 from dabench.platform.sessions import PlatformSession, SessionRegistry
 from dabench.platform.state import Insight, StateStore
 from dabench.platform.storage import Database
@@ -65,6 +65,9 @@ logger = logging.getLogger(__name__)
 SERVER_NAME = "dabench-platform"
 MAX_REQUEST_CHARS = 256_000
 """Tool arguments larger than this (serialised) are refused with ``INPUT_TOO_LARGE``."""
+
+if TYPE_CHECKING:
+    from dabench.platform.search.engine import SearchEngine
 
 
 @dataclass(frozen=True)
@@ -168,11 +171,8 @@ class PlatformService:
         self.state = StateStore(state_db)
         self.view = KnowledgeView(world.catalog, world.pages, self.state)
         self.sessions = SessionRegistry(state_db)
-        search = profile.search
-        self.search_engine = SearchEngine(
-            self.view, list(search.kinds), search.ranking, search.embedding_model
-        )
-        if self.search_engine.embedding_model is not None:
+        self._search_engine: SearchEngine | None = None
+        if "search" in profile.tools and self.search_engine.embedding_model is not None:
             # Embed the world's documents now, not inside the first session's first search
             # (MiniLM takes seconds): its audited duration would otherwise carry the cost.
             self.search_engine.warm("", [])
@@ -257,6 +257,19 @@ class PlatformService:
     def info(self) -> dict[str, Any]:
         """Version, profile and world identity (no session)."""
         return dict(self._info)
+
+    @property
+    def search_engine(self) -> SearchEngine:
+        """The search index over the effective knowledge, built on first use (the rankers
+        import numpy, which a profile without ``search`` never loads)."""
+        if self._search_engine is None:
+            from dabench.platform.search.engine import SearchEngine
+
+            search = self.profile.search
+            self._search_engine = SearchEngine(
+                self.view, list(search.kinds), search.ranking, search.embedding_model
+            )
+        return self._search_engine
 
     def _search_features(self) -> dict[str, Any]:
         """``search_ranking`` when search is on, and the embedding model when one ranks."""

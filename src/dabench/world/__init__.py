@@ -15,15 +15,10 @@ from typing import TYPE_CHECKING
 from dabench.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dabench.world.build import (
-        CATALOG_FILE,
-        KNOWLEDGE_DIR,
-        MANIFEST_FILE,
-        WAREHOUSE_FILE,
-        build_world,
-    )
+    from dabench.world.build import build_world
     from dabench.world.cache import ensure_world
     from dabench.world.constants import GENERATOR_VERSION
+    from dabench.world.files import CATALOG_FILE, KNOWLEDGE_DIR, MANIFEST_FILE, WAREHOUSE_FILE
     from dabench.world.load import (
         World,
         WorldIntegrityError,
@@ -37,13 +32,8 @@ if TYPE_CHECKING:
 __getattr__ = lazy_exports(
     __name__,
     {
-        "dabench.world.build": [
-            "CATALOG_FILE",
-            "KNOWLEDGE_DIR",
-            "MANIFEST_FILE",
-            "WAREHOUSE_FILE",
-            "build_world",
-        ],
+        "dabench.world.build": ["build_world"],
+        "dabench.world.files": ["CATALOG_FILE", "KNOWLEDGE_DIR", "MANIFEST_FILE", "WAREHOUSE_FILE"],
         "dabench.world.cache": [
             "ensure_world",
         ],

@@ -15,7 +15,18 @@ from dabench.errors import UserInputError
 from dabench.world.catalog import build_catalog, dataset_meta
 from dabench.world.constants import GENERATOR_VERSION, MAX_SCALE
 from dabench.world.datasets import DatasetSpec, Helper, Step, build_steps
-from dabench.world.files import canonical_json, hash_tree, sha256_file, world_hash
+from dabench.world.files import (
+    CATALOG_FILE,
+    KNOWLEDGE_DIR,
+    MANIFEST_FILE,
+    POLICIES_FILE,
+    UNHASHED,
+    WAREHOUSE_FILE,
+    canonical_json,
+    hash_tree,
+    sha256_file,
+    world_hash,
+)
 from dabench.world.knowledge import knowledge_pages, render_page
 from dabench.world.model import Catalog, Trap, WorldManifest
 from dabench.world.policies import POLICIES
@@ -24,15 +35,6 @@ from dabench.world.sqlrand import Rand
 from dabench.world.traps import evaluate_traps
 from dabench.world.warehouse import OFFLINE_CONFIG, pin_database_identifier
 
-WAREHOUSE_FILE = "warehouse.duckdb"
-CATALOG_FILE = "catalog.json"
-MANIFEST_FILE = "world.json"
-KNOWLEDGE_DIR = "knowledge"
-POLICIES_FILE = "policies.yaml"
-UNHASHED = (MANIFEST_FILE, POLICIES_FILE)
-"""Files of a built world outside ``files`` and ``world_hash``: the manifest itself, and the
-policies as data (added to built worlds after their hashes were published; the manifest
-records their SHA-256 apart, in ``policies_sha256``, so ``world verify`` still checks them)."""
 POLICIES_HEADER = (
     "The built-in world's analysis policies as data (dabench knowledge format version 1,\n"
     "docs/own-data.md), written by the generator from dabench.world.policies."

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from dabench.errors import UserInputError
 from dabench.sandbox import cache_root
-from dabench.world.build import MANIFEST_FILE, build_world
+from dabench.world.build import build_world
 from dabench.world.constants import DEFAULT_SEED, GENERATOR_VERSION
+from dabench.world.files import MANIFEST_FILE
 from dabench.world.load import load_world
 
 

@@ -10,6 +10,16 @@ from pydantic import BaseModel
 
 CHUNK = 1 << 20
 
+WAREHOUSE_FILE = "warehouse.duckdb"
+CATALOG_FILE = "catalog.json"
+MANIFEST_FILE = "world.json"
+KNOWLEDGE_DIR = "knowledge"
+POLICIES_FILE = "policies.yaml"
+UNHASHED = (MANIFEST_FILE, POLICIES_FILE)
+"""Files of a built world outside ``files`` and ``world_hash``: the manifest itself, and the
+policies as data (added to built worlds after their hashes were published; the manifest
+records their SHA-256 apart, in ``policies_sha256``, so ``world verify`` still checks them)."""
+
 
 def sha256_file(path: Path) -> str:
     """SHA-256 hex digest of a file."""

@@ -19,10 +19,10 @@ import yaml
 
 from dabench.defaults import POSTGRES_PREFIXES
 from dabench.errors import UserInputError
-from dabench.world.build import CATALOG_FILE, KNOWLEDGE_DIR, POLICIES_FILE
-from dabench.world.files import canonical_json
+from dabench.world.files import CATALOG_FILE, KNOWLEDGE_DIR, POLICIES_FILE, canonical_json
 from dabench.world.knowledge import render_page
 from dabench.world.model import Catalog, ColumnMeta, DatasetMeta, KnowledgePage, LineageEdge
+from dabench.world.offline import OFFLINE_CONFIG
 from dabench.world.policy_data import KNOWLEDGE_FORMAT_VERSION
 from dabench.world.source import (
     RULES_FILE,
@@ -32,7 +32,6 @@ from dabench.world.source import (
     parquet_views,
     quote_table,
 )
-from dabench.world.warehouse import OFFLINE_CONFIG
 
 UNKNOWN_DATE = dt.date(1970, 1, 1)
 """``last_loaded`` of a table without a date or timestamp column (fill it in)."""

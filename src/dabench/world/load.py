@@ -11,15 +11,17 @@ import duckdb
 from pydantic import ValidationError
 
 from dabench.errors import DabenchError, UserInputError
-from dabench.world.build import (
+from dabench.world.files import (
     CATALOG_FILE,
     KNOWLEDGE_DIR,
     MANIFEST_FILE,
     POLICIES_FILE,
     UNHASHED,
     WAREHOUSE_FILE,
+    hash_tree,
+    sha256_file,
+    world_hash,
 )
-from dabench.world.files import hash_tree, sha256_file, world_hash
 from dabench.world.knowledge import parse_page
 from dabench.world.model import Catalog, DatasetMeta, KnowledgePage, Trap, WorldManifest
 from dabench.world.warehouse import connect_warehouse

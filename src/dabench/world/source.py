@@ -36,18 +36,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dabench.errors import UserInputError
 from dabench.recordfile import first_error
-from dabench.world.build import (
+from dabench.world.files import (
     CATALOG_FILE,
     KNOWLEDGE_DIR,
     MANIFEST_FILE,
     POLICIES_FILE,
     WAREHOUSE_FILE,
+    sha256_file,
+    world_hash,
 )
-from dabench.world.files import sha256_file, world_hash
 from dabench.world.knowledge import parse_page
 from dabench.world.model import Catalog, DatasetMeta, KnowledgePage, Trap
+from dabench.world.offline import OFFLINE_CONFIG
 from dabench.world.policy_data import KNOWLEDGE_FORMAT_VERSION, DataPolicy, PolicyFile
-from dabench.world.warehouse import OFFLINE_CONFIG
 
 SOURCE_FILE = "world.yaml"
 RULES_FILE = "rules.yaml"

@@ -15,7 +15,6 @@ import struct
 from pathlib import Path
 
 import duckdb
-import numpy as np
 
 from dabench.world.offline import OFFLINE_CONFIG as OFFLINE_CONFIG
 
@@ -23,7 +22,7 @@ _HEADER_SIZE = 4096
 _MAGIC_OFFSET = 8
 _IDENTIFIER_OFFSET = 124
 _IDENTIFIER_SIZE = 16
-_CHECKSUM_MULTIPLIER = np.uint64(0xBF58476D1CE4E5B9)
+_CHECKSUM_MULTIPLIER = 0xBF58476D1CE4E5B9
 _CHECKSUM_SEED = 5381
 
 
@@ -50,9 +49,11 @@ def connect_warehouse(
 
 def header_checksum(block: bytes) -> int:
     """DuckDB's block checksum: XOR of every little-endian uint64 times a constant, ^ 5381."""
+    import numpy as np  # only a world build pins the header (opening one needs no numpy)
+
     words = np.frombuffer(block, dtype="<u8")
     with np.errstate(over="ignore"):
-        mixed = words * _CHECKSUM_MULTIPLIER
+        mixed = words * np.uint64(_CHECKSUM_MULTIPLIER)
     return int(np.bitwise_xor.reduce(mixed)) ^ _CHECKSUM_SEED
 
 

@@ -23,6 +23,8 @@ from rank_bm25 import BM25Okapi
 from dabench.platform.knowledge.view import KnowledgeView
 from dabench.platform.profile import DEFAULT_EMBEDDING_MODEL, EmbeddingModelName, SearchRanking
 from dabench.platform.search.embedding import load_embedder
+from dabench.platform.search.kinds import KIND_PREFIX as KIND_PREFIX
+from dabench.platform.search.kinds import PREFIX_KIND as PREFIX_KIND
 from dabench.platform.search.ranking import DocVectors, fuse, order
 from dabench.platform.state import Insight
 
@@ -96,17 +98,6 @@ class SearchDoc:
     kind: str
     title: str
     text: str
-
-
-KIND_PREFIX = {
-    "dataset": "dataset",
-    "column": "column",
-    "glossary": "glossary",
-    "knowledge_page": "page",
-    "curated_query": "query",
-    "memory": "memory",
-}
-PREFIX_KIND = {v: k for k, v in KIND_PREFIX.items()}
 
 
 def build_docs(view: KnowledgeView, memories: list[Insight], kinds: set[str]) -> list[SearchDoc]:
