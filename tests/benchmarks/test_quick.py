@@ -40,6 +40,7 @@ FIGURES: dict[str, str] = {
     "peer_inspect": r"\s4\s.*\d+\.\d+x",
     "pg_warehouse_latency": r"sql_query  p50 ratio postgres/duckdb = \d+\.\d+",
     "platform_roundtrip": r"dabench lean client, HTTP\s+\d+\.\d+",
+    "platform_start": r"a0\s+\d+\.\d+\s+\d+\.\d+\s+1",
     "providers_overhead": r"openai-compat\s+calls\s+20\s+p50\s+\d+\.\d+ ms",
     "report_scale": r"\s+200\s+\d+\.\d+\s+\d+\.\d+",
     "run_all": r"report_scale\.n200\.total_s\s+\d+\.\d+",

@@ -374,6 +374,10 @@ def interactive(
         None, "--run", metavar="DIR", help="Play run directory (default runs/<time>-play-human)."
     ),
     profile: str = typer.Option("a2", "--profile", metavar="a0..a3|FILE", help="Platform profile."),
+    experiment: Path | None = typer.Option(
+        None, "--experiment", metavar="FILE", help="Play an arm of this experiment file instead."
+    ),
+    arm: str | None = typer.Option(None, "--arm", metavar="NAME", help="With --experiment."),
     suite: list[str] = typer.Option([], "--suite", metavar="S", help="Suites (s1..s4, s6)."),
     task: list[str] = typer.Option([], "--task", metavar="ID", help="Task ids to play."),
     smoke: bool = typer.Option(False, "--smoke", help="Only the smoke tasks."),
@@ -409,6 +413,8 @@ def interactive(
         label=label,
         budget=budget,
         agent_kind="human",
+        experiment=experiment,
+        arm=arm,
     )
     try:
         play_interactively(
