@@ -124,29 +124,3 @@ def test_the_page_data_is_strict_json_whatever_the_run_holds(tmp_path: Path) -> 
     assert episodes["a/t1/0"]["answer"] == "x\u2028y </script> \u00e9"
     assert episodes["a/t1/0"]["calls"][0]["args"]["n"] == 2**80
     assert episodes["a/t2/0"]["passed"] and not episodes["a/t1/0"]["passed"]
-
-
-def test_held_grades_equal_the_grades_read_back(
-    reported_run: tuple[Path, ReportFiles], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A small grades file is held as scanned, a large one read back line by line: the same
-    report either way, the latest grade of a regraded key winning in both."""
-    from dabench.stats import rundir
-
-    run_dir, _ = reported_run
-    pages = []
-    for name, limit in (("held", rundir.HELD_GRADE_BYTES), ("read", 0)):
-        copy = tmp_path / name
-        shutil.copytree(run_dir, copy)
-        lines = (copy / "grades.jsonl").read_text(encoding="utf-8").splitlines()
-        first = json.loads(lines[0])
-        lines.append(json.dumps({**first, "passed": not first["passed"], "reason": "regraded"}))
-        (copy / "grades.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        monkeypatch.setattr(rundir, "HELD_GRADE_BYTES", limit)
-        grades = rundir.grade_lines(copy)
-        assert bool(grades._held) == (limit > 0)
-        assert grades[first["key"]].reason == "regraded"
-        files = write_reports(copy, resamples=0)
-        pages.append(_episodes(files.html_path.read_text(encoding="utf-8")))
-    assert pages[0] == pages[1]
-    assert pages[0][first["key"]]["passed"] is (not first["passed"])

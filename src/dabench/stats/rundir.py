@@ -89,26 +89,13 @@ class EpisodeLines(Sequence[Episode]):
             self._fh = None
 
 
-HELD_GRADE_BYTES = 16 << 20
-"""A grades file up to this size is held parsed after its scan (about 24,000 grades: tens of
-MB); a larger one is read back line by line on access, so memory stays flat."""
-
-
 class GradeLines(Mapping[str, Grade]):
-    """The latest grade of each key: held as parsed by the scan when the file is small
-    (:data:`HELD_GRADE_BYTES`), else read back from its line of ``grades.jsonl`` on access."""
+    """The latest grade of each key, read back from its line of ``grades.jsonl`` on access."""
 
-    def __init__(
-        self,
-        path: Path,
-        offsets: dict[str, int],
-        failing: int = 0,
-        held: dict[str, Grade] | None = None,
-    ) -> None:
+    def __init__(self, path: Path, offsets: dict[str, int], failing: int = 0) -> None:
         self.path = path
         self._offsets = offsets
         self._fh: BinaryIO | None = None
-        self._held = held or {}
         self.failing = failing
         """How many keys' latest grade failed or was excluded."""
 
@@ -123,9 +110,6 @@ class GradeLines(Mapping[str, Grade]):
 
     def __getitem__(self, key: str) -> Grade:
         offset = self._offsets[key]
-        held = self._held.get(key)
-        if held is not None:
-            return held
         if self._fh is None:
             self._fh = self.path.open("rb")
         return read_record_at(self._fh, offset, Grade)
@@ -143,18 +127,14 @@ def grade_lines(run_dir: Path) -> GradeLines:
     path = run_dir / GRADES_FILE
     latest: dict[str, int] = {}
     failing: set[str] = set()
-    hold = path.is_file() and path.stat().st_size <= HELD_GRADE_BYTES
-    held: dict[str, Grade] = {}
     for offset, grade in RecordScan(path, Grade):
         latest.pop(grade.key, None)
         latest[grade.key] = offset
-        if hold:
-            held[grade.key] = grade
         if grade.passed and not grade.excluded:
             failing.discard(grade.key)
         else:
             failing.add(grade.key)
-    return GradeLines(path, latest, len(failing), held)
+    return GradeLines(path, latest, len(failing))
 
 
 @dataclass
