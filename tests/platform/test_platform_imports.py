@@ -51,7 +51,8 @@ def _probe(world: Path, profile: str) -> dict[str, object]:
 def test_a_profile_without_search_loads_no_parser_generator_or_ranker(
     world_dir: Path, profile: str
 ) -> None:
-    """a0 (a1 offers the same tools) answers a query (the guard ran in the worker) with none of them loaded."""
+    """a0 (a1 offers the same tools) answers a query (the guard ran in the worker) with none
+    of them loaded."""
     out = _probe(world_dir, profile)
     answer = out["answer"]
     assert isinstance(answer, dict) and answer.get("row_count") == 1, answer
