@@ -114,3 +114,32 @@ def test_a_generic_mcp_arm_plays_through_the_host(
     manifest = read_manifest(run_dir)
     assert manifest is not None and manifest.arms[0]["target"]["kind"] == "mcp"
     assert "| `stdio` | mcp:ref-stdio | external |" in (run_dir / "report.md").read_text()
+
+
+def test_an_unreadable_or_missing_host_is_a_harness_error() -> None:
+    """A host that answers garbage, closes without answering, or is gone: the command gets a
+    HarnessError (exit 3, the episode recorded as a harness error), never a traceback."""
+    from dabench.errors import HarnessError
+    from dabench.targets.process import free_port
+
+    async def main() -> None:
+        async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readline()
+            writer.write(b'{"ok": "perhaps"}\n')
+            await writer.drain()
+            writer.close()
+
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readline()
+            writer.close()
+
+        for handler, match in ((garbage, "unreadable reply"), (silent, "closed the connection")):
+            server = await asyncio.start_server(handler, "127.0.0.1", 0)
+            port = server.sockets[0].getsockname()[1]
+            async with server:
+                with pytest.raises(HarnessError, match=match):
+                    await HostClient(port, "t").request("ping")
+        with pytest.raises(HarnessError, match="unreachable"):
+            await HostClient(free_port(), "t").request("ping")
+
+    asyncio.run(main())

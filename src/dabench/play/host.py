@@ -354,7 +354,10 @@ class HostClient:
                 f"the play host closed the connection during {op!r}"
                 + ("" if alive else " (it is no longer running)")
             )
-        reply = HostReply.model_validate_json(line)
+        try:
+            reply = HostReply.model_validate_json(line)
+        except ValidationError as exc:
+            raise HarnessError(f"the play host sent an unreadable reply to {op!r}: {exc}") from exc
         if not reply.ok:
             if reply.harness:
                 raise HarnessError(f"the target failed during {op!r}: {reply.error}")
@@ -372,9 +375,11 @@ class HostSession(TargetSession):
         self._tools = tools
 
     async def tools(self) -> list[ToolSpec]:
+        """The tools the session showed when the host opened it."""
         return list(self._tools)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Call a tool through the host's session."""
         reply = await self.client.request(
             "call", session=self.handle, tool=name, arguments=arguments
         )
@@ -399,22 +404,26 @@ class HostTarget(DelegatingTarget):
         """The host stops the target (``play finish``); a command holds no connection."""
 
     async def open_session(self, identity: str = "default") -> TargetSession:
+        """Open a session on the host, in this view's episode."""
         reply = await self.client.request("open", episode=self.episode, identity=identity)
         assert reply.session is not None
         return HostSession(self.client, reply.session, identity, reply.tools)
 
     async def begin_episode(self, label: str) -> Target:
+        """Begin the episode ``label`` (its journal key) on the host; its view."""
         reply = await self.client.request("begin", episode=label)
         view = HostTarget(self.inner, self.client, label)
         view.episode_id = reply.platform_episode
         return view
 
     async def end_episode(self, sessions: list[str]) -> None:
+        """End this view's episode on the host and close its sessions."""
         await self.client.request("end", episode=self.episode, sessions=sessions)
 
     async def read_audit(
         self, sessions: list[str], expected_calls: int, episode: str | None = None
     ) -> AuditCheck:
+        """The target's audit check, read by the host."""
         reply = await self.client.request(
             "audit", sessions=sessions, expected_calls=expected_calls, platform_episode=episode
         )
