@@ -5,25 +5,26 @@ One venv with dbt, MetricFlow and mcp-metricflow and a Debian trixie root with d
 installed once under the test cache (``dabench.world.semantic_stack``; ``.ci/run`` starts
 that install in the background before anything else and these tests wait for it). The export
 builds with dbt; MetricFlow equals the gold on every metric-expressible task (33, all of S3);
-``target inspect`` proposes the example's role maps; the oracle answers the S3 smoke tasks
-through both servers (mcp-metricflow's ``metric`` role, dbt-mcp's ``sql`` role); the probe
-reads the project through dbt-mcp's ``describe`` and ``sql`` roles; the marts arm serves the
-mart tables only. Each MetricFlow or dbt call is a process of seconds, so the default runs
-stay on the smoke tasks, one server process per arm; the oracle on all of S3 is marked heavy
-(``.ci/heavy``)."""
+``target inspect`` proposes the example's role maps; the oracle answers every S3 task through
+both servers (mcp-metricflow's ``metric`` role, dbt-mcp's ``sql`` role), one server process
+per arm; the probe reads the project through dbt-mcp's ``describe`` and ``sql`` roles; the
+marts arm serves the mart tables only. The same project over a PostgreSQL warehouse (a
+cluster started here, ``--warehouse DSN``) builds, equals the gold on every task through
+MetricFlow, and both servers answer the S3 smoke tasks over it as its SELECT-only role."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 import yaml
 from tests.environment import skip_unless_ci
+from tests.postgres_server import postgres_cluster
 from typer.testing import CliRunner
 
 from dabench.cli import app
@@ -154,6 +155,9 @@ def _dbt_mcp_arm(project: Path) -> dict[str, Any]:
     target["env"] = {
         "DBT_PROJECT_DIR": str(project), "DABENCH_CACHE": str(cache_dir()), **pythonpath,
     }  # fmt: skip
+    profile = yaml.safe_load((project / "profiles.yml").read_text())["dabench_world"]
+    if profile["outputs"][profile["target"]]["type"] == "postgres":
+        target["sql_dialect"] = "postgres"  # the oracle's truth SQL, translated
     return arm
 
 
@@ -241,24 +245,61 @@ def _oracle_through_both_servers(
     assert "query_tool (metric)" in (run_dir / "report.html").read_text()
 
 
-def test_oracle_answers_the_s3_smoke_tasks_through_both_servers(
-    project: Path, real_world: Path, dbt_venv: Path, dbt_mcp_installed: Path, tmp_path: Path
-) -> None:
-    """The S3 smoke tasks (6) through both servers, in every CI run."""
-    smoke = sorted(t.id for t in load_builtin_tasks().tasks if t.suite == "s3" and t.smoke)
-    assert len(smoke) == 6
-    _oracle_through_both_servers(smoke, project, real_world, dbt_venv, tmp_path)
-
-
-@pytest.mark.heavy
 def test_oracle_answers_every_s3_task_through_both_servers(
     project: Path, real_world: Path, dbt_venv: Path, dbt_mcp_installed: Path, tmp_path: Path
 ) -> None:
-    """All of S3 (33 tasks, every one metric-expressible) through both servers: each
-    MetricFlow query or dbt ``show`` is a process of seconds, so this runs in .ci/heavy."""
+    """All of S3 (33 tasks, every one metric-expressible) through both servers, in every CI
+    run (each MetricFlow query or dbt ``show`` is a process: about 75 s of CPU in all)."""
     s3 = sorted(t.id for t in load_builtin_tasks().tasks if t.suite == "s3")
     assert len(s3) == len(METRIC_QUERIES) == 33
     _oracle_through_both_servers(s3, project, real_world, dbt_venv, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def pg_project(
+    real_world: Path, dbt_venv: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """The world loaded into a PostgreSQL cluster started here (``world export --postgres``)
+    and exported over it as a dbt project (``--warehouse DSN``), built with dbt."""
+    from dabench.world.export_sql import export_postgres
+
+    world = load_world(real_world)
+    with postgres_cluster() as dsn:
+        export_postgres(world, dsn)
+        out = export_dbt(world, tmp_path_factory.mktemp("pg-dbt") / "w930-pg-dbt", warehouse=dsn)
+        dbt_build(out, venv=dbt_venv)
+        yield out
+
+
+def test_postgres_warehouse_equals_the_gold_and_serves_both_servers(
+    pg_project: Path, real_world: Path, dbt_venv: Path, dbt_mcp_installed: Path, tmp_path: Path
+) -> None:
+    """Over PostgreSQL: the marts are built in schema ``marts``, the servers read as the
+    SELECT-only role (dbt's grants reach the marts), MetricFlow equals the gold on every
+    metric-expressible task, and the oracle answers the S3 smoke tasks through mcp-metricflow
+    and dbt-mcp (its truth SQL translated to PostgreSQL, the ``sql_dialect`` of the arm)."""
+    import psycopg
+
+    from dabench.world.dbt_warehouse import READER_ROLE
+
+    outputs = yaml.safe_load((pg_project / "profiles.yml").read_text())["dabench_world"]
+    reader = outputs["outputs"]["readonly"]
+    assert reader["user"] == READER_ROLE and not (pg_project / MART_FILE).exists()
+    dsn = (
+        f"postgresql://{reader['user']}:{reader['password']}@{reader['host']}:{reader['port']}/"
+        f"{reader['dbname']}"
+    )
+    with psycopg.connect(dsn, autocommit=True) as pg:
+        assert pg.execute("SELECT count(*) FROM marts.fct_orders").fetchone()[0] > 0  # type: ignore[index]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            pg.execute("DROP TABLE marts.fct_orders")
+    tasks = [t for t in load_builtin_tasks().tasks if t.id in METRIC_QUERIES]
+    rows = parity(load_world(real_world), pg_project, tasks, venv=dbt_venv)
+    assert len(rows) == 33
+    assert [(r.task_id, r.gold, r.answer, r.error) for r in rows if not r.passed] == []
+    smoke = sorted(t.id for t in tasks if t.smoke)
+    assert len(smoke) == 6
+    _oracle_through_both_servers(smoke, pg_project, real_world, dbt_venv, tmp_path)
 
 
 @pytest.fixture(scope="module")

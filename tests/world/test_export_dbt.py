@@ -61,10 +61,12 @@ def test_project_has_every_source_page_and_metric(world: World, tmp_path: Path) 
     assert not written & {"world.json", "tasks.lock.json", "catalog.json"}
     with pytest.raises(UserInputError, match="--force"):
         export_dbt(world, out)
-    with pytest.raises(UserInputError, match="PostgreSQL DSN is not supported"):
-        export_dbt(world, tmp_path / "q", warehouse=Path("postgresql://u@h/db"))
+    assert (out / "profiles.yml").stat().st_mode & 0o777 == 0o600
     with pytest.raises(UserInputError, match="no such DuckDB file"):
         export_dbt(world, tmp_path / "q", warehouse=tmp_path / "missing.duckdb")
+    with pytest.raises(UserInputError, match="--reader goes with --warehouse DSN"):
+        export_dbt(world, tmp_path / "q", reader="postgresql://r@h/db")
+    # (a PostgreSQL warehouse: tests/world/test_export_sql.py and test_semantic_layer.py)
 
 
 def test_every_mapped_task_exists_and_names_a_metric() -> None:

@@ -214,3 +214,80 @@ def test_export_command_needs_exactly_one_destination(world_dir: Path, tmp_path:
         app, ["tasks", "validate", "--world", str(world_dir), "--warehouse", str(tmp_path)]
     )
     assert bad.exit_code != 0
+
+
+def test_dbt_export_over_postgres_checks_the_world_and_settles_a_select_only_reader(
+    world: World, postgres_dsn: str, tmp_path: Path
+) -> None:
+    """``world export --dbt DIR --warehouse DSN`` (the project only; dbt builds it in
+    tests/harness/test_semantic_layer.py): it refuses a database without this world, and
+    reads through a SELECT-only role, ``--reader``'s or one it creates."""
+    import psycopg
+    import yaml
+
+    from dabench.world.dbt_warehouse import READER_ROLE
+    from dabench.world.export_dbt import MARTS, export_dbt, mart_sql
+    from dabench.world.export_sql import export_postgres
+
+    base, db = postgres_dsn.rsplit("/", 1)
+    with psycopg.connect(postgres_dsn, autocommit=True) as pg:
+        pg.execute("DROP DATABASE IF EXISTS empty")
+        pg.execute("CREATE DATABASE empty")
+    with pytest.raises(UserInputError, match="no world in this database"):
+        export_dbt(world, tmp_path / "p", warehouse=f"{base}/empty")
+    with pytest.raises(UserInputError, match="cannot connect"):
+        export_dbt(world, tmp_path / "p", warehouse=f"{base}/nosuchdb")
+    export_postgres(world, postgres_dsn)
+    with pytest.raises(UserInputError, match="must name the warehouse's database"):
+        export_dbt(world, tmp_path / "p", warehouse=postgres_dsn, reader=f"{base}/empty")
+    # a role that may not create roles: told to pass --reader
+    with psycopg.connect(postgres_dsn, autocommit=True) as pg:
+        pg.execute("DROP ROLE IF EXISTS plain")
+        pg.execute("CREATE ROLE plain LOGIN NOCREATEROLE")
+        pg.execute("GRANT USAGE ON SCHEMA dabench_knowledge TO plain")
+        pg.execute("GRANT SELECT ON dabench_knowledge.world TO plain")
+    plain = postgres_dsn.replace("//dabench@", "//plain@")
+    with pytest.raises(UserInputError, match="pass --reader DSN"):
+        export_dbt(world, tmp_path / "p", warehouse=plain)
+
+    out = export_dbt(world, tmp_path / "p", warehouse=postgres_dsn)
+    profiles = out / "profiles.yml"
+    assert profiles.stat().st_mode & 0o777 == 0o600
+    outputs = yaml.safe_load(profiles.read_text())["dabench_world"]["outputs"]
+    assert outputs["build"]["type"] == outputs["readonly"]["type"] == "postgres"
+    assert outputs["build"]["user"] == "dabench" and outputs["build"]["dbname"] == db
+    reader = outputs["readonly"]
+    assert reader["user"] == READER_ROLE and reader["password"]
+    path = reader["search_path"].split(",")
+    assert path[0] == "marts" and "sales" in path and "customers" in path
+    project = yaml.safe_load((out / "dbt_project.yml").read_text())
+    assert project["models"]["dabench_world"]["+grants"] == {"select": [READER_ROLE]}
+    assert "target.name == 'build'" in project["on-run-end"][0]
+    sources = yaml.safe_load((out / "models" / "sources.yml").read_text())["sources"]
+    assert all("database" not in s for s in sources)  # the target's own database
+    for name in MARTS:  # no DuckDB-only function left in the PostgreSQL SQL
+        sql = (out / "models" / "marts" / f"{name}.sql").read_text()
+        assert sql == mart_sql(name, "postgres").strip() + "\n"
+        assert "hour(" not in sql.replace("extract(hour", "") and "interval (" not in sql
+    assert "generate_series" in (out / "models" / "metricflow_time_spine.sql").read_text()
+    # the role it made reads the world and writes nothing
+    as_reader = (
+        f"postgresql://{READER_ROLE}:{reader['password']}@{reader['host']}:{reader['port']}/{db}"
+    )
+    with psycopg.connect(as_reader, autocommit=True) as pg:
+        assert pg.execute("SELECT count(*) FROM sales.orders").fetchone()[0] > 0  # type: ignore[index]
+        for stmt in ("DELETE FROM sales.orders", "CREATE TABLE sales.x (i int)"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                pg.execute(stmt)
+    # --reader: that role, untouched (no role is created)
+    with psycopg.connect(postgres_dsn, autocommit=True) as pg:
+        pg.execute(f"DROP OWNED BY {READER_ROLE}")
+        pg.execute(f"DROP ROLE {READER_ROLE}")
+    out = export_dbt(world, tmp_path / "p", warehouse=postgres_dsn, reader=plain, force=True)
+    outputs = yaml.safe_load((out / "profiles.yml").read_text())["dabench_world"]["outputs"]
+    assert outputs["readonly"]["user"] == "plain"
+    with psycopg.connect(postgres_dsn) as pg:
+        assert (
+            pg.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (READER_ROLE,)).fetchone()
+            is None
+        )

@@ -24,7 +24,7 @@ from dabench.cachedir import cache_root
 from dabench.errors import DabenchError
 from dabench.venvs import Installer, InstallError
 
-DBT_PACKAGES = ("dbt-core<1.12", "dbt-duckdb", "dbt-metricflow", "metricflow")
+DBT_PACKAGES = ("dbt-core<1.12", "dbt-duckdb", "dbt-postgres", "dbt-metricflow", "metricflow")
 """What the dbt venv holds (unpinned above the dbt-core bound: the newest that installs)."""
 INSTALL_TIMEOUT_S = 900
 

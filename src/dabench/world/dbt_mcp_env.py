@@ -16,7 +16,8 @@ Both steps run once (a lock serialises parallel installers; a ``.ok`` marker say
 :func:`dbt_mcp_command` is the stdio server's command line: bubblewrap with the root's
 ``/usr``, ``/etc`` and ``/opt`` read-only, the exported dbt project and the warehouse files
 its profile attaches read-only, a private ``/tmp`` (dbt's target and log paths), no network
-and a clean environment; dbt-mcp is configured for local mode with only its read tools
+(the host's for a PostgreSQL warehouse, reached as a SELECT-only role) and a clean
+environment; dbt-mcp is configured for local mode with only its read tools
 (``show``, ``compile``, ``list``, ``get_node_details_dev``, ``get_lineage_dev``): see
 :data:`DBT_MCP_ENV`. ``dabench world dbt-mcp install`` / ``serve`` are the CLI.
 """
@@ -30,6 +31,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from dabench.cachedir import cache_root
 from dabench.venvs import Installer, InstallError, find_uv, run_step
@@ -40,7 +42,7 @@ SUITE = "trixie"
 ROOT_PACKAGES = ("python3", "python3-venv", "ca-certificates")
 VENV = "/opt/dbt-mcp"
 """The venv's path inside the root."""
-DBT_MCP_PACKAGES = ("dbt-mcp==2.8.0", "dbt-core<1.12", "dbt-duckdb")
+DBT_MCP_PACKAGES = ("dbt-mcp==2.8.0", "dbt-core<1.12", "dbt-duckdb", "dbt-postgres")
 """The venv's packages; DuckDB is pinned to the dbt venv's version at install time (it must
 read the mart file that venv's dbt wrote)."""
 READ_TOOLS_ONLY = "build,run,test,clone,docs,parse"
@@ -201,16 +203,23 @@ def install_dbt_mcp(dbt_venv: Path | None = None, target: Path | None = None) ->
     return root
 
 
-def _attached(project: Path) -> list[Path]:
-    """The files the project's default target opens: its DuckDB path and attachments."""
+def _profile_output(project: Path) -> dict[str, Any]:
+    """The project's default target (from its profiles.yml)."""
     import yaml  # here: the installers run on the system Python (standard library only)
 
     try:
         profiles = yaml.safe_load((project / "profiles.yml").read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        (profile,) = profiles.values()
+        output: dict[str, Any] = profile["outputs"][profile.get("target", "dev")]
+    except (OSError, yaml.YAMLError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise DbtToolError(f"{project}: cannot read profiles.yml: {exc}") from exc
-    (profile,) = profiles.values()
-    output = profile["outputs"][profile.get("target", "dev")]
+    return output
+
+
+def _attached(output: dict[str, Any]) -> list[Path]:
+    """The files a DuckDB target opens: its path and attachments (none for PostgreSQL)."""
+    if output.get("type") != "duckdb":
+        return []
     return [Path(output["path"]), *(Path(a["path"]) for a in output.get("attach", []))]
 
 
@@ -222,10 +231,14 @@ def dbt_mcp_command(project: Path, root: Path | None = None) -> list[str]:
             f"dbt-mcp is not installed under {root}: run `dabench world dbt-mcp install`"
         )
     project = project.resolve()
+    output = _profile_output(project)
     binds = [
         project,
-        *(p.resolve() for p in _attached(project) if not p.resolve().is_relative_to(project)),
+        *(p.resolve() for p in _attached(output) if not p.resolve().is_relative_to(project)),
     ]
+    # A PostgreSQL warehouse is reached over the network: the sandbox keeps the host's (the
+    # profile's reader role is SELECT-only, so the engine refuses writes); a DuckDB one has none.
+    network = ["--share-net"] if output.get("type") == "postgres" else []
     for path in binds:
         if not path.exists():
             raise DbtToolError(f"{path} does not exist (the dbt project's profile names it)")
@@ -236,7 +249,7 @@ def dbt_mcp_command(project: Path, root: Path | None = None) -> list[str]:
         *(a for d in ("bin", "lib", "lib64", "sbin") for a in ("--symlink", f"usr/{d}", f"/{d}")),
         "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
         *(a for p in binds for a in ("--ro-bind", str(p), str(p))),
-        "--unshare-all", "--die-with-parent", "--clearenv",
+        "--unshare-all", *network, "--die-with-parent", "--clearenv",
         "--setenv", "HOME", "/tmp", "--setenv", "PATH", f"{VENV}/bin:/usr/bin:/bin",
         *(a for k, v in env.items() for a in ("--setenv", k, v)),
         "--chdir", str(project), "--", f"{VENV}/bin/dbt-mcp",

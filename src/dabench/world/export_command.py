@@ -71,8 +71,19 @@ def export_command(
     dbt: Path | None = typer.Option(
         None, "--dbt", metavar="DIR", help="Write a dbt project with MetricFlow metrics."
     ),
-    warehouse: Path | None = typer.Option(
-        None, "--warehouse", metavar="FILE", help="With --dbt: the DuckDB file it reads."
+    warehouse: str | None = typer.Option(
+        None,
+        "--warehouse",
+        metavar="FILE|DSN",
+        help="With --dbt: the warehouse it reads: a DuckDB file (default: the world's) or a "
+        "PostgreSQL DSN that `--postgres` loaded (marts built in its schema marts).",
+    ),
+    reader: str | None = typer.Option(
+        None,
+        "--reader",
+        metavar="DSN",
+        help="With --dbt --warehouse DSN: the SELECT-only login servers read through "
+        "(default: role dabench_dbt_reader, created with the warehouse DSN).",
     ),
     storage_version: str = typer.Option(
         "v1.0.0",
@@ -130,13 +141,13 @@ def export_command(
             "name exactly one destination: --elasticsearch URL, --postgres DSN, --parquet DIR, "
             "--duckdb FILE, --sqlite FILE or --dbt DIR"
         )
-    if warehouse is not None and dbt is None:
-        raise UserInputError("--warehouse goes with --dbt DIR")
+    if (warehouse is not None or reader is not None) and dbt is None:
+        raise UserInputError("--warehouse and --reader go with --dbt DIR")
     world_dir = world_dir or default_world()
     if dbt is not None:
         from dabench.world.export_dbt import run_dbt_export
 
-        run_dbt_export(load_world(world_dir), dbt, warehouse=warehouse, force=force)
+        run_dbt_export(load_world(world_dir), dbt, warehouse=warehouse, reader=reader, force=force)
         return
     if elasticsearch is not None:
         from dabench.world.export_elasticsearch import run_elasticsearch_export

@@ -1,8 +1,11 @@
 """Export the world as a dbt project with MetricFlow metrics (``dabench world export --dbt DIR``).
 
-The project reads the exported DuckDB warehouse (attached read-only as ``warehouse``) and
-materialises its marts into its own DuckDB file, ``DIR/semantic.duckdb``, so a build never
-writes to the warehouse. It holds:
+The project reads the exported warehouse and materialises its marts apart from the world's
+tables, so a build never writes to them: a DuckDB warehouse is attached read-only as
+``warehouse`` and the marts go to the project's own file, ``DIR/semantic.duckdb``; a
+PostgreSQL warehouse (``--warehouse DSN``, loaded by ``world export --postgres``) gets them in
+its schema ``marts``, read through a SELECT-only role (:mod:`dabench.world.dbt_warehouse`).
+It holds:
 
 - ``models/sources.yml``: every warehouse table and column with the catalog's description
   (deprecated and raw tables are marked, and no model reads them);
@@ -14,9 +17,10 @@ writes to the warehouse. It holds:
 - ``metricflow_time_spine`` with the fiscal calendar as the custom granularities
   ``fiscal_quarter`` (``FY2024-Q1``) and ``fiscal_year`` (``FY2024``);
 - ``models/docs.md``: one docs block per knowledge page, referenced from the models;
-- ``profiles.yml`` with two targets: ``build`` (writes the marts) and ``readonly`` (the
-  default: the mart file opened with ``access_mode: READ_ONLY``, and a ``search_path`` so
-  SQL names marts and warehouse tables as the warehouse does), for servers.
+- ``profiles.yml`` (mode 0600) with two targets: ``build`` (writes the marts) and
+  ``readonly`` (the default, for servers: the mart file opened with ``access_mode:
+  READ_ONLY``, or the SELECT-only PostgreSQL role; a ``search_path`` so SQL names marts and
+  warehouse tables as the warehouse does).
 
 Nothing of the answer key (world.json, truth SQL, the truth lock) is written. Build it with
 ``dbt build --target build`` (:func:`dabench.world.dbt_env.dbt_build`); check it with
@@ -36,13 +40,22 @@ import yaml
 
 from dabench.errors import UserInputError
 from dabench.world.constants import (
-    COLLECTOR_SWITCH,
     ERASED_ROW_STATE,
-    FISCAL_YEAR_START_MONTH,
     FOREIGN_CURRENCY,
     FOREIGN_ENTITY,
-    LOCAL_UTC_OFFSET_HOURS,
     TEST_SIGNUP_SOURCE,
+)
+from dabench.world.dbt_warehouse import (
+    MART_FILE as MART_FILE,
+)
+from dabench.world.dbt_warehouse import (
+    DbtWarehouse,
+    Dialect,
+    DuckDBWarehouse,
+    PostgresWarehouse,
+    hour_sql,
+    resolve_warehouse,
+    time_spine_sql,
 )
 from dabench.world.load import World
 from dabench.world.metrics import KEY_ACCOUNT
@@ -50,10 +63,6 @@ from dabench.world.policies import NOT_FOR_REPORTING
 
 PROJECT = "dabench_world"
 """The dbt project and profile name."""
-MART_FILE = "semantic.duckdb"
-"""The project's own DuckDB file (marts and time spine), beside ``dbt_project.yml``."""
-WAREHOUSE_ALIAS = "warehouse"
-"""The name the warehouse is attached under (sources' ``database``)."""
 
 
 def _doc_name(page_id: str) -> str:
@@ -92,10 +101,9 @@ _CUSTOMER_ATTRS = """
        case when not c.is_erased then c.region end as customer_region,
        (c.is_key_tier_segment and not c.is_erased) as is_key_account"""
 
-_LOCAL_TS = (
-    f"case when e.event_ts < timestamp '{COLLECTOR_SWITCH} 00:00:00' "
-    f"then e.event_ts + interval ({LOCAL_UTC_OFFSET_HOURS}) hour else e.event_ts end"
-)
+_LOCAL_TS = "__LOCAL_TS__"
+_EVENT_HOUR = "__EVENT_HOUR__"
+"""Placeholders in :data:`MARTS` for the dialect's own SQL (:func:`mart_sql`)."""
 
 MARTS: dict[str, tuple[str, str, str]] = {
     "fct_orders": (
@@ -138,10 +146,10 @@ where not c.is_test and not c.is_erased""",
         "unique_events company_local_time",
         f"""
 select event_id, event_type, page, ts_local, cast(ts_local as date) as event_date,
-       hour(ts_local) as event_hour
+       {_EVENT_HOUR} as event_hour
 from (select e.event_id, e.event_type, e.page, {_LOCAL_TS} as ts_local,
              row_number() over (partition by e.event_id order by e.received_at) as copy
-      from {{{{ source('marketing', 'web_events') }}}} e)
+      from {{{{ source('marketing', 'web_events') }}}} e) events
 where copy = 1""",
     ),
     "fct_invoices": (
@@ -357,16 +365,15 @@ METRICS: tuple[Metric, ...] = (
 )  # fmt: skip
 """Every metric of the project (simple metrics over one measure each)."""
 
-TIME_SPINE_SQL = f"""
-select cast(d as date) as date_day,
-       concat('FY', fy, '-Q', ((month(d) + 12 - {FISCAL_YEAR_START_MONTH}) % 12) // 3 + 1)
-         as fiscal_quarter,
-       concat('FY', fy) as fiscal_year
-from (select d, case when month(d) >= {FISCAL_YEAR_START_MONTH} then year(d) else year(d) - 1
-                    end as fy
-      from range(date '2020-01-01', date '2030-01-01', interval 1 day) t(d))"""
-"""The time spine: one row per day, 2020-2029, with the fiscal calendar (years start on
-February 1 and are named after the calendar year they start in)."""
+
+def mart_sql(name: str, dialect: Dialect) -> str:
+    """The SQL of mart ``name`` in ``dialect`` (the placeholders filled in)."""
+    from dabench.world.dbt_warehouse import local_ts_sql
+
+    sql = MARTS[name][2]
+    return sql.replace(_LOCAL_TS, local_ts_sql("e.event_ts", dialect)).replace(
+        _EVENT_HOUR, hour_sql("ts_local", dialect)
+    )
 
 
 def _doc_refs(pages: Iterable[str]) -> str:
@@ -383,7 +390,7 @@ def _pages_by_table(world: World) -> dict[str, list[str]]:
     return out
 
 
-def _sources(world: World) -> dict[str, Any]:
+def _sources(world: World, database: str | None) -> dict[str, Any]:
     by_schema: dict[str, list[dict[str, Any]]] = {}
     pages = _pages_by_table(world)
     for ds in world.catalog.datasets:
@@ -405,7 +412,12 @@ def _sources(world: World) -> dict[str, Any]:
     return {
         "version": 2,
         "sources": [
-            {"name": s, "database": WAREHOUSE_ALIAS, "schema": s, "tables": tables}
+            {
+                "name": s,
+                **({"database": database} if database else {}),
+                "schema": s,
+                "tables": tables,
+            }
             for s, tables in by_schema.items()
         ],
     }
@@ -471,50 +483,32 @@ def _semantic_yml() -> dict[str, Any]:
     return {"semantic_models": semantic, "metrics": metrics}
 
 
-def _profiles(warehouse: Path, out: Path, schemas: list[str]) -> dict[str, Any]:
-    attach = [{"path": str(warehouse), "alias": WAREHOUSE_ALIAS, "read_only": True}]
-    mart = str(out / MART_FILE)
-    common = {"type": "duckdb", "path": mart, "schema": "marts", "threads": 1, "attach": attach}
-    # SQL run on the read-only target (dbt show) names marts and warehouse tables as the
-    # warehouse does (fct_orders, sales.orders): DuckDB looks a schema up along the path.
-    path = ",".join([f"{Path(MART_FILE).stem}.marts", *(f"{WAREHOUSE_ALIAS}.{s}" for s in schemas)])
-    return {
-        PROJECT: {
-            "target": "readonly",
-            "outputs": {
-                "build": common,
-                "readonly": {
-                    **common,
-                    "config_options": {"access_mode": "READ_ONLY"},
-                    "settings": {"search_path": path},
-                },
-            },
-        }
-    }
-
-
 def _dump(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True))
 
 
 def export_dbt(
-    world: World, out: Path, *, warehouse: Path | None = None, force: bool = False
+    world: World,
+    out: Path,
+    *,
+    warehouse: str | Path | DbtWarehouse | None = None,
+    reader: str | None = None,
+    force: bool = False,
 ) -> Path:
     """Write the dbt project for ``world`` into ``out`` (see the module docstring), reading
-    ``warehouse`` (a DuckDB file; default: the world's own). Returns ``out``."""
-    if warehouse is not None and str(warehouse).startswith(("postgres:", "postgresql:")):
-        raise UserInputError(
-            "--warehouse: a PostgreSQL DSN is not supported yet (the dbt venv has no "
-            "dbt-postgres); give the DuckDB file of `world export --duckdb`"
-        )
-    wh = (warehouse or world.warehouse_path).resolve()
-    if not wh.is_file():
-        raise UserInputError(f"--warehouse {wh}: no such DuckDB file")
+    ``warehouse``: a DuckDB file (default: the world's own) or a PostgreSQL DSN holding the
+    world, read through ``reader`` (a SELECT-only DSN; :mod:`dabench.world.dbt_warehouse`).
+    Returns ``out``."""
     out = out.resolve()
+    if out.exists() and not force:
+        raise UserInputError(f"--dbt {out} exists; pass --force to replace it")
+    wh = (
+        warehouse
+        if isinstance(warehouse, DuckDBWarehouse | PostgresWarehouse)
+        else resolve_warehouse(world, warehouse, reader)
+    )
     if out.exists():
-        if not force:
-            raise UserInputError(f"--dbt {out} exists; pass --force to replace it")
         shutil.rmtree(out)
     models = out / "models"
     _dump(
@@ -523,29 +517,42 @@ def export_dbt(
             "name": PROJECT, "version": "1.0.0", "config-version": 2, "profile": PROJECT,
             "model-paths": ["models"],
             "models": {PROJECT: {"staging": {"+materialized": "ephemeral"},
-                                 "+materialized": "table"}},
+                                 "+materialized": "table",
+                                 **{f"+{k}": v for k, v in wh.project_config().items()
+                                    if k != "on-run-end"}}},
+            **({"on-run-end": wh.project_config()["on-run-end"]}
+               if "on-run-end" in wh.project_config() else {}),
             "flags": {"send_anonymous_usage_stats": False},
         },
     )  # fmt: skip
     schemas = sorted({ds.id.split(".", 1)[0] for ds in world.catalog.datasets})
-    _dump(out / "profiles.yml", _profiles(wh, out, schemas))
-    _dump(models / "sources.yml", _sources(world))
+    profiles = out / "profiles.yml"
+    _dump(profiles, {})
+    profiles.chmod(0o600)  # before the passwords go in
+    _dump(profiles, wh.profiles(PROJECT, out, schemas))
+    _dump(models / "sources.yml", _sources(world, wh.source_database()))
     for name, sql in STAGING.items():
         (models / "staging").mkdir(parents=True, exist_ok=True)
         (models / "staging" / f"{name}.sql").write_text(sql.strip() + "\n")
-    for name, (_d, _p, sql) in MARTS.items():
+    for name in MARTS:
         (models / "marts").mkdir(parents=True, exist_ok=True)
-        (models / "marts" / f"{name}.sql").write_text(sql.strip() + "\n")
-    (models / "metricflow_time_spine.sql").write_text(TIME_SPINE_SQL.strip() + "\n")
+        (models / "marts" / f"{name}.sql").write_text(mart_sql(name, wh.dialect).strip() + "\n")
+    spine = time_spine_sql(wh.dialect)
+    (models / "metricflow_time_spine.sql").write_text(spine.strip() + "\n")
     _dump(models / "models.yml", _models_yml(world))
     _dump(models / "semantic.yml", _semantic_yml())
     (models / "docs.md").write_text(_docs(world))
-    (out / ".gitignore").write_text("target/\nlogs/\n*.duckdb\n*.wal\n")
+    (out / ".gitignore").write_text("target/\nlogs/\n*.duckdb\n*.wal\nprofiles.yml\n")
     return out
 
 
 def run_dbt_export(
-    world: World, out: Path, *, warehouse: Path | None = None, force: bool = False
+    world: World,
+    out: Path,
+    *,
+    warehouse: str | None = None,
+    reader: str | None = None,
+    force: bool = False,
 ) -> None:
     """``dabench world export --dbt DIR``: write the project, build it with dbt (the dbt venv
     is installed under the cache on first use) and print what was made."""
@@ -555,10 +562,12 @@ def run_dbt_export(
     from dabench.world.dbt_env import dbt_build
 
     t0 = time.perf_counter()
-    project = export_dbt(world, out, warehouse=warehouse, force=force)
+    wh = resolve_warehouse(world, warehouse, reader)
+    project = export_dbt(world, out, warehouse=wh, force=force)
     dbt_build(project)
     stdout_console().print(
-        f"exported world {world.world_hash[:16]} as a dbt project to {project}: "
+        f"exported world {world.world_hash[:16]} as a dbt project to {project} over "
+        f"{wh.describe()}: "
         f"{len(world.catalog.datasets)} sources, {len(STAGING) + len(MARTS) + 1} models, "
         f"{len(SEMANTIC_MODELS)} semantic models, {len(METRICS)} metrics, built in "
         f"{time.perf_counter() - t0:.1f}s\nverify: dabench tasks metric-parity {project}",

@@ -149,11 +149,11 @@ def export_postgres(
             "the PostgreSQL driver is not installed: pip install 'dabench[postgres]'"
         ) from exc
     t0 = time.perf_counter()
-    summary = SqlExportSummary(target=_redact(dsn), world_hash=world.world_hash)
+    summary = SqlExportSummary(target=redact_dsn(dsn), world_hash=world.world_hash)
     try:
         pg = psycopg.connect(dsn)
     except psycopg.Error as exc:
-        raise UserInputError(f"--postgres {_redact(dsn)}: cannot connect: {exc}") from exc
+        raise UserInputError(f"--postgres {redact_dsn(dsn)}: cannot connect: {exc}") from exc
     spill = Path(tempfile.mkdtemp(prefix="dabench-export-spill-"))
     con = connect_warehouse(
         world.warehouse_path, memory_limit=EXPORT_MEMORY_LIMIT, temp_directory=spill
@@ -250,7 +250,7 @@ def _pg_knowledge(cur: Any, world: World) -> None:
                 copy.write_row(row)
 
 
-def _redact(dsn: str) -> str:
+def redact_dsn(dsn: str) -> str:
     """A DSN with any password replaced by ``***``."""
     if "://" in dsn and "@" in dsn:
         scheme, rest = dsn.split("://", 1)
