@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from dabench.errors import UserInputError
 from dabench.listing import stdout_console
+
+if TYPE_CHECKING:
+    from dabench.tasks.model import Task
 
 
 def metric_parity_command(
@@ -25,19 +29,36 @@ def metric_parity_command(
     """Run every metric-expressible task's MetricFlow query (one process) and compare its
     answer with the gold; exit 1 when one differs or fails."""
     from dabench.tasks.loader import load_builtin_tasks
-    from dabench.tasks.metric_parity import METRIC_QUERIES, coverage, parity
-    from dabench.world.cache import default_world
-    from dabench.world.load import load_world
+    from dabench.tasks.metric_parity import METRIC_QUERIES
 
     if fmt not in ("table", "json"):
         raise UserInputError(f"--format must be table or json, got {fmt!r}")
-    if not (project / "dbt_project.yml").is_file():
-        raise UserInputError(f"{project}: no dbt_project.yml (make one with world export --dbt)")
     tasks = load_builtin_tasks().tasks
     unknown = sorted(set(task_ids or ()) - set(METRIC_QUERIES))
     if unknown:
         raise UserInputError(f"--task {', '.join(unknown)}: not a metric-expressible task")
     chosen = [t for t in tasks if not task_ids or t.id in task_ids]
+    if not report_parity(project, world_dir, chosen, tasks, fmt=fmt):
+        raise typer.Exit(1)
+
+
+def report_parity(
+    project: Path,
+    world_dir: Path | None,
+    chosen: list[Task],
+    tasks: list[Task],
+    *,
+    fmt: str = "table",
+) -> bool:
+    """Print MetricFlow's answer against the gold for every mapped task of ``chosen`` and the
+    map's coverage of ``tasks`` per suite (``tasks metric-parity`` and ``tasks validate
+    --warehouse DIR``); True when every answer equals the gold."""
+    from dabench.tasks.metric_parity import coverage, parity
+    from dabench.world.cache import default_world
+    from dabench.world.load import load_world
+
+    if not (project / "dbt_project.yml").is_file():
+        raise UserInputError(f"{project}: no dbt_project.yml (make one with world export --dbt)")
     rows = parity(load_world(world_dir or default_world()), project, chosen)
     cover = coverage(tasks)
     out = stdout_console()
@@ -66,5 +87,4 @@ def metric_parity_command(
             )
         passed = sum(r.passed for r in rows)
         out.print(f"parity: {passed}/{len(rows)} equal the gold", highlight=False)
-    if not all(r.passed for r in rows):
-        raise typer.Exit(1)
+    return all(r.passed for r in rows)

@@ -37,7 +37,9 @@ def validate_cmd(
         "--warehouse",
         metavar="DSN|FILE|DIR",
         help="Instead: recompute every truth on this exported warehouse (PostgreSQL DSN, "
-        "DuckDB or SQLite file, or Parquet directory) and compare it with the world's.",
+        "DuckDB or SQLite file, or Parquet directory) and compare it with the world's; for a "
+        "dbt project (world export --dbt), MetricFlow's answer on every metric-expressible "
+        "task and the metric map's coverage.",
     ),
     platform_warehouse: str | None = typer.Option(
         None,
@@ -64,9 +66,14 @@ def validate_cmd(
     from dabench.tasks.selection import TaskSelection, select_tasks
     from dabench.validation.tasks import default_world, render_report, validate
 
-    ts = select_tasks(
-        load_task_paths(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke})
-    )
+    loaded = load_task_paths(tasks)
+    ts = select_tasks(loaded, TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
+    if warehouse is not None and (Path(warehouse) / "dbt_project.yml").is_file():
+        from dabench.tasks.metric_parity_command import report_parity
+
+        if not report_parity(Path(warehouse), world, ts.tasks, loaded.tasks):
+            raise typer.Exit(1)
+        return
     if warehouse is not None:
         _validate_warehouse(ts, world or default_world(), warehouse)
         return

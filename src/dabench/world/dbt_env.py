@@ -51,8 +51,22 @@ def install_venv(venv: Path, packages: tuple[str, ...]) -> Path:
     return venv
 
 
+SEMANTIC_VENV_DIR = "semantic-venv"
+"""The semantic stack's venv under its base (:mod:`dabench.world.semantic_stack`)."""
+
+
+def _installed_with(venv: Path, packages: tuple[str, ...]) -> bool:
+    marker = venv / ".ok"
+    return marker.is_file() and set(packages) <= set(marker.read_text().split())
+
+
 def dbt_venv() -> Path:
-    """The dbt + MetricFlow venv under the cache (installed on first use)."""
+    """The dbt + MetricFlow venv under the cache (installed on first use); the semantic
+    stack's venv instead when it is installed under the same cache (it holds every package
+    of this one)."""
+    semantic = cache_root() / SEMANTIC_VENV_DIR
+    if _installed_with(semantic, DBT_PACKAGES):
+        return semantic
     return install_venv(cache_root() / "dbt-venv", DBT_PACKAGES)
 
 

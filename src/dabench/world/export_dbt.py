@@ -570,7 +570,7 @@ def run_dbt_export(
         f"{wh.describe()}: "
         f"{len(world.catalog.datasets)} sources, {len(STAGING) + len(MARTS) + 1} models, "
         f"{len(SEMANTIC_MODELS)} semantic models, {len(METRICS)} metrics, built in "
-        f"{time.perf_counter() - t0:.1f}s\nverify: dabench tasks metric-parity {project}",
+        f"{time.perf_counter() - t0:.1f}s\nverify: dabench tasks validate --warehouse {project}",
         highlight=False,
         soft_wrap=True,
     )

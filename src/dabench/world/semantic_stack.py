@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from dabench.venvs import Installer, InstallError
-from dabench.world.dbt_env import SEMANTIC_PACKAGES, install_venv
+from dabench.world.dbt_env import SEMANTIC_PACKAGES, SEMANTIC_VENV_DIR, install_venv
 from dabench.world.dbt_mcp_env import install_dbt_mcp, install_root
 
-VENV_DIR = "semantic-venv"
+VENV_DIR = SEMANTIC_VENV_DIR
 DBT_MCP_DIR = "dbt-mcp"
 STEPS = ("semantic-venv", "dbt-mcp-root", "dbt-mcp-venv")
 """The steps' names in the log: ``semantic-stack: HH:MM:SS STEP started|done|FAILED ...``."""
