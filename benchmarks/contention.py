@@ -489,9 +489,9 @@ def _postgres(world_dir: Path) -> Iterator[str]:
     from psycopg.conninfo import conninfo_to_dict
     from tests.postgres_server import postgres_cluster  # the tests' throwaway cluster
 
-    from dabench.platform.warehouse.postgres_roles import create_read_only_role
     from dabench.world import load_world
     from dabench.world.export_sql import export_postgres
+    from dabench.world.postgres_roles import create_read_only_role
 
     world = load_world(world_dir)
     with postgres_cluster() as admin:

@@ -31,7 +31,6 @@ from psycopg.conninfo import make_conninfo
 from dabench.platform.admin.auth import DEV_AUTH
 from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService
-from dabench.platform.warehouse.postgres_roles import create_read_only_role
 from dabench.platform.world_content import load_world_content
 from dabench.tasks.engines import truth_sql_for
 from dabench.tasks.loader import load_builtin_tasks
@@ -39,6 +38,7 @@ from dabench.tasks.lock import gradings
 from dabench.tasks.selection import TaskSelection, select_tasks
 from dabench.world import load_world
 from dabench.world.export_sql import export_postgres
+from dabench.world.postgres_roles import create_read_only_role
 
 READER = "dabench_bench_reader"
 

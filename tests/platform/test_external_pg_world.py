@@ -13,10 +13,10 @@ import yaml
 from platform_helpers import call, mcp_client, open_session, start_platform, stop_platform
 from tests.postgres_server import postgres_cluster
 
-from dabench.platform.warehouse.postgres_roles import create_read_only_role
 from dabench.tasks.loader import load_tasks
 from dabench.tasks.lock import compute_lock
 from dabench.world.init import init_world
+from dabench.world.postgres_roles import create_read_only_role
 from dabench.world.source import SOURCE_FILE, open_world
 
 READER = "shop_reader"

@@ -29,7 +29,6 @@ from dabench.errors import UserInputError
 from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope, check_sql
 from dabench.platform.warehouse.postgres_backend import PostgresWarehouse
-from dabench.platform.warehouse.postgres_roles import create_read_only_role
 from dabench.platform.warehouse.priority import (
     LONG_QUERY_NICE,
     cpu_cgroup,
@@ -38,6 +37,7 @@ from dabench.platform.warehouse.priority import (
 )
 from dabench.world import World
 from dabench.world.export_sql import export_postgres
+from dabench.world.postgres_roles import create_read_only_role
 
 DATA = Path(__file__).parent / "data"
 CORPUS = [json.loads(line) for line in (DATA / "pg_escape_corpus.jsonl").read_text().splitlines()]

@@ -133,9 +133,9 @@ def pg_role(
     ),
 ) -> None:
     """Create (or re-grant) a SELECT-only login role for `platform serve --warehouse`."""
-    from dabench.platform.warehouse.postgres_roles import create_read_only_role
     from dabench.platform.world_content import load_world_content
     from dabench.world.cache import default_world
+    from dabench.world.postgres_roles import create_read_only_role
 
     content = load_world_content(world or default_world())
     tables = [ds.id for ds in content.catalog.datasets]

@@ -231,8 +231,8 @@ def postgres_warehouse(world: World, dsn: str, reader: str | None = None) -> Pos
     role :data:`READER_ROLE`, created or re-granted with ``dsn`` (module docstring)."""
     import psycopg
 
-    from dabench.platform.warehouse.postgres_roles import create_read_only_role
     from dabench.world.export_sql import redact_dsn
+    from dabench.world.postgres_roles import create_read_only_role
 
     shown = redact_dsn(dsn)
     build = _conninfo(dsn, f"--warehouse {shown}")

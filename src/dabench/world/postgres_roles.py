@@ -1,4 +1,5 @@
-"""The SELECT-only login role ``platform serve --warehouse`` connects as.
+"""The SELECT-only login role ``platform serve --warehouse`` connects as (and the reader a
+dbt export over PostgreSQL makes: :mod:`dabench.world.dbt_warehouse`).
 
 ``dabench platform pg-role`` runs :func:`create_read_only_role` as an administrator after
 ``dabench world export --postgres``: a ``LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE
@@ -11,7 +12,7 @@ The export drops and re-creates tables, so run it again after every export.
 from __future__ import annotations
 
 from dabench.errors import UserInputError
-from dabench.platform.warehouse.postgres_backend import KNOWLEDGE_SCHEMA
+from dabench.world.export_sql import KNOWLEDGE_SCHEMA
 
 
 def _ident(name: str) -> str:
