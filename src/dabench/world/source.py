@@ -28,9 +28,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import duckdb
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -49,6 +48,9 @@ from dabench.world.knowledge import parse_page
 from dabench.world.model import Catalog, DatasetMeta, KnowledgePage, Trap
 from dabench.world.offline import OFFLINE_CONFIG
 from dabench.world.policy_data import KNOWLEDGE_FORMAT_VERSION, DataPolicy, PolicyFile
+
+if TYPE_CHECKING:
+    import duckdb
 
 SOURCE_FILE = "world.yaml"
 RULES_FILE = "rules.yaml"
@@ -189,6 +191,8 @@ def fingerprint(world: OpenWorld, *, hash_content: bool | None = None) -> DataFi
         except psycopg.Error as exc:
             raise UserInputError(f"world {world.path}: PostgreSQL: {exc}".strip()) from exc
     else:
+        import duckdb  # imported on use: reading a run's task snapshot needs no engine
+
         con = world.connect()
         try:
             for tid in ids:
@@ -320,6 +324,8 @@ class OpenWorld:
         path = Path(self.location)
         if not path.is_file():
             raise UserInputError(f"world {self.path}: no DuckDB file {path}")
+        import duckdb
+
         return duckdb.connect(str(path), read_only=True, config=dict(OFFLINE_CONFIG))
 
 
@@ -332,6 +338,8 @@ def parquet_views(root: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with one view per Parquet file; file access limited to ``root``."""
     if not root.is_dir():
         raise UserInputError(f"parquet location {root}: not a directory")
+    import duckdb
+
     config = {k: v for k, v in OFFLINE_CONFIG.items() if k != "enable_external_access"}
     con = duckdb.connect(":memory:", config=config)
     con.execute("SET allowed_directories = ?", [[str(root.resolve())]])
@@ -357,6 +365,8 @@ def parquet_copy(world: OpenWorld) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
+    import duckdb
+
     out = duckdb.connect(str(tmp))
     try:
         root = Path(world.location).resolve()
