@@ -64,15 +64,21 @@ _ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
 def script_json(value: Any) -> str:
     """JSON safe to embed inside a ``<script>`` element (keys sorted; a value JSON cannot
     hold, such as NaN, written as ``null``)."""
+    return script_json_bytes(value).decode("utf-8")
+
+
+def script_json_bytes(value: Any) -> bytes:
+    """:func:`script_json` as UTF-8."""
     try:
-        text = orjson.dumps(value, default=str, option=_ORJSON).decode("utf-8")
+        data = orjson.dumps(value, default=str, option=_ORJSON)
     except (orjson.JSONEncodeError, TypeError):
         # What orjson refuses (an integer beyond 64 bits, a lone surrogate from a tool's
         # output, a non-string key) the standard library writes, escaped.
-        text = json.dumps(
+        data = json.dumps(
             _no_nan(value), separators=(",", ":"), sort_keys=True, default=str, allow_nan=False
-        )
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        ).encode("utf-8")
+    # No byte of a multi-byte UTF-8 character is ASCII, so these replace characters.
+    return data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
 
 
 def _no_nan(value: Any) -> Any:
@@ -283,6 +289,11 @@ def _inner(part: dict[str, Any]) -> str:
     return script_json(part)[1:-1]
 
 
+def _inner_bytes(part: dict[str, Any]) -> bytes:
+    """:func:`_inner` as UTF-8."""
+    return script_json_bytes(part)[1:-1]
+
+
 def _join(*inners: str) -> str:
     return "{" + ",".join(p for p in inners if p) + "}"
 
@@ -353,8 +364,7 @@ class DetailSpool:
         self._derived: dict[tuple[Any, ...], str] = {}
         """The JSON of each combination of :func:`frame_detail`'s few values."""
 
-    def _write(self, text: str) -> int:
-        data = text.encode("utf-8")
+    def _write(self, data: bytes) -> int:
         if self._moved:  # a read left the file's position elsewhere
             self._file.seek(self._pos)
             self._moved = False
@@ -376,9 +386,9 @@ class DetailSpool:
             self._failed += 1
         self._offsets.append(offset)
         self._at.append(self._pos)
-        self._record_len.append(self._write(_inner(record_detail(self._src, ep, grade))))
+        self._record_len.append(self._write(_inner_bytes(record_detail(self._src, ep, grade))))
         self._transcript_len.append(
-            self._write(_inner(transcript_detail(ep))) if spool_transcript else -1
+            self._write(_inner_bytes(transcript_detail(ep))) if spool_transcript else -1
         )
 
     def _read(self, at: int, length: int) -> bytes:
