@@ -257,7 +257,11 @@ def frame_detail(frame: EpisodeFrame, i: int) -> dict[str, Any]:
 def _transcript(ep: Episode) -> list[dict[str, Any]]:
     out = []
     for m in ep.messages[:MAX_MESSAGES]:
-        item: dict[str, Any] = {"role": m.role, "content": _clip(m.content)}
+        content = m.content
+        item: dict[str, Any] = {
+            "role": m.role,
+            "content": content if len(content) <= TEXT_LIMIT else _clip(content),
+        }
         if m.tool_calls:
             item["tool_calls"] = [_clip_values(tc) for tc in m.tool_calls]
         out.append(item)
