@@ -119,8 +119,8 @@ class GradeLines(Mapping[str, Grade]):
     @overload
     def get(self, key: str, /) -> Grade | None: ...
     @overload
-    def get(self, key: str, default: Grade | T, /) -> Grade | T: ...
-    def get(self, key: str, default: object = None, /) -> object:
+    def get(self, key: str, /, default: Grade | T) -> Grade | T: ...
+    def get(self, key: str, /, default: object = None) -> object:
         """The grade of ``key``, else ``default`` (one dictionary lookup, no exception)."""
         offset = self._offsets.get(key)
         if offset is None:
