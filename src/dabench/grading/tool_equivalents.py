@@ -31,8 +31,8 @@ def call_roles(call: ToolCall, roles: ToolRoles | None = None) -> list[Role]:
     return tool_roles(call.name, roles)
 
 
-def tool_roles(tool: str, roles: ToolRoles | None = None) -> list[Role]:
-    """The roles ``tool`` plays in ``roles`` (the arm's map), else in the legacy map."""
+def _roles_of(tool: str, roles: ToolRoles | None) -> list[Role]:
+    """The memoised roles of ``tool`` (shared: never to be changed by the caller)."""
     mapping = roles or LEGACY_ROLES
     key = (id(mapping), tool)
     hit = _ROLES_OF.get(key)
@@ -40,16 +40,29 @@ def tool_roles(tool: str, roles: ToolRoles | None = None) -> list[Role]:
         if len(_ROLES_OF) > 4096:
             _ROLES_OF.clear()
         hit = _ROLES_OF[key] = (mapping, mapping.roles_of(tool))
-    return list(hit[1])
+    return hit[1]
+
+
+def tool_roles(tool: str, roles: ToolRoles | None = None) -> list[Role]:
+    """The roles ``tool`` plays in ``roles`` (the arm's map), else in the legacy map."""
+    return list(_roles_of(tool, roles))
 
 
 def met_expected_tools(
     calls: Iterable[ToolCall], expected: Sequence[str], roles: ToolRoles | None = None
 ) -> list[str]:
     """The expected tools that some call met (by role, or by name for role-less tools)."""
-    calls = list(calls)
-    names = {c.name for c in calls}
-    played = {r for c in calls for r in call_roles(c, roles)}
+    names: set[str] = set()
+    unrecorded: set[str] = set()  # tools of calls without recorded roles: looked up once
+    played: set[Role] = set()
+    for c in calls:
+        names.add(c.name)
+        if c.roles is not None:
+            played.update(c.roles)
+        else:
+            unrecorded.add(c.name)
+    for name in unrecorded:
+        played.update(_roles_of(name, roles))
     out = []
     for tool in expected:
         role = reference_role(tool)

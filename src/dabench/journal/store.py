@@ -79,7 +79,7 @@ class RecordScan(Generic[R]):
                 if not raw.endswith(b"\n"):
                     self.torn = TornLine(number, offset, "no terminating newline")
                     return
-                if raw.strip():
+                if not raw.isspace():  # a blank line is skipped
                     try:
                         record = self.model.model_validate_json(raw)
                     except ValidationError as exc:

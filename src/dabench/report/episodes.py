@@ -19,7 +19,7 @@ import tempfile
 from array import array
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
@@ -49,8 +49,12 @@ def _clip(text: str | None, limit: int = TEXT_LIMIT) -> str:
 
 
 def _clip_values(obj: dict[str, Any]) -> dict[str, Any]:
-    """A shallow copy with long string values clipped (embedded as JSON)."""
-    return {k: _clip(v, ARGS_LIMIT) if isinstance(v, str) else v for k, v in obj.items()}
+    """A shallow copy with long string values clipped (embedded as JSON); ``obj`` itself
+    when no value needs it (it is only serialised)."""
+    for v in obj.values():
+        if isinstance(v, str) and len(v) > ARGS_LIMIT:
+            return {k: _clip(v, ARGS_LIMIT) if isinstance(v, str) else v for k, v in obj.items()}
+    return obj
 
 
 _ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
@@ -60,15 +64,21 @@ _ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
 def script_json(value: Any) -> str:
     """JSON safe to embed inside a ``<script>`` element (keys sorted; a value JSON cannot
     hold, such as NaN, written as ``null``)."""
+    return script_json_bytes(value).decode("utf-8")
+
+
+def script_json_bytes(value: Any) -> bytes:
+    """:func:`script_json` as UTF-8."""
     try:
-        text = orjson.dumps(value, default=str, option=_ORJSON).decode("utf-8")
+        data = orjson.dumps(value, default=str, option=_ORJSON)
     except (orjson.JSONEncodeError, TypeError):
         # What orjson refuses (an integer beyond 64 bits, a lone surrogate from a tool's
         # output, a non-string key) the standard library writes, escaped.
-        text = json.dumps(
+        data = json.dumps(
             _no_nan(value), separators=(",", ":"), sort_keys=True, default=str, allow_nan=False
-        )
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        ).encode("utf-8")
+    # No byte of a multi-byte UTF-8 character is ASCII, so these replace characters.
+    return data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
 
 
 def _no_nan(value: Any) -> Any:
@@ -103,6 +113,12 @@ class DetailSources:
     tasks: dict[str, TaskInfo]
     truths: TruthLock | None
     roles: dict[str, ToolRoles]
+    tool_labels: dict[tuple[str, ...], str] = field(default_factory=dict, compare=False)
+    """(arm, tool[, "", recorded roles...]) -> the tool's label with its roles ..."""
+    score_order: dict[tuple[str, ...], list[str]] = field(default_factory=dict, compare=False)
+    """... a grade's score names -> their order in the record ..."""
+    expected: dict[str, list[str]] = field(default_factory=dict, compare=False)
+    """... and a task's expected tools with their roles: worked out once per run."""
 
     @classmethod
     def of(cls, run: RunData) -> DetailSources:
@@ -143,13 +159,17 @@ def _judge(grade: Grade | None) -> dict[str, Any] | None:
     }
 
 
-def _scores(grade: Grade | None) -> list[dict[str, Any]]:
+def _scores(src: DetailSources, grade: Grade | None) -> list[dict[str, Any]]:
     """The episode's scores, the overall mix last; their labels and what they measure are
     in the page once, not repeated in every episode."""
     if grade is None:
         return []
-    names = sorted(grade.scores, key=lambda n: (n == "overall", n))
-    return [{"name": n, "value": grade.scores[n]} for n in names]
+    scores = grade.scores
+    key = tuple(scores)
+    names = src.score_order.get(key)
+    if names is None:
+        names = src.score_order[key] = sorted(scores, key=lambda n: (n == "overall", n))
+    return [{"name": n, "value": scores[n]} for n in names]
 
 
 def _with_roles(name: str, roles: list[Role]) -> str:
@@ -161,19 +181,34 @@ def _expected_with_role(tool: str) -> str:
     return f"{tool} (role {role})" if role else tool
 
 
+def _used_tools(src: DetailSources, ep: Episode) -> list[str]:
+    """The tools the episode called, in order of first use, each with the roles it played."""
+    memo = src.tool_labels
+    arm = ep.arm
+    used: dict[str, None] = {}
+    for c in episode_calls(ep):
+        key = (arm, c.name) if c.roles is None else (arm, c.name, "", *c.roles)
+        label = memo.get(key)
+        if label is None:
+            roles = c.roles if c.roles is not None else tool_roles(c.name, src.roles.get(arm))
+            label = memo[key] = _with_roles(c.name, list(roles))
+        used[label] = None
+    return list(used)
+
+
+def _expected_tools(src: DetailSources, info: TaskInfo | None) -> list[str]:
+    if info is None:
+        return []
+    labels = src.expected.get(info.id)
+    if labels is None:
+        labels = src.expected[info.id] = [_expected_with_role(t) for t in info.expected_tools]
+    return list(labels)
+
+
 def record_detail(src: DetailSources, ep: Episode, grade: Grade | None) -> dict[str, Any]:
     """The part of a detail record that the episode and its grade alone decide."""
     info = src.tasks.get(ep.task_id)
-    roles = src.roles.get(ep.arm)
-    played = dict.fromkeys(
-        (c.name, tuple(c.roles) if c.roles is not None else None) for c in episode_calls(ep)
-    )
-    used = list(
-        dict.fromkeys(
-            _with_roles(name, list(recorded) if recorded is not None else tool_roles(name, roles))
-            for name, recorded in played
-        )
-    )
+    used = _used_tools(src, ep)
     return {
         "key": ep.key,
         "arm": ep.arm,
@@ -182,7 +217,7 @@ def record_detail(src: DetailSources, ep: Episode, grade: Grade | None) -> dict[
         "status": ep.status,
         "harness_error": ep.harness_error,
         "score": None if grade is None else overall_score(grade),
-        "scores": _scores(grade),
+        "scores": _scores(src, grade),
         "reason": grade.reason if grade else "not graded",
         "checks": [
             {
@@ -198,7 +233,7 @@ def record_detail(src: DetailSources, ep: Episode, grade: Grade | None) -> dict[
         "answer": _clip(ep.final_answer),
         "truth": _truth(src, ep.task_id, grade),
         "judge": _judge(grade),
-        "expected_tools": [_expected_with_role(t) for t in info.expected_tools] if info else [],
+        "expected_tools": _expected_tools(src, info),
         "used_tools": used,
         "steps": [
             {"name": s.name, "passed": s.passed, "detail": _clip(s.detail, 500)} for s in ep.steps
@@ -222,7 +257,11 @@ def frame_detail(frame: EpisodeFrame, i: int) -> dict[str, Any]:
 def _transcript(ep: Episode) -> list[dict[str, Any]]:
     out = []
     for m in ep.messages[:MAX_MESSAGES]:
-        item: dict[str, Any] = {"role": m.role, "content": _clip(m.content)}
+        content = m.content
+        item: dict[str, Any] = {
+            "role": m.role,
+            "content": content if len(content) <= TEXT_LIMIT else _clip(content),
+        }
         if m.tool_calls:
             item["tool_calls"] = [_clip_values(tc) for tc in m.tool_calls]
         out.append(item)
@@ -252,6 +291,11 @@ def transcript_detail(ep: Episode | None) -> dict[str, Any]:
 def _inner(part: dict[str, Any]) -> str:
     """A part's JSON members without the braces (parts never share a member)."""
     return script_json(part)[1:-1]
+
+
+def _inner_bytes(part: dict[str, Any]) -> bytes:
+    """:func:`_inner` as UTF-8."""
+    return script_json_bytes(part)[1:-1]
 
 
 def _join(*inners: str) -> str:
@@ -313,16 +357,21 @@ class DetailSpool:
         self._transcript_len = array("q")
         """... its lengths (-1: no transcript spooled)."""
         self._pos = 0
+        self._moved = False
+        """A read moved the file's position away from the end."""
         self._failing = 0
         """At least this many episodes fail (their latest grade did)."""
         self._failed = 0
         self._passed = 0
         self.read_back = 0
         """Transcripts read back from the journal by :meth:`text` (not spooled)."""
+        self._derived: dict[tuple[Any, ...], str] = {}
+        """The JSON of each combination of :func:`frame_detail`'s few values."""
 
-    def _write(self, text: str) -> int:
-        data = text.encode("utf-8")
-        self._file.seek(self._pos)  # after a read, the file's position is elsewhere
+    def _write(self, data: bytes) -> int:
+        if self._moved:  # a read left the file's position elsewhere
+            self._file.seek(self._pos)
+            self._moved = False
         self._file.write(data)
         self._pos += len(data)
         return len(data)
@@ -341,14 +390,15 @@ class DetailSpool:
             self._failed += 1
         self._offsets.append(offset)
         self._at.append(self._pos)
-        self._record_len.append(self._write(_inner(record_detail(self._src, ep, grade))))
+        self._record_len.append(self._write(_inner_bytes(record_detail(self._src, ep, grade))))
         self._transcript_len.append(
-            self._write(_inner(transcript_detail(ep))) if spool_transcript else -1
+            self._write(_inner_bytes(transcript_detail(ep))) if spool_transcript else -1
         )
 
-    def _read(self, at: int, length: int) -> str:
+    def _read(self, at: int, length: int) -> bytes:
+        self._moved = True
         self._file.seek(at)
-        return self._file.read(length).decode("utf-8")
+        return self._file.read(length)
 
     def text(
         self, episodes: EpisodeLines, frame: EpisodeFrame, i: int, with_transcript: bool
@@ -356,15 +406,22 @@ class DetailSpool:
         """Row ``i``'s detail record as embedded JSON."""
         n = bisect_left(self._offsets, episodes.offset(i))
         at, length, t_len = self._at[n], self._record_len[n], self._transcript_len[n]
-        record = self._read(at, length)
-        if not with_transcript:
-            transcript = NO_TRANSCRIPT
-        elif t_len >= 0:
-            transcript = self._read(at + length, t_len)
+        if with_transcript and t_len >= 0:  # the transcript follows its record
+            data = self._read(at, length + t_len)
+            record, transcript = data[:length].decode("utf-8"), data[length:].decode("utf-8")
         else:
-            self.read_back += 1
-            transcript = _inner(transcript_detail(episodes[i]))
-        return _join(record, _inner(frame_detail(frame, i)), transcript)
+            record = self._read(at, length).decode("utf-8")
+            if not with_transcript:
+                transcript = NO_TRANSCRIPT
+            else:
+                self.read_back += 1
+                transcript = _inner(transcript_detail(episodes[i]))
+        derived = frame_detail(frame, i)
+        key = tuple(derived.values())
+        inner = self._derived.get(key)
+        if inner is None:
+            inner = self._derived[key] = _inner(derived)
+        return _join(record, inner, transcript)
 
     def close(self) -> None:
         """Delete the spool."""

@@ -184,14 +184,20 @@ PILL_MARKS = {"ok": "✓", "ko": "✕", "ex": "⚙"}
 def episode_pills(row: TaskRow) -> Markup:
     """A task's episode links (one per attempt of every arm) as one block of HTML: what a
     template loop over the pills would write, at a fraction of its cost for 100,000 episodes."""
-    return Markup(
-        "".join(
-            f'\n            <a class="ep-pill {escape(state)}" href="#ep-{escape(key)}">'
-            f"{escape(arm)} · #{escape(attempt)} {escape(PILL_MARKS[state])}</a>\n          "
-            for cell in row.cells
-            for key, arm, attempt, state in cell.pills
-        )
-    )
+    around: dict[tuple[str, str], tuple[str, str, str]] = {}
+    """(arm, state) -> the escaped texts around key and attempt: the same few in every pill."""
+    parts: list[str] = []
+    for cell in row.cells:
+        for key, arm, attempt, state in cell.pills:
+            texts = around.get((arm, state))
+            if texts is None:
+                texts = around[arm, state] = (
+                    f'\n            <a class="ep-pill {escape(state)}" href="#ep-',
+                    f'">{escape(arm)} · #',
+                    f" {escape(PILL_MARKS[state])}</a>\n          ",
+                )
+            parts.append(f"{texts[0]}{escape(key)}{texts[1]}{attempt}{texts[2]}")
+    return Markup("".join(parts))
 
 
 EPISODES_MARK = "<dabench-episodes-json/>"

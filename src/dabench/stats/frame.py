@@ -221,30 +221,26 @@ def _brief(ep: Episode, same: dict[str, str]) -> EpisodeBrief:
     """The brief of an episode; ``same`` holds one copy of each repeated text (arm, task,
     suite... are the same few strings across 100,000 episodes)."""
 
-    def one(text: str) -> str:
-        return same.setdefault(text, text)
-
-    def opt(text: str | None) -> str | None:
-        return None if text is None else same.setdefault(text, text)
-
+    one = same.setdefault
+    audit = ep.audit
     return EpisodeBrief(
         key=ep.key,
-        arm=one(ep.arm),
-        task_id=one(ep.task_id),
+        arm=one(ep.arm, ep.arm),
+        task_id=one(ep.task_id, ep.task_id),
         attempt=ep.attempt,
-        suite=one(ep.suite),
-        category=one(ep.category),
-        difficulty=one(ep.difficulty),
-        status=one(ep.status),
+        suite=one(ep.suite, ep.suite),
+        category=one(ep.category, ep.category),
+        difficulty=one(ep.difficulty, ep.difficulty),
+        status=one(ep.status, ep.status),
         harness_error=ep.harness_error,
-        agent=one(ep.agent),
-        provider=opt(ep.provider),
-        model=opt(ep.model),
-        target=one(ep.target),
-        steps=tuple(StepBrief(one(st.name), st.passed) for st in ep.steps),
+        agent=one(ep.agent, ep.agent),
+        provider=None if ep.provider is None else one(ep.provider, ep.provider),
+        model=None if ep.model is None else one(ep.model, ep.model),
+        target=one(ep.target, ep.target),
+        steps=tuple(StepBrief(one(st.name, st.name), st.passed) for st in ep.steps),
         transient_retries=ep.transient_retries,
-        audit_ok=None if ep.audit is None else ep.audit.ok,
-        audit_source=None if ep.audit is None else opt(ep.audit.source),
+        audit_ok=None if audit is None else audit.ok,
+        audit_source=None if audit is None else one(audit.source, audit.source),
     )
 
 
@@ -304,6 +300,8 @@ class FrameBuilder:
         """Rows whose grade carries judged scores ..."""
         self._rubrics: list[str | None] = []
         """... and each one's rubric version."""
+        self._expected: dict[tuple[str, str], list[str]] = {}
+        """Per (arm, task): the task's expected tools that the arm offers."""
 
     def add(self, ep: Episode, grade: Grade | None) -> None:
         """Append the row of one episode (and its grade, if any)."""
@@ -335,9 +333,11 @@ class FrameBuilder:
         if grade is not None:
             score = overall_score(grade)
             for name, value in grade.scores.items():
-                rows, values = self._scores.setdefault(name, (array("q"), array("d")))
-                rows.append(i)
-                values.append(value)
+                got = self._scores.get(name)
+                if got is None:
+                    got = self._scores[name] = (array("q"), array("d"))
+                got[0].append(i)
+                got[1].append(value)
             if grade.judge:
                 self._judged.append(i)
                 self._rubrics.append(grade.rubric_version)
@@ -346,7 +346,11 @@ class FrameBuilder:
         cols["errors"].append(trace.errors)
         cols["retries"].append(trace.retries)
         arm_roles = self._roles.get(ep.arm)
-        expected = offered_expected_tools(info.expected_tools, self._offered.get(ep.arm), arm_roles)
+        expected = self._expected.get((ep.arm, ep.task_id))
+        if expected is None:
+            expected = self._expected[ep.arm, ep.task_id] = offered_expected_tools(
+                info.expected_tools, self._offered.get(ep.arm), arm_roles
+            )
         cols["tool_expected"].append(bool(expected))
         cols["tool_mismatch"].append(
             bool(expected) and not met_expected_tools(calls, expected, arm_roles)

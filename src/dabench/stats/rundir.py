@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, overload
+from typing import Any, BinaryIO, TypeVar, overload
 
 import yaml
 from pydantic import ValidationError
@@ -29,6 +29,8 @@ from dabench.journal.store import (
     read_record_at,
 )
 from dabench.tasks.model import TruthLock
+
+T = TypeVar("T")
 
 TASKS_FILES = ("tasks.json", "tasks.yaml")
 """The task snapshot of a run (the runner writes ``tasks.yaml``)."""
@@ -110,6 +112,19 @@ class GradeLines(Mapping[str, Grade]):
 
     def __getitem__(self, key: str) -> Grade:
         offset = self._offsets[key]
+        if self._fh is None:
+            self._fh = self.path.open("rb")
+        return read_record_at(self._fh, offset, Grade)
+
+    @overload
+    def get(self, key: str, /) -> Grade | None: ...
+    @overload
+    def get(self, key: str, /, default: Grade | T) -> Grade | T: ...
+    def get(self, key: str, /, default: object = None) -> object:
+        """The grade of ``key``, else ``default`` (one dictionary lookup, no exception)."""
+        offset = self._offsets.get(key)
+        if offset is None:
+            return default
         if self._fh is None:
             self._fh = self.path.open("rb")
         return read_record_at(self._fh, offset, Grade)

@@ -20,6 +20,10 @@ GATE_ERROR_CODES: frozenset[str] = frozenset({"SEARCH_REQUIRED"})
 GATE_LOOP_MIN = 3
 """Gate refusals in one episode from which a failure is a gate refusal loop."""
 
+_SORTED_JSON = json.JSONEncoder(sort_keys=True)
+"""What ``json.dumps(value, sort_keys=True)`` uses, built once (``json.dumps`` builds a new
+encoder on every call that sets an option)."""
+
 
 @dataclass(frozen=True)
 class ToolTrace:
@@ -69,7 +73,7 @@ def tool_trace(calls: Sequence[ToolCall], fast_path: Iterable[str] = ()) -> Tool
         for call in calls:
             if call.is_error:
                 continue
-            text = json.dumps(call.arguments, sort_keys=True).lower()
+            text = _SORTED_JSON.encode(call.arguments).lower()
             if any(w in text for w in wanted):
                 used = True
                 break

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from dabench.world.source import DataFingerprint
+from dabench.world.fingerprint import DataFingerprint
 
 Suite = Literal["s1", "s2", "s3", "s4", "s5", "s6"]
 Difficulty = Literal["easy", "medium", "hard", "expert"]

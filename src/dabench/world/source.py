@@ -28,9 +28,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import duckdb
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,10 +44,15 @@ from dabench.world.files import (
     sha256_file,
     world_hash,
 )
+from dabench.world.fingerprint import DataFingerprint as DataFingerprint
+from dabench.world.fingerprint import TableFingerprint as TableFingerprint
 from dabench.world.knowledge import parse_page
 from dabench.world.model import Catalog, DatasetMeta, KnowledgePage, Trap
 from dabench.world.offline import OFFLINE_CONFIG
 from dabench.world.policy_data import KNOWLEDGE_FORMAT_VERSION, DataPolicy, PolicyFile
+
+if TYPE_CHECKING:
+    import duckdb
 
 SOURCE_FILE = "world.yaml"
 RULES_FILE = "rules.yaml"
@@ -99,39 +103,6 @@ class HiddenRule(_Record):
 class _Rules(_Record):
     format_version: int = KNOWLEDGE_FORMAT_VERSION
     rules: list[HiddenRule] = Field(default_factory=list)
-
-
-class TableFingerprint(_Record):
-    """One table's row count and order-independent content hash (computed in the engine)."""
-
-    rows: int
-    content_hash: str | None = None
-
-
-class DataFingerprint(_Record):
-    """What the data of a warehouse was when a lock was computed."""
-
-    engine: str
-    tables: dict[str, TableFingerprint]
-    snapshot_id: str | None = None
-    hash: str
-
-    def changes(self, other: DataFingerprint) -> list[str]:
-        """Each table that differs from ``other`` (this one is the newer), in words."""
-        out: list[str] = []
-        if self.snapshot_id != other.snapshot_id:
-            out.append(f"snapshot id {other.snapshot_id} -> {self.snapshot_id}")
-        for table in sorted(set(self.tables) | set(other.tables)):
-            new, old = self.tables.get(table), other.tables.get(table)
-            if old is None:
-                out.append(f"{table}: new table")
-            elif new is None:
-                out.append(f"{table}: table gone")
-            elif new.rows != old.rows:
-                out.append(f"{table}: rows {old.rows} -> {new.rows}")
-            elif new.content_hash != old.content_hash:
-                out.append(f"{table}: content changed (same {new.rows} rows)")
-        return out
 
 
 def knowledge_files(root: Path) -> dict[str, str]:
@@ -189,6 +160,8 @@ def fingerprint(world: OpenWorld, *, hash_content: bool | None = None) -> DataFi
         except psycopg.Error as exc:
             raise UserInputError(f"world {world.path}: PostgreSQL: {exc}".strip()) from exc
     else:
+        import duckdb  # imported on use: reading a run's task snapshot needs no engine
+
         con = world.connect()
         try:
             for tid in ids:
@@ -320,6 +293,8 @@ class OpenWorld:
         path = Path(self.location)
         if not path.is_file():
             raise UserInputError(f"world {self.path}: no DuckDB file {path}")
+        import duckdb
+
         return duckdb.connect(str(path), read_only=True, config=dict(OFFLINE_CONFIG))
 
 
@@ -332,6 +307,8 @@ def parquet_views(root: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with one view per Parquet file; file access limited to ``root``."""
     if not root.is_dir():
         raise UserInputError(f"parquet location {root}: not a directory")
+    import duckdb
+
     config = {k: v for k, v in OFFLINE_CONFIG.items() if k != "enable_external_access"}
     con = duckdb.connect(":memory:", config=config)
     con.execute("SET allowed_directories = ?", [[str(root.resolve())]])
@@ -357,6 +334,8 @@ def parquet_copy(world: OpenWorld) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
+    import duckdb
+
     out = duckdb.connect(str(tmp))
     try:
         root = Path(world.location).resolve()
