@@ -27,18 +27,39 @@ def group_rng(seed: int, label: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(label.encode("utf-8"))])
 
 
+_EXACT_BITS = 52
+"""Integers of at most this many bits are exact in a float64 (its mantissa, less one bit)."""
+
+
+def exact_grid(values: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Per column, the power-of-two exponent ``e`` such that any sum of ``T`` of the column's
+    values, each rounded to a multiple of ``2**-e``, is an integer below ``2**52`` once
+    scaled by ``2**e``: such sums are exact in float64, whatever order they are added in."""
+    t = max(1, values.shape[0])
+    with np.errstate(all="ignore"):
+        largest = np.nanmax(np.abs(values), axis=0, initial=0.0)
+        bound = np.where(largest > 0, largest * t, 1.0)
+        grid = _EXACT_BITS - np.ceil(np.log2(bound)).astype(np.int64) - 1
+    return np.where(np.isfinite(bound), grid, 0)
+
+
 def resampled_sums(
     values: npt.NDArray[np.float64], resamples: int, rng: np.random.Generator
 ) -> npt.NDArray[np.float64]:
     """Column sums of ``resamples`` bootstrap resamples of the rows of ``values``.
 
-    ``values`` is ``(T, M)``; the result is ``(resamples, M)``.
+    ``values`` is ``(T, M)``; the result is ``(resamples, M)``. Each value is first rounded to
+    its column's :func:`exact_grid` (a relative change below ``2**-40`` for T up to 2**11, a
+    little more for larger T), so every sum is exact: the matrix product gives the same bits
+    on every machine, whatever its BLAS, CPU or thread count adds in which order.
     """
     t, m = values.shape
     out = np.empty((resamples, m))
     if t == 0:
         out.fill(np.nan)
         return out
+    grid = exact_grid(values)
+    scaled = np.rint(np.ldexp(values, grid))  # integers (as float64), NaN kept
     chunk = max(1, _CHUNK_CELLS // t)
     for start in range(0, resamples, chunk):
         stop = min(resamples, start + chunk)
@@ -46,8 +67,8 @@ def resampled_sums(
         idx = rng.integers(0, t, size=(rows, t))
         idx += np.arange(rows)[:, None] * t
         weights = np.bincount(idx.ravel(), minlength=rows * t).reshape(rows, t)
-        out[start:stop] = weights.astype(np.float64) @ values
-    return out
+        out[start:stop] = weights.astype(np.float64) @ scaled
+    return np.ldexp(out, -grid)
 
 
 def percentile_interval(
