@@ -57,17 +57,28 @@ def _experiment(tmp_path: Path, world: Path) -> Path:
 
 @pytest.mark.slow
 def test_a_generic_mcp_arm_plays_through_the_host(
-    real_world: Path, run_dir: Path, tmp_path: Path
+    real_world: Path, run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exp = _experiment(tmp_path, real_world)
     tasks = [a for t in TASKS for a in ("--task", t)]
     refused = play("start", "--run", str(run_dir), "--experiment", str(exp), *tasks, code=2)
     assert "--arm" in refused["error"] and "a0, stdio" in refused["error"]
     play("start", "--run", str(run_dir), "--experiment", str(exp), "--arm", "x", code=2)
+    import dabench.runner.experiment as experiments
+
+    reads: list[Path] = []
+    load = experiments.load_experiment
+
+    def counted(path: Path, *args: object, **kwargs: object) -> object:
+        reads.append(Path(path))
+        return load(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(experiments, "load_experiment", counted)
     started = play(
         "start", "--run", str(run_dir), "--experiment", str(exp), "--arm", "stdio", *tasks
     )
     assert started["arm"] == "stdio" and started["episodes"] == 2
+    assert reads == [exp]  # the experiment file is read once
     # The target's relative state directory resolved against the experiment file's directory.
     assert (exp.parent / "server-state").is_dir()
     server = read_state(run_dir).server

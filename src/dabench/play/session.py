@@ -290,12 +290,15 @@ def _arm_of(path: Path, name: str | None) -> tuple[ArmConfig, Experiment]:
     raise UserInputError(f"{path}: no arm {name!r} (arms: {', '.join(names)})")
 
 
-def _experiment(opts: PlayOptions, world_dir: Path | None) -> Experiment:
+def _experiment(
+    opts: PlayOptions, world_dir: Path | None, source_arm: ArmConfig | None
+) -> Experiment:
+    """The one-arm experiment of a play run: ``source_arm`` (the experiment file's arm, read
+    once by the caller) or the reference profile of ``opts``."""
     target: dict[str, Any] = {"kind": "reference", "profile": opts.profile}
     suites: list[Suite] = []
     description = ""
-    if opts.experiment is not None:
-        source_arm, _ = _arm_of(opts.experiment, opts.arm)
+    if source_arm is not None:
         arm = source_arm.name
         target, suites, description = source_arm.target, source_arm.suites, source_arm.description
     else:
@@ -428,11 +431,14 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
             raise UserInputError(f"{run_dir} already holds episodes; choose another directory")
         experiment_dir = opts.experiment.parent if opts.experiment else Path.cwd()
         world_dir = opts.world_dir
-        if world_dir is None and opts.experiment is not None:
-            world_dir = resolve_world(_arm_of(opts.experiment, opts.arm)[1], experiment_dir)
-        exp = _experiment(opts, world_dir)
+        source_arm: ArmConfig | None = None
+        if opts.experiment is not None:  # read once
+            source_arm, source = _arm_of(opts.experiment, opts.arm)
+            if world_dir is None:
+                world_dir = resolve_world(source, experiment_dir)
+        exp = _experiment(opts, world_dir, source_arm)
         world_dir = resolve_world(exp, Path.cwd()).resolve()
-        exp = _experiment(opts, world_dir)
+        exp = _experiment(opts, world_dir, source_arm)
         world_hash = world_identity(world_dir)
         tasks = load_task_set(exp, Path.cwd())
         arm = exp.arms[0]
