@@ -10,7 +10,7 @@ item marked ``uncertain: true``, and such an item must stay uncertain.
 File layout: a list of groups; a group holds the shared context of its ``cases``::
 
     - kind: numeric            # numeric | entity | refusal | abstain | format | exec_sql
-      question: ...            # for the reader
+      question: ...            # the task's text (the numeric grader reads its numbers)
       truth: 1234.5            # numeric (and format with also_numeric)
       tolerance_abs: 0         # optional
       tolerance_rel: 0.005     # optional
@@ -135,6 +135,7 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
             tolerance_rel=float(group.get("tolerance_rel", 0.005)),
             naive=group.get("naive"),
             currency=asked_currency(group.get("question", "")),
+            question=group.get("question"),  # as the episode grader passes the task's text
         )
     if kind == "entity":
         return check_entity(
@@ -154,6 +155,7 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
                 float(group["truth"]),
                 tolerance_rel=group.get("tolerance_rel", 0.005),
                 currency=asked_currency(group.get("question", "")),
+                question=group.get("question"),
             )
         return check
     mode = group.get("mode", "set")

@@ -83,6 +83,7 @@ def _deterministic(
                 tolerance_rel=grading.tolerance_rel,
                 naive=truth.naive_value,
                 currency=task_currency(task),
+                question=" ".join(task.messages),
             )
         )
     if kind == "entity":

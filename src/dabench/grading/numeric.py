@@ -97,6 +97,44 @@ def _hits(mention: NumberMention, target: float, tol_abs: float, tol_rel: float)
     return any(within(v, target, tol_abs, tol_rel) for v in mention.readings())
 
 
+_CLOCK_AFTER_RE = re.compile(r":[0-5]\d(?!\d)")
+_CLOCK_BEFORE_RE = re.compile(r"(?<!\d)(?:[01]?\d|2[0-3]):$")
+_CLOCK_TEXT_RE = re.compile(r"(?:[01]?\d|2[0-3]):[0-5]\d")
+
+
+def _clock_time(text: str, mention: NumberMention) -> bool:
+    """A part of a time of day (``18:00``, the ``22`` or ``59`` of ``22:59``: a window the
+    question sets, say), never the answer or a rival quantity."""
+    if mention.percent or mention.currency:
+        return False
+    if _CLOCK_TEXT_RE.fullmatch(mention.text):
+        return True
+    return mention.text.isdigit() and bool(
+        _CLOCK_AFTER_RE.match(text, mention.end)
+        or _CLOCK_BEFORE_RE.search(text[max(0, mention.start - 3) : mention.start])
+    )
+
+
+_CLOCK_RE = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b")
+
+
+def question_numbers(question: str) -> frozenset[float]:
+    """The plain numbers a question states (the hours of its times of day included): an
+    answer that restates one (``hours 18-22`` for "between 18:00 and 22:59") restates a
+    parameter."""
+    found = {m.value for m in find_all_numbers(question) if not m.ambiguous}
+    for clock in _CLOCK_RE.finditer(question):
+        found.update((float(clock.group(1)), float(clock.group(2))))
+    return frozenset(found)
+
+
+def _clock_minutes(text: str, mention: NumberMention) -> bool:
+    """The minutes of a time of day (``59`` of ``22:59``): never a committed value."""
+    return mention.text.isdigit() and bool(
+        _CLOCK_BEFORE_RE.search(text[max(0, mention.start - 3) : mention.start])
+    )
+
+
 def _year_like(mention: NumberMention) -> bool:
     return (
         not mention.percent
@@ -250,6 +288,7 @@ def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
         and _same_kind(m, hit)
         and (m.start == hit.start or not restates(m, hit))
         and (outside[m.start] or not outside[hit.start])
+        and (m.start == hit.start or not _clock_minutes(sentence, m))
     ]
     bold = [
         m
@@ -268,9 +307,15 @@ def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
 
 
 def find_hedge(
-    statement: Commitment, hit: NumberMention, expected: float, tol_abs: float, tol_rel: float
+    statement: Commitment,
+    hit: NumberMention,
+    expected: float,
+    tol_abs: float,
+    tol_rel: float,
+    asked: frozenset[float] = frozenset(),
 ) -> str | None:
-    """Why ``statement`` hedges between ``hit`` (the truth) and another value, or ``None``."""
+    """Why ``statement`` hedges between ``hit`` (the truth) and another value, or ``None``;
+    a time of day the question states (``asked``: :func:`question_numbers`) is no rival."""
     truth_is_year = 1900 <= expected <= 2100 and expected == int(expected)
 
     def competitors(text: str) -> list[NumberMention]:
@@ -283,6 +328,7 @@ def find_hedge(
             and not restates(m, hit)
             and not _REFERENCE_BEFORE_RE.search(m.before)
             and (truth_is_year or not _year_like(m))
+            and not (_clock_time(text, m) and m.value in asked)
         ]
 
     sentences = [(statement.sentence, True), *((s, False) for s in statement.following)]
@@ -294,7 +340,8 @@ def find_hedge(
             first = min([hit.start, *(m.start for m in others)])
             for other in others:
                 lo, hi = sorted((hit, other), key=lambda m: m.start)
-                if _RANGE_RE.fullmatch(text[lo.end : hi.start]):
+                clock = _CLOCK_AFTER_RE.match(text, lo.end)  # 12:00–13:59: a range of hours
+                if _RANGE_RE.fullmatch(text[clock.end() if clock else lo.end : hi.start]):
                     return f"a range {lo.text}-{hi.text}"
             words = _hedge_words(text, first)
         else:
@@ -309,6 +356,29 @@ _READING_RE = re.compile(
     r"\b(?:fiscal|calendar|gross|net|reading|basis|definition|interpretation|convention)\b",
     re.IGNORECASE,
 )
+_TREATMENT_RE = re.compile(
+    r"\b(?:includ\w*|exclud\w*|count(?:ed|ing)?|duplicat\w*|de-?dup\w*|raw|unfiltered"
+    r"|filter\w*|remov\w*|subtract\w*|deduct\w*|refunds?|discounts?|shipping|cents"
+    r"|convert\w*|conversion|test accounts?|erased|deleted|deprecated|legacy|utc|local time"
+    r"|time ?zones?|cancel+ed|returned|status\w*)\b",
+    re.IGNORECASE,
+)
+"""Words that name how the data is treated (which rows count, which corrections apply): a
+conditional clause with one of them states what another treatment would give."""
+_UNCORRECTED_RE = re.compile(
+    r"\b(?:raw|unfiltered|uncleaned|uncorrected|unadjusted|naive|including|included|before"
+    r"|with(?:out)? (?:the )?(?:duplicates|test accounts|refunds|discounts|conversion))\b",
+    re.IGNORECASE,
+)
+"""In parentheses after the truth, a label that calls another value the uncorrected one:
+``(1,169 raw rows)``, ``(330 including test accounts)``, ``(1,300 before refunds)``."""
+_DOUBT_RE = re.compile(
+    r"\b(?:wrong|mistak\w*|errors?|erroneous|incorrect\w*|misread|doubt\w*|check|verify"
+    r"|confirm\w*|assum\w*|guess\w*)\b",
+    re.IGNORECASE,
+)
+"""In a clause with another value, words of self-doubt (``330 if I got the filter wrong``):
+the value is then a second answer, not a caveat."""
 _CONDITIONAL_MARK_RE = re.compile(
     r"\b(?:would(?: have)? be(?:en)?|would (?:give|total|come to|show|yield)|if|under (?:the|a|an)"
     r"|on an? [\w-]+ basis)\b",
@@ -361,6 +431,74 @@ def _clause_around(text: str, start: int, end: int) -> tuple[int, int]:
             break
         hi += 1
     return lo, hi
+
+
+def _caveat_clause(text: str, lo: int, hi: int, mention: NumberMention) -> bool:
+    """Whether ``text[lo:hi]``, the clause of ``mention`` (a value other than the truth),
+    states what another reading or treatment of the data would give: conditional (``if``,
+    ``would be``...) and naming the reading or the treatment (``fiscal``, ``gross``,
+    ``included``, ``duplicates``...), or in parentheses and labelling the value as the
+    uncorrected one (``raw``, ``including``, ``before``...); and holding no other value of its
+    kind, no unsure, endorsing or relative word, and nothing like ``and``/``is`` after it."""
+    clause = text[lo:hi]
+    mark = _CONDITIONAL_MARK_RE.search(text, mention.end, hi)
+    conditional = bool(_CONDITIONAL_MARK_RE.search(clause)) and bool(
+        _READING_RE.search(clause) or _TREATMENT_RE.search(clause)
+    )
+    in_parens = lo > 0 and text[lo - 1] == "(" and hi < len(text) and text[hi] == ")"
+    labelled = in_parens and bool(_UNCORRECTED_RE.search(clause))
+    if not (conditional or labelled):
+        return False
+    # after the value, up to the condition ("330 if they were included": the verbs of the
+    # condition are the condition's), no "and"/"is"/"but"... that would make it a claim
+    after = text[mention.end : mark.start() if conditional and mark is not None else hi]
+    kin = [
+        m
+        for m in find_all_numbers(clause)
+        if m.start != mention.start - lo and _same_kind(m, mention) and not _year_like(m)
+    ]
+    return not (
+        kin
+        or _UNSURE_RE.search(clause)
+        or _ENDORSE_RE.search(clause)
+        or _RELATIVE_RE.search(clause)
+        or _DOUBT_RE.search(clause)
+        or _AFTER_NAIVE_RE.search(after)
+    )
+
+
+def blank_caveats(statement: Commitment, hit: NumberMention) -> Commitment:
+    """``statement`` with the caveat clauses (:func:`_caveat_clause`) that follow the truth
+    ``hit`` and state another value of its kind blanked out, so "287 orders (330 if test
+    accounts were included)" or "1,033 page views (1,169 raw rows)" commit to the truth
+    alone. Nothing is blanked when, once they are, the rest still holds an unsure or
+    conditional word, or (after the truth) an endorsing or contrasting one: the value may then
+    be a rival, and the other rules judge the statement whole."""
+    blanked: list[str] = []
+    changed = False
+    for index, text in enumerate((statement.sentence, *statement.following)):
+        chars = list(text)
+        for mention in find_all_numbers(text):
+            if mention.ambiguous or not _same_kind(mention, hit) or _year_like(mention):
+                continue
+            if math.isclose(mention.value, hit.value, rel_tol=1e-9, abs_tol=1e-12):
+                continue
+            if index == 0 and mention.start < hit.end:
+                continue
+            lo, hi = _clause_around(text, mention.start, mention.end)
+            if (index == 0 and lo < hit.end) or not _caveat_clause(text, lo, hi, mention):
+                continue
+            chars[lo:hi] = " " * (hi - lo)
+            changed = True
+        blanked.append("".join(chars))
+    if not changed:
+        return statement
+    for index, rest in enumerate(blanked):
+        if _UNSURE_RE.search(rest) or _CONDITIONAL_WORD_RE.search(rest):
+            return statement
+        if _ENDORSE_RE.search(rest[hit.end :] if index == 0 else rest):
+            return statement
+    return replace(statement, sentence=blanked[0], following=tuple(blanked[1:]))
 
 
 def alternative_reading(
@@ -471,10 +609,14 @@ def check_numeric(
     naive: float | None = None,
     currency: str | None = None,
     name: str = "numeric",
+    question: str | None = None,
 ) -> GradeCheck:
     """Grade the committed number in ``answer`` against ``expected``; ``naive`` is a
     known-wrong value; ``currency`` the ISO code the question asks the amount in
-    (:func:`asked_currency`; ``None``: the question names none)."""
+    (:func:`asked_currency`; ``None``: the question names none); ``question`` the task's
+    text, whose own numbers (a window's ``18:00``, a threshold) restated in the answer are
+    its parameters, not rival answers (:func:`question_numbers`)."""
+    asked = question_numbers(question or "")
     statement = commitment(answer)
     where = statement.where
     mentions = find_all_numbers(statement.sentence)
@@ -532,6 +674,15 @@ def check_numeric(
         )
     if hit is not None and negated(statement.sentence, hit):
         return fail(f"{said} denies {hit.text} (the truth); expected {bound}")
+    if hit is not None:
+        caveats_out = blank_caveats(statement, hit)
+        if caveats_out != statement:
+            statement = caveats_out
+            parsed = [
+                m
+                for m in find_all_numbers(statement.sentence)
+                if not m.ambiguous and not _meta_count(statement.sentence, m)
+            ]
     naive_differs = (
         naive is not None
         and not math.isnan(naive)
@@ -598,7 +749,7 @@ def check_numeric(
             f"{said} commits to {committed.text}; {hit.text} appears only as an intermediate "
             f"figure; expected {bound}"
         )
-    hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel)
+    hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel, asked)
     if hedge is not None:
         return fail(f"{where} states {hit.text} but hedges: {hedge}; a hedge fails")
     if _COMPARISON_RE.search(statement.sentence):
@@ -626,6 +777,7 @@ def check_numeric(
             and not _hits(m, expected, *tols)
             and not restates(m, hit)
             and not (_year_like(m) and not _year_like(hit))
+            and not (not m.currency and not m.percent and m.value in asked)
             and not _REFERENCE_BEFORE_RE.search(m.before)
             and not (
                 m.end <= hit.start and _CONTRAST_RE.search(statement.sentence[m.end : hit.start])
