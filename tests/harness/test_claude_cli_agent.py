@@ -28,6 +28,8 @@ PROVIDERS_FAKE = Path(__file__).parent.parent / "providers" / "fake_claude.py"
 PLATFORM_CLAUDE = """
 import asyncio, json, os, sys
 
+ENV = dict(os.environ)  # what the agent process was given (importing dabench sets variables)
+
 from dabench.targets.mcp_lean import LeanMcpConnection
 
 
@@ -40,7 +42,7 @@ async def main():
     prompt = sys.stdin.read()
     config = json.load(open(argv[argv.index("--mcp-config") + 1], encoding="utf-8"))
     json.dump({"argv": argv, "prompt": prompt, "mcp_config": config, "cwd": os.getcwd(),
-               "cwd_files": os.listdir("."), "env": dict(os.environ)},
+               "cwd_files": os.listdir("."), "env": ENV},
               open(os.environ["FAKE_CLAUDE_RECORD"], "w", encoding="utf-8"))
     (name, server), = config["mcpServers"].items()
     conn = LeanMcpConnection(server["url"], server["headers"])
