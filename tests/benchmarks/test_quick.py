@@ -2,8 +2,10 @@
 and prints its figures, so a benchmark cannot rot unnoticed. Nothing here asserts a time: the
 figures themselves are only printed (``python -m benchmarks.NAME`` without ``--quick`` measures).
 
-The default run (``.ci/run``) runs every quick mode but those in :data:`HEAVY`, which need
-minutes (third-party installs, several worlds, a Ray cluster); ``.ci/heavy`` runs those too.
+The default run (``.ci/run``) runs every quick mode but those in :data:`HEAVY` (only
+``peer_inspect``, which needs inspect_ai); ``.ci/heavy`` runs those too. The quick modes that
+install third-party servers, start a Ray cluster or build several worlds were heavy until
+2026-12-04, when all seven took 82 s in ``.ci/heavy`` and moved into the default run.
 The scripts share the test cache (``$DABENCH_CACHE``), so the world they default to and any
 install are built once, not once per script.
 """
@@ -59,13 +61,7 @@ FIGURES: dict[str, str] = {
 """Per script, a pattern one of its figure lines must match in quick mode."""
 
 HEAVY: dict[str, str] = {
-    "idle_review": "starts the third-party MCP clients it reviews (npm and pip installs)",
-    "mcp_target": "plays S1 through four MCP transports, two of them third-party servers",
     "peer_inspect": "runs inspect_ai side by side with dabench (an install CI leaves out)",
-    "run_all": "runs the key benchmarks again, twice with --baseline-commit (each one runs here)",
-    "scale_out": "starts a two-node Ray cluster and kills a node",
-    "semantic_layer_parity": "installs dbt and MetricFlow into two virtual environments",
-    "world_seeds": "builds and validates a world per seed (minutes)",
 }
 """Quick modes left to ``.ci/heavy`` (``DABENCH_HEAVY_TESTS=1``), with the reason
 (docs/benchmarks.md lists them)."""
