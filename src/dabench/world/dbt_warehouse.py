@@ -22,7 +22,7 @@ The profile holds the passwords, so ``profiles.yml`` is written with mode 0600.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -172,7 +172,6 @@ class PostgresWarehouse:
     reader: dict[str, Any]
     redacted: str
     dialect: Dialect = "postgres"
-    tables: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         """Where the project reads from (for messages; no password)."""
@@ -249,7 +248,7 @@ def postgres_warehouse(world: World, dsn: str, reader: str | None = None) -> Pos
                 f"--reader {redact_dsn(reader)}: must name the warehouse's database "
                 f"({build['dbname']})"
             )
-        return PostgresWarehouse(build=build, reader=info, redacted=shown, tables=tables)
+        return PostgresWarehouse(build=build, reader=info, redacted=shown)
     password = secrets.token_urlsafe(24)
     try:
         create_read_only_role(dsn, READER_ROLE, tables, password=password)
@@ -260,7 +259,7 @@ def postgres_warehouse(world: World, dsn: str, reader: str | None = None) -> Pos
             "pg-role`)"
         ) from exc
     info = {**build, "user": READER_ROLE, "password": password}
-    return PostgresWarehouse(build=build, reader=info, redacted=shown, tables=tables)
+    return PostgresWarehouse(build=build, reader=info, redacted=shown)
 
 
 def resolve_warehouse(

@@ -54,6 +54,7 @@ from dabench.world.dbt_warehouse import (
     DuckDBWarehouse,
     PostgresWarehouse,
     hour_sql,
+    local_ts_sql,
     resolve_warehouse,
     time_spine_sql,
 )
@@ -368,8 +369,6 @@ METRICS: tuple[Metric, ...] = (
 
 def mart_sql(name: str, dialect: Dialect) -> str:
     """The SQL of mart ``name`` in ``dialect`` (the placeholders filled in)."""
-    from dabench.world.dbt_warehouse import local_ts_sql
-
     sql = MARTS[name][2]
     return sql.replace(_LOCAL_TS, local_ts_sql("e.event_ts", dialect)).replace(
         _EVENT_HOUR, hour_sql("ts_local", dialect)
@@ -511,6 +510,8 @@ def export_dbt(
     if out.exists():
         shutil.rmtree(out)
     models = out / "models"
+    extra = wh.project_config()
+    run_end = extra.pop("on-run-end", None)
     _dump(
         out / "dbt_project.yml",
         {
@@ -518,10 +519,8 @@ def export_dbt(
             "model-paths": ["models"],
             "models": {PROJECT: {"staging": {"+materialized": "ephemeral"},
                                  "+materialized": "table",
-                                 **{f"+{k}": v for k, v in wh.project_config().items()
-                                    if k != "on-run-end"}}},
-            **({"on-run-end": wh.project_config()["on-run-end"]}
-               if "on-run-end" in wh.project_config() else {}),
+                                 **{f"+{k}": v for k, v in extra.items()}}},
+            **({"on-run-end": run_end} if run_end else {}),
             "flags": {"send_anonymous_usage_stats": False},
         },
     )  # fmt: skip
