@@ -97,9 +97,17 @@ def _hits(mention: NumberMention, target: float, tol_abs: float, tol_rel: float)
     return any(within(v, target, tol_abs, tol_rel) for v in mention.readings())
 
 
+_CLOCK_RE = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b")
+"""A time of day, ``HH:MM`` (hour and minutes as groups)."""
 _CLOCK_AFTER_RE = re.compile(r":[0-5]\d(?!\d)")
 _CLOCK_BEFORE_RE = re.compile(r"(?<!\d)(?:[01]?\d|2[0-3]):$")
-_CLOCK_TEXT_RE = re.compile(r"(?:[01]?\d|2[0-3]):[0-5]\d")
+
+
+def _clock_minutes(text: str, mention: NumberMention) -> bool:
+    """The minutes of a time of day (``59`` of ``22:59``): never a committed value."""
+    return mention.text.isdigit() and bool(
+        _CLOCK_BEFORE_RE.search(text[max(0, mention.start - 3) : mention.start])
+    )
 
 
 def _clock_time(text: str, mention: NumberMention) -> bool:
@@ -107,15 +115,11 @@ def _clock_time(text: str, mention: NumberMention) -> bool:
     question sets, say), never the answer or a rival quantity."""
     if mention.percent or mention.currency:
         return False
-    if _CLOCK_TEXT_RE.fullmatch(mention.text):
+    if _CLOCK_RE.fullmatch(mention.text):
         return True
-    return mention.text.isdigit() and bool(
-        _CLOCK_AFTER_RE.match(text, mention.end)
-        or _CLOCK_BEFORE_RE.search(text[max(0, mention.start - 3) : mention.start])
+    return _clock_minutes(text, mention) or (
+        mention.text.isdigit() and bool(_CLOCK_AFTER_RE.match(text, mention.end))
     )
-
-
-_CLOCK_RE = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b")
 
 
 def question_numbers(question: str) -> frozenset[float]:
@@ -126,13 +130,6 @@ def question_numbers(question: str) -> frozenset[float]:
     for clock in _CLOCK_RE.finditer(question):
         found.update((float(clock.group(1)), float(clock.group(2))))
     return frozenset(found)
-
-
-def _clock_minutes(text: str, mention: NumberMention) -> bool:
-    """The minutes of a time of day (``59`` of ``22:59``): never a committed value."""
-    return mention.text.isdigit() and bool(
-        _CLOCK_BEFORE_RE.search(text[max(0, mention.start - 3) : mention.start])
-    )
 
 
 def _year_like(mention: NumberMention) -> bool:
