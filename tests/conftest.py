@@ -1,9 +1,7 @@
-"""Suite-wide collection rules: tests marked ``heavy`` run only when asked for, and under
-pytest-xdist the files that wait on ``.ci/run``'s background installs go first.
-
-A heavy test runs a benchmark quick mode that needs minutes; together they would take CI
-past its time budget, so the default run skips them with the reason and ``.ci/heavy`` runs
-them (``DABENCH_HEAVY_TESTS=1``).
+"""Suite-wide collection rules: under pytest-xdist the files that wait on ``.ci/run``'s
+background installs go first. Every test runs in the default run (``.ci/run``): there is no
+separate heavy run (the last heavy test, ``benchmarks/peer_inspect.py``'s quick mode, joined
+the default run on 2026-12-04).
 
 ``.ci/run`` starts the semantic layer's installs in the background and runs pytest with
 ``--dist loadfile --no-loadscope-reorder``: each worker collects the files in the order
@@ -18,8 +16,6 @@ import os
 
 import pytest
 
-HEAVY_ENV = "DABENCH_HEAVY_TESTS"
-
 
 def pytest_configure(config: pytest.Config) -> None:
     """With ``DABENCH_TEST_CPU_LOG=FILE``, log each test's wall and CPU time
@@ -31,15 +27,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``heavy`` tests unless ``DABENCH_HEAVY_TESTS`` is set to a true value; under an
-    xdist worker, order the files (:func:`tests.ordering.files_first`)."""
+    """Under an xdist worker, order the files (:func:`tests.ordering.files_first`)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker runs with the repository on sys.path
         from tests.ordering import files_first
 
         files_first(items)
-    if os.environ.get(HEAVY_ENV, "").lower() in {"1", "true", "yes"}:
-        return
-    skip = pytest.mark.skip(reason=f"heavy end-to-end test: run .ci/heavy ({HEAVY_ENV}=1)")
-    for item in items:
-        if "heavy" in item.keywords:
-            item.add_marker(skip)

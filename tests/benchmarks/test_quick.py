@@ -2,25 +2,26 @@
 and prints its figures, so a benchmark cannot rot unnoticed. Nothing here asserts a time: the
 figures themselves are only printed (``python -m benchmarks.NAME`` without ``--quick`` measures).
 
-The default run (``.ci/run``) runs every quick mode but those in :data:`HEAVY` (only
-``peer_inspect``, which needs inspect_ai); ``.ci/heavy`` runs those too. The quick modes that
-install third-party servers, start a Ray cluster or build several worlds were heavy until
-2026-12-04, when all seven took 82 s in ``.ci/heavy`` and moved into the default run.
-The scripts share the test cache (``$DABENCH_CACHE``), so the world they default to and any
-install are built once, not once per script.
+The default run (``.ci/run``) runs every quick mode. ``peer_inspect`` runs in a venv of its
+own with inspect_ai (:func:`tests.harness.third_party.peer_inspect_python`: dabench's
+dependencies at this venv's versions, dabench from ``src/``), so the tests' venv never
+installs inspect_ai. The scripts share the test cache (``$DABENCH_CACHE``), so the world
+they default to and any install are built once, not once per script.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from tests.environment import skip_unless_ci
+from tests.harness.third_party import peer_inspect_python
 
 from dabench.sandbox import cache_root
 
@@ -60,12 +61,6 @@ FIGURES: dict[str, str] = {
 }
 """Per script, a pattern one of its figure lines must match in quick mode."""
 
-HEAVY: dict[str, str] = {
-    "peer_inspect": "runs inspect_ai side by side with dabench (an install CI leaves out)",
-}
-"""Quick modes left to ``.ci/heavy`` (``DABENCH_HEAVY_TESTS=1``), with the reason
-(docs/benchmarks.md lists them)."""
-
 
 def scripts() -> list[str]:
     """The runnable scripts under benchmarks/ (helper modules have no ``__main__`` block)."""
@@ -84,11 +79,6 @@ def test_every_script_has_a_quick_mode_and_a_figure() -> None:
         assert '"--quick"' in (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8"), name
 
 
-def test_every_heavy_script_exists() -> None:
-    """A renamed or removed script does not stay listed as heavy."""
-    assert set(HEAVY) <= set(FIGURES)
-
-
 @pytest.fixture(scope="module")
 def world() -> Path:
     """World 930 at scale 1 from the test cache (what every ``--world`` defaults to): built
@@ -104,10 +94,8 @@ def _takes_world(name: str) -> bool:
 
 
 def _needs(name: str) -> None:
-    """Skip a script whose optional extra or system dependency is missing (CI installs all
-    but inspect_ai, which is the peer being compared with, never a dabench dependency)."""
-    if name == "peer_inspect" and importlib.util.find_spec("inspect_ai") is None:
-        pytest.skip("inspect_ai is not installed (pip install 'dabench[peer]'); CI leaves it out")
+    """Skip a script whose system dependency is missing (a failure in CI, which installs
+    them all)."""
     if name in {"pg_warehouse_latency", "world_scale", "contention"} and not list(
         Path("/usr/lib/postgresql").glob("*/bin/postgres")
     ):
@@ -119,20 +107,31 @@ def _needs(name: str) -> None:
             skip_unless_ci("bubblewrap (bwrap) is not installed")
 
 
+@contextmanager
+def _interpreter(name: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """The Python that runs ``name`` and what it adds to the environment: this one, or for
+    ``peer_inspect`` the inspect_ai venv with ``src/`` first on ``PYTHONPATH`` (dabench is not
+    installed there)."""
+    if name != "peer_inspect":
+        yield sys.executable, {}
+        return
+    with peer_inspect_python(ROOT) as python:
+        path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
+        yield str(python), {"PYTHONPATH": path}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=pytest.mark.heavy) if n in HEAVY else n for n in sorted(FIGURES)],
-)
+@pytest.mark.parametrize("name", sorted(FIGURES))
 def test_quick_mode_runs_and_prints_figures(name: str, world: Path) -> None:
     """``python -m benchmarks.NAME --quick`` exits 0 and prints its figures."""
     _needs(name)
-    argv = [sys.executable, "-m", f"benchmarks.{name}", "--quick"]
-    if _takes_world(name):
-        argv += ["--world", str(world)]
-    env = {**os.environ, "DABENCH_CACHE": str(cache_root()), "COLUMNS": "200"}
-    done = subprocess.run(
-        argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
+    with _interpreter(name) as (python, extra_env):
+        argv = [python, "-m", f"benchmarks.{name}", "--quick"]
+        if _takes_world(name):
+            argv += ["--world", str(world)]
+        env = {**os.environ, **extra_env, "DABENCH_CACHE": str(cache_root()), "COLUMNS": "200"}
+        done = subprocess.run(
+            argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+        )
     assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-3000:]}"
     assert re.search(FIGURES[name], done.stdout), f"{name} printed no figures:\n{done.stdout}"

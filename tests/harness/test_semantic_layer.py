@@ -51,7 +51,7 @@ STACK_WAIT_S = 1800
 """A safety net: how long a test waits for the background install's log to settle a step."""
 T = TypeVar("T")
 
-# slow, not heavy: .ci/run installs the stack in the background while its other work runs
+# slow: .ci/run installs the stack in the background while its other work runs
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 

