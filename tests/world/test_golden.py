@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("2.2.0", "2.0.1"): "a9ed9e226bdaa116fa1b21d82adfec7e713350f39caa42f8a1ee7fe3a62b998e",
+    ("2.3.0", "2.0.1"): "971230bd5f0512dc02847baccf80777cb259df83e31b7edbeb7eaa8843e4e755",
 }
 
 

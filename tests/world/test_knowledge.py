@@ -18,7 +18,7 @@ def test_pages_have_front_matter(world: World, world_dir: Path) -> None:
     for f in files:
         text = f.read_text(encoding="utf-8")
         front = yaml.safe_load(text.split("---\n")[1])
-        assert list(front) == ["id", "title", "tags", "related_datasets"], f.name
+        assert list(front) == ["id", "title", "tags", "related_datasets", "reviewed"], f.name
         assert front["id"] == f.stem
         assert set(front["related_datasets"]) <= ids, f.name
         assert front["title"] and front["tags"]

@@ -13,7 +13,9 @@ as the a2 platform serves them (:func:`knowledge_texts`; ``dabench tasks validat
    its first column is exactly the defined set, computed on the warehouse (any engine: the
    caller runs the DuckDB SQL in the warehouse's dialect);
 4. no knowledge text defines :attr:`DataPolicy.term` otherwise: a text that names the term and one
-   of its defining words must state the rule.
+   of its defining words must state the rule. A knowledge page reviewed before the policy's
+   page is exempt: it is history, superseded by the later page (the handbook's convention,
+   knowledge page ``documentation-conventions``: the page reviewed last governs).
 
 The built-in generator builds those texts from the policies (by construction); the check
 catches a text written by hand that drifts, like the old "gold and platinum customers are key
@@ -63,8 +65,24 @@ def _first_column(run: RunSql, sql: str) -> set[object]:
     return {row[0] for row in run(sql)}
 
 
+def _superseded(p: DataPolicy, pages: list[KnowledgePage]) -> set[str]:
+    """The locations of the knowledge pages reviewed before ``p``'s page."""
+    current = next((pg.reviewed for pg in pages if pg.id == p.page), None)
+    if current is None:
+        return set()
+    return {
+        f"knowledge:{pg.id}"
+        for pg in pages
+        if pg.id != p.page and pg.reviewed is not None and pg.reviewed < current
+    }
+
+
 def _policy_issues(
-    p: DataPolicy, texts: dict[str, str], catalog: Catalog, run: RunSql | None
+    p: DataPolicy,
+    texts: dict[str, str],
+    catalog: Catalog,
+    run: RunSql | None,
+    superseded: set[str],
 ) -> list[str]:
     issues: list[str] = []
     rule = _flat(p.rule)
@@ -100,6 +118,8 @@ def _policy_issues(
                 )
     if p.term and p.defining:
         for where, text in sorted(texts.items()):
+            if where in superseded:
+                continue
             flat = _flat(text)
             if (
                 re.search(p.term, flat, re.IGNORECASE)
@@ -122,4 +142,8 @@ def consistency_issues(
     """Every disagreement between the knowledge layer and the policies, one message each
     (``run``: queries the warehouse, for ``members_sql``; ``None`` skips that check)."""
     texts = knowledge_texts(catalog, pages)
-    return [issue for p in policies for issue in _policy_issues(p, texts, catalog, run)]
+    return [
+        issue
+        for p in policies
+        for issue in _policy_issues(p, texts, catalog, run, _superseded(p, pages))
+    ]

@@ -6,6 +6,8 @@ related_datasets) and a markdown body.
 
 from __future__ import annotations
 
+from datetime import date
+
 import yaml
 
 from dabench.world.constants import (
@@ -17,19 +19,52 @@ from dabench.world.constants import (
     ERASED_ROW_STATE,
     TEST_SIGNUP_SOURCE,
 )
+from dabench.world.knowledge_archive import archived_pages
+from dabench.world.knowledge_bulk import bulk_pages
 from dabench.world.model import KnowledgePage
 from dabench.world.policies import policy
 from dabench.world.policy_data import scope_markdown
 
+REVIEWED: dict[str, date] = {
+    "currency-policy": date(2024, 8, 19),
+    "customer-data-retention": date(2024, 9, 16),
+    "customer-tiers": date(2025, 2, 10),
+    "data-freshness": date(2024, 10, 1),
+    "documentation-conventions": date(2024, 6, 3),
+    "event-data": date(2024, 7, 8),
+    "fiscal-calendar": date(2024, 12, 9),
+    "money-and-units": date(2024, 5, 27),
+    "revenue-policy": date(2025, 2, 3),
+    "support-sla": date(2024, 3, 11),
+    "test-accounts": date(2024, 11, 4),
+    "warehouse-guide": date(2025, 1, 20),
+}
+"""When each current rule page was last reviewed: after every page it superseded
+(:data:`dabench.world.knowledge_archive.ARCHIVE`)."""
+
 
 def _page(id: str, title: str, tags: list[str], related: list[str], body: str) -> KnowledgePage:
     return KnowledgePage(
-        id=id, title=title, tags=tags, related_datasets=related, body=body.strip() + "\n"
+        id=id,
+        title=title,
+        tags=tags,
+        related_datasets=related,
+        reviewed=REVIEWED[id],
+        body=body.strip() + "\n",
     )
 
 
 def knowledge_pages() -> list[KnowledgePage]:
-    """Every knowledge page of the world, sorted by id."""
+    """Every knowledge page of the world, sorted by id: the current rules
+    (:func:`rule_pages`), the pages they superseded
+    (:func:`~dabench.world.knowledge_archive.archived_pages`) and the handbook's everyday
+    pages (:func:`~dabench.world.knowledge_bulk.bulk_pages`)."""
+    pages = [*rule_pages(), *archived_pages(), *bulk_pages()]
+    return sorted(pages, key=lambda p: p.id)
+
+
+def rule_pages() -> list[KnowledgePage]:
+    """The pages that state the company's rules as they stand, sorted by id."""
     pages = [
         _page(
             "revenue-policy", "Revenue policy", ["finance", "policy", "revenue"],
@@ -252,6 +287,26 @@ resolved when `closed_at` is set. CSAT is the share of survey responses scoring 
 is reported monthly by the date of the response.
 """,
         ),
+        _page(
+            "documentation-conventions", "How to read this handbook",
+            ["guide", "handbook", "conventions"],
+            ["sales.orders", "customers.customers", "finance.invoices", "marketing.web_events"],
+            """
+# How to read this handbook
+
+Pages are never deleted. When a rule changes, the team that owns it writes the new rule,
+often on a new page, and sets that page's `reviewed` date; the older page stays for history
+and is not edited or marked. So the handbook holds outdated definitions next to current
+ones, and two pages on the same subject can conflict.
+
+**When two pages disagree, the page reviewed most recently governs**, for every period,
+including years before the change: figures are restated under the current definitions.
+
+Team pages, dashboards, meeting notes, incident reviews, runbooks and project pages describe
+their owners' work; they define no company metric. Company definitions are the policy and
+definition pages and the glossary.
+""",
+        ),
     ]  # fmt: skip
     return sorted(pages, key=lambda p: p.id)
 
@@ -264,6 +319,8 @@ def render_page(page: KnowledgePage) -> str:
         "tags": list(page.tags),
         "related_datasets": list(page.related_datasets),
     }
+    if page.reviewed is not None:
+        front["reviewed"] = page.reviewed.isoformat()
     return (
         "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + page.body
     )

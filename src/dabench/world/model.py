@@ -104,6 +104,9 @@ class KnowledgePage(_Record):
     title: str
     tags: list[str] = Field(default_factory=list)
     related_datasets: list[str] = Field(default_factory=list)
+    reviewed: date | None = None
+    """When the owning team last reviewed the page. Where two pages disagree, the one reviewed
+    last governs (knowledge page ``documentation-conventions``); pages are never deleted."""
     body: str
     """Markdown body without the front matter."""
 
