@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("2.3.0", "2.0.1"): "971230bd5f0512dc02847baccf80777cb259df83e31b7edbeb7eaa8843e4e755",
+    ("2.4.0", "2.0.1"): "868588cc652e4c654eeace40a20f6c88011d414cdeded632ffab3974c63a657e",
 }
 
 

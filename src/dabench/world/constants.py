@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-GENERATOR_VERSION = "2.3.0"
+GENERATOR_VERSION = "2.4.0"
 """Version of the world generator; part of the cache key and of ``world.json``."""
 
 DEFAULT_SEED = 930
@@ -94,3 +94,17 @@ this fraction of the correct answer."""
 
 STORAGE_VERSIONS = ("v1.0.0", "v1.1.0", "v1.2.0", "v1.3.0", "v1.4.0", "v1.5.0")
 """DuckDB storage formats ``world export --duckdb`` can write."""
+
+
+SURVEY_INVERSION_FROM = date(2023, 9, 11)
+"""Data incident (issue 32): from this day the survey tool showed the CSAT scale reversed
+(1 = very happy); the stored answers were never rewritten."""
+SURVEY_INVERSION_TO = date(2023, 11, 19)
+"""The last day of the reversed survey scale (the fix shipped the day after)."""
+CASE_COUNT_WAREHOUSE = 1
+"""Data incident: the warehouse (Reno DC) whose snapshot of :data:`CASE_COUNT_SNAPSHOT`
+counted full cases instead of units."""
+CASE_COUNT_SNAPSHOT = date(2024, 7, 31)
+"""The month-end inventory snapshot taken in cases (see :data:`CASE_COUNT_WAREHOUSE`)."""
+CASE_SIZE = 12
+"""Units per case in that snapshot: the true units are the stored figure times this."""

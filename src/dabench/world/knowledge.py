@@ -6,17 +6,22 @@ related_datasets) and a markdown body.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 import yaml
 
 from dabench.world.constants import (
+    CASE_COUNT_SNAPSHOT,
+    CASE_COUNT_WAREHOUSE,
+    CASE_SIZE,
     COLLECTOR_GAP,
     COLLECTOR_SWITCH,
     COMPANY,
     CORE_CUSTOMERS_SNAPSHOT,
     CORE_ORDERS_CUTOFF,
     ERASED_ROW_STATE,
+    SURVEY_INVERSION_FROM,
+    SURVEY_INVERSION_TO,
     TEST_SIGNUP_SOURCE,
 )
 from dabench.world.knowledge_archive import archived_pages
@@ -26,6 +31,8 @@ from dabench.world.policies import policy
 from dabench.world.policy_data import scope_markdown
 
 REVIEWED: dict[str, date] = {
+    f"incident-{SURVEY_INVERSION_FROM}-survey-tool": SURVEY_INVERSION_TO + timedelta(days=4),
+    f"incident-{CASE_COUNT_SNAPSHOT}-inventory-snapshot": CASE_COUNT_SNAPSHOT + timedelta(days=9),
     "currency-policy": date(2024, 8, 19),
     "customer-data-retention": date(2024, 9, 16),
     "customer-tiers": date(2025, 2, 10),
@@ -139,6 +146,11 @@ The warehouse has one schema per business domain: `sales`, `customers`, `finance
 
 Money columns in the operational schemas are integer cents (*money-and-units*), the revenue
 definition is in *revenue-policy*, and timestamps of web events need care (*event-data*).
+
+**Data incidents.** Loads are append-only: when an incident stored wrong values that could
+not be rewritten, the rows stay as they are and the incident review (tag `incident`) says
+which rows are affected and how to read them. That reading applies to every figure computed
+from those rows. Check the incident reviews of the tables you use.
 """,
         ),
         _page(
@@ -285,6 +297,47 @@ by 100 to report dollars.
 Target resolution times: urgent 4 hours, high 1 day, normal 3 days, low 5 days. A ticket is
 resolved when `closed_at` is set. CSAT is the share of survey responses scoring 4 or 5 and
 is reported monthly by the date of the response.
+""",
+        ),
+        _page(
+            f"incident-{SURVEY_INVERSION_FROM}-survey-tool",
+            f"Incident review: survey tool ({SURVEY_INVERSION_FROM})", ["incident"],
+            ["support.csat_responses"],
+            f"""
+# Incident review: survey tool, {SURVEY_INVERSION_FROM}
+
+**What happened.** A release of the survey tool on {SURVEY_INVERSION_FROM} reversed the answer
+buttons of the one-question survey sent when a ticket closes: the button stored as 1 showed
+"very happy" and the one stored as 5 "very unhappy". Customers answered what they saw. The
+fix shipped on {SURVEY_INVERSION_TO + timedelta(days=1)}.
+
+**Why.** A right-to-left layout change in the survey template also reversed the order of the
+values.
+
+**What we did.** The survey export is append-only, so the stored answers were **not**
+rewritten. For every answer recorded from {SURVEY_INVERSION_FROM} through
+{SURVEY_INVERSION_TO} (`responded_on`), the customer's real score is **6 minus the stored
+score**; use that in every figure. Tables affected: `support.csat_responses`.
+""",
+        ),
+        _page(
+            f"incident-{CASE_COUNT_SNAPSHOT}-inventory-snapshot",
+            f"Incident review: inventory snapshot ({CASE_COUNT_SNAPSHOT})", ["incident"],
+            ["product.inventory_snapshots"],
+            f"""
+# Incident review: inventory snapshot, {CASE_COUNT_SNAPSHOT}
+
+**What happened.** The month-end snapshot of {CASE_COUNT_SNAPSHOT} from Reno DC
+(`warehouse_id = {CASE_COUNT_WAREHOUSE}`) was taken with the scanners in case mode: `on_hand`
+and `on_order` hold the number of **full cases of {CASE_SIZE} units**, not units. The other
+warehouses and every other snapshot are in units.
+
+**Why.** A firmware update reset the scanners' counting mode.
+
+**What we did.** Snapshots are never retaken, so the rows were not corrected. The true units
+of that warehouse's rows of that date are the stored figures **times {CASE_SIZE}** (units of
+opened cases were not counted and are lost); use them in every figure. Tables affected:
+`product.inventory_snapshots`.
 """,
         ),
         _page(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dabench.world.constants import SURVEY_INVERSION_FROM, SURVEY_INVERSION_TO
 from dabench.world.metrics import (
     ACTIVE,
     INVOICE_FX_JOIN,
@@ -102,7 +103,9 @@ def curated_queries() -> list[CuratedQuery]:
             name="CSAT by month",
             description="Share of survey responses scoring 4 or 5, per month.",
             sql="SELECT date_trunc('month', responded_on) AS month,\n"
-            "       avg(CASE WHEN score >= 4 THEN 1.0 ELSE 0.0 END) AS csat\n"
+            "       avg(CASE WHEN (CASE WHEN responded_on BETWEEN\n"
+            f"                 DATE '{SURVEY_INVERSION_FROM}' AND DATE '{SURVEY_INVERSION_TO}'\n"
+            "                 THEN 6 - score ELSE score END) >= 4 THEN 1.0 ELSE 0.0 END) AS csat\n"
             "FROM support.csat_responses GROUP BY 1 ORDER BY 1",
             datasets=["support.csat_responses"],
         ),

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from dabench.world.constants import END_DATE, START_DATE
+from dabench.world.constants import (
+    CASE_COUNT_SNAPSHOT,
+    CASE_COUNT_WAREHOUSE,
+    CASE_SIZE,
+    END_DATE,
+    START_DATE,
+)
 from dabench.world.datasets.spec import Col, DatasetSpec, Helper, values_sql
 from dabench.world.sqlrand import Rand
 
@@ -76,12 +82,21 @@ FROM p JOIN c USING (category_id)"""
 SELECT last_day(DATE '{START_DATE}' + to_months(m::INTEGER)) AS snapshot_date
 FROM range({(END_DATE.year - START_DATE.year) * 12 + END_DATE.month}) t(m)"""
     inv_key = "(epoch(s.snapshot_date)::BIGINT * 1000 + w.warehouse_id) * 1000 + p.product_id"
+    # The data incident of CASE_COUNT_SNAPSHOT: one warehouse's export counted full cases.
+    in_cases = (
+        f"(w.warehouse_id = {CASE_COUNT_WAREHOUSE} "
+        f"AND s.snapshot_date = DATE '{CASE_COUNT_SNAPSHOT}')"
+    )
     inventory_select = f"""
-SELECT s.snapshot_date, w.warehouse_id, p.product_id,
+SELECT snapshot_date, warehouse_id, product_id,
+       (CASE WHEN in_cases THEN on_hand // {CASE_SIZE} ELSE on_hand END)::INTEGER AS on_hand,
+       (CASE WHEN in_cases THEN on_order // {CASE_SIZE} ELSE on_order END)::INTEGER AS on_order
+FROM (
+SELECT s.snapshot_date, w.warehouse_id, p.product_id, {in_cases} AS in_cases,
        {rand.int("inv_hand", inv_key, 0, 400)}::INTEGER AS on_hand,
        ({rand.int("inv_order", inv_key, 0, 8)} * 25)::INTEGER AS on_order
 FROM ({months}) s CROSS JOIN product.warehouses w CROSS JOIN product.products p
-WHERE w.opened_on <= s.snapshot_date"""
+WHERE w.opened_on <= s.snapshot_date)"""
     return [
         DatasetSpec(
             id="product.categories",

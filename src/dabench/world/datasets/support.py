@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from dabench.world.constants import CUSTOMERS_PER_SCALE, END_DATE, TICKETS_PER_SCALE
+from dabench.world.constants import (
+    CUSTOMERS_PER_SCALE,
+    END_DATE,
+    SURVEY_INVERSION_FROM,
+    SURVEY_INVERSION_TO,
+    TICKETS_PER_SCALE,
+)
 from dabench.world.datasets.calendar import days_helper, quantile_days
 from dabench.world.datasets.spec import Col, DatasetSpec, Helper
 from dabench.world.sqlrand import Rand
@@ -76,7 +82,13 @@ SELECT (i + 1)::BIGINT AS ticket_id,
          AS contact_channel,
        {r.int("tk_agent", "i", 1, N_AGENTS)}::INTEGER AS agent_id
 FROM t"""
+    # The data incident of SURVEY_INVERSION_FROM..TO: the stored answer is 6 - the true one.
     csat_select = f"""
+SELECT ticket_id, responded_on,
+       (CASE WHEN responded_on BETWEEN DATE '{SURVEY_INVERSION_FROM}'
+                                   AND DATE '{SURVEY_INVERSION_TO}'
+             THEN 6 - score ELSE score END)::INTEGER AS score
+FROM (
 SELECT ticket_id,
        (closed_at + to_seconds({r.int("cs_lag", "ticket_id", 600, 172800)}))::DATE
          AS responded_on,
@@ -90,7 +102,7 @@ SELECT ticket_id,
          ::INTEGER AS score
 FROM support.tickets
 WHERE closed_at IS NOT NULL AND {r.u("cs_resp", "ticket_id")} < 0.55
-  AND closed_at < TIMESTAMP '{END_DATE} 00:00:00' - INTERVAL 2 DAY"""
+  AND closed_at < TIMESTAMP '{END_DATE} 00:00:00' - INTERVAL 2 DAY)"""
     return [
         DatasetSpec(
             id="support.agents",
