@@ -77,6 +77,15 @@ class QueryScheduler:
         """Hold one slot for ``user``'s ``session``; yields the seconds waited for it.
         Raises ``SQL_BUSY`` after ``queue_timeout_s`` without a slot."""
         started = time.perf_counter()
+        if not self.try_slot(user, session):  # no waiter (and no event) on the usual path
+            self._wait(user, session, queue_timeout_s)
+        try:
+            yield time.perf_counter() - started
+        finally:
+            self.release(user, session)
+
+    def _wait(self, user: str, session: str, queue_timeout_s: float) -> None:
+        """Queue for a slot and wait for it (``SQL_BUSY`` after ``queue_timeout_s``)."""
         waiter = _Waiter(session)
         with self._lock:
             if not self._queues.get(user) and self._fits(user, session):
@@ -99,18 +108,28 @@ class QueryScheduler:
                         f"({self.per_user} at once per identity, {self.per_session} per session)",
                         "wait for your other queries to finish, then retry",
                     )
-        try:
-            yield time.perf_counter() - started
-        finally:
-            with self._lock:
-                self._running -= 1
-                self._by_user[user] -= 1
-                self._by_session[session] -= 1
-                if not self._by_user[user]:
-                    del self._by_user[user]
-                if not self._by_session[session]:
-                    del self._by_session[session]
-                self._dispatch()
+
+    def try_slot(self, user: str, session: str) -> bool:
+        """Take one slot for ``user``'s ``session`` if that needs no wait (a slot is free,
+        the quotas allow it and none of ``user``'s queries waits); the caller gives it back
+        with :meth:`release`. ``False``: nothing was taken (:meth:`slot` waits instead)."""
+        with self._lock:
+            if self._queues.get(user) or not self._fits(user, session):
+                return False
+            self._count(user, session)
+            return True
+
+    def release(self, user: str, session: str) -> None:
+        """Give back a slot taken by :meth:`try_slot` (or :meth:`slot`, which does this)."""
+        with self._lock:
+            self._running -= 1
+            self._by_user[user] -= 1
+            self._by_session[session] -= 1
+            if not self._by_user[user]:
+                del self._by_user[user]
+            if not self._by_session[session]:
+                del self._by_session[session]
+            self._dispatch()
 
     def strike(self, culprit: str, code: str) -> bool:
         """Record how ``culprit``'s query ended: a code in :data:`COSTLY_CODES` penalizes
@@ -137,10 +156,13 @@ class QueryScheduler:
             and self._by_session.get(session, 0) < self.per_session
         )
 
-    def _grant(self, user: str, waiter: _Waiter) -> None:
+    def _count(self, user: str, session: str) -> None:
         self._running += 1
         self._by_user[user] = self._by_user.get(user, 0) + 1
-        self._by_session[waiter.session] = self._by_session.get(waiter.session, 0) + 1
+        self._by_session[session] = self._by_session.get(session, 0) + 1
+
+    def _grant(self, user: str, waiter: _Waiter) -> None:
+        self._count(user, waiter.session)
         waiter.granted = True
         waiter.event.set()
 

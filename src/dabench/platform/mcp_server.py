@@ -47,9 +47,11 @@ def _header_session(ctx: ServerRequestContext[Any, Any]) -> str | None:
 def build_mcp_server(service: PlatformService, fixed_identity: Identity | None = None) -> Server:
     """A low-level MCP server exposing ``service``'s tools for the caller's persona.
 
-    ``sql_query`` calls run on threads of their own (:data:`SQL_THREADS` at most; a query
-    waiting for its slot holds one), so tools that run no SQL never wait behind SQL for a
-    thread of anyio's default pool."""
+    Calls go through :meth:`PlatformService.acall`: ``platform_info`` and a query that finds
+    a slot and an idle SQL worker run on the event loop; other ``sql_query`` calls run on
+    threads of their own (:data:`SQL_THREADS` at most; a query waiting for its slot holds
+    one), so tools that run no SQL never wait behind SQL for a thread of anyio's default
+    pool."""
     sql_limiter: list[anyio.CapacityLimiter] = []
 
     async def list_tools(
@@ -80,14 +82,11 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
             if not sql_limiter:  # created on the event loop that serves the calls
                 sql_limiter.append(anyio.CapacityLimiter(SQL_THREADS))
             limiter = sql_limiter[0]
-        outcome = await anyio.to_thread.run_sync(
-            service.call,
-            identity,
-            params.name,
-            params.arguments,
-            _header_session(ctx),
-            limiter=limiter,
-        )
+        # never cancelled midway (a client gone): the call's audit row is always written
+        with anyio.CancelScope(shield=True):
+            outcome = await service.acall(
+                identity, params.name, params.arguments, _header_session(ctx), limiter=limiter
+            )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)],
             structured_content=outcome.payload,

@@ -11,11 +11,15 @@ import fnmatch
 import json
 import logging
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.to_thread
+import sniffio
 from pydantic import BaseModel, ValidationError
 
 from dabench import __version__
@@ -55,6 +59,8 @@ from dabench.platform.tools import (
 from dabench.platform.warehouse import (
     DEFAULT_SQL_THREADS,
     DIALECT_NAMES,
+    DuckDBWarehouse,
+    QueryResult,
     WarehouseLimits,
     open_warehouse,
 )
@@ -68,6 +74,29 @@ MAX_REQUEST_CHARS = 256_000
 
 if TYPE_CHECKING:
     from dabench.platform.search.engine import SearchEngine
+
+
+_Ran = tuple[tuple[str, ...], QueryResult]
+"""A query's referenced tables and result (what a warehouse's ``guarded_run`` returns)."""
+
+_LOOP_TOOLS = frozenset({"platform_info", "sql_query"})
+""":meth:`PlatformService.acall` runs these on the event loop (their query, if any, on an
+idle SQL worker awaited through the loop); every other tool runs on a thread."""
+
+
+@dataclass
+class _SqlWork:
+    """The query a tool call's steps need run (:meth:`PlatformService._call_steps`)."""
+
+    user: str
+    session: str
+    culprit: str
+    """Whom the query penalizes if it costs its worker (``fair_share``)."""
+    sql: str
+    limit: int
+    low_priority: bool
+    stats: dict[str, float]
+    """The call's figures: the runner sets ``queue_ms``."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +320,113 @@ class PlatformService:
         header_session: str | None = None,
     ) -> ToolOutcome:
         """Run one tool call for ``identity`` and write its audit row before returning."""
+        steps = self._call_steps(identity, tool, arguments, header_session)
+        reply: _Ran | None = None
+        error: Exception | None = None
+        while True:
+            try:
+                work = steps.throw(error) if error is not None else steps.send(reply)
+            except StopIteration as done:
+                outcome: ToolOutcome = done.value
+                return outcome
+            try:
+                reply, error = self._run_query(work), None
+            except Exception as exc:  # thrown into the steps, which audit it
+                reply, error = None, exc
+
+    async def acall(
+        self,
+        identity: Identity,
+        tool: str,
+        arguments: dict[str, Any] | None,
+        header_session: str | None = None,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> ToolOutcome:
+        """:meth:`call` from the event loop (asyncio). ``platform_info`` and ``sql_query``
+        run on the loop itself: their own work is short (a session row, the audit row, the
+        result's JSON), and a query runs on an idle SQL worker awaited through the loop's
+        selector (:meth:`.DuckDBWarehouse.guarded_run_async`), so no thread is handed the
+        call. A query that must wait for a slot or a worker, or a low-priority or large one,
+        or any other tool runs on a thread of ``limiter`` (anyio's default pool without
+        one), as :meth:`call` does. Shield the caller from cancellation: the audit row is
+        written whatever happens."""
+        if tool not in _LOOP_TOOLS or sniffio.current_async_library() != "asyncio":
+            return await anyio.to_thread.run_sync(
+                self.call, identity, tool, arguments, header_session, limiter=limiter
+            )
+        steps = self._call_steps(identity, tool, arguments, header_session)
+        reply: _Ran | None = None
+        error: Exception | None = None
+        while True:
+            try:
+                work = steps.throw(error) if error is not None else steps.send(reply)
+            except StopIteration as done:
+                outcome: ToolOutcome = done.value
+                return outcome
+            try:
+                reply, error = await self._arun_query(work, limiter), None
+            except Exception as exc:  # thrown into the steps, which audit it
+                reply, error = None, exc
+
+    def _run_query(self, work: _SqlWork) -> _Ran:
+        """Run a query the steps of a call asked for: a slot of the fair-sharing scheduler,
+        then a worker (waiting for either when none is free); a query that cost its worker
+        penalizes its caller."""
+        sql_cfg = self.profile.sql
+        with self.scheduler.slot(work.user, work.session, sql_cfg.queue_timeout_s) as waited:
+            try:
+                return self.warehouse.guarded_run(
+                    work.sql,
+                    sql_cfg.max_sql_chars,
+                    work.limit,
+                    sql_cfg.timeout_s,
+                    sql_cfg.max_result_bytes,
+                    low_priority=work.low_priority,
+                )
+            except ToolError as exc:  # a query that cost its worker: its caller yields
+                self.scheduler.strike(work.culprit, exc.code)
+                raise
+            finally:  # the slot, then a worker or connection: neither counts in the timeout
+                work.stats["queue_ms"] = (waited + self.warehouse.last_wait_s()) * 1000.0
+
+    async def _arun_query(self, work: _SqlWork, limiter: anyio.CapacityLimiter | None) -> _Ran:
+        """:meth:`_run_query` on the loop when a slot and a worker are free at once, else
+        on a thread of ``limiter``."""
+        warehouse = self.warehouse
+        if (
+            isinstance(warehouse, DuckDBWarehouse)
+            and not work.low_priority
+            and self.scheduler.try_slot(work.user, work.session)
+        ):
+            sql_cfg = self.profile.sql
+            work.stats["queue_ms"] = 0.0
+            try:
+                done = await warehouse.guarded_run_async(
+                    work.sql,
+                    sql_cfg.max_sql_chars,
+                    work.limit,
+                    sql_cfg.timeout_s,
+                    sql_cfg.max_result_bytes,
+                )
+            except ToolError as exc:  # as in _run_query
+                self.scheduler.strike(work.culprit, exc.code)
+                raise
+            finally:
+                self.scheduler.release(work.user, work.session)
+            if done is not None:
+                return done
+        return await anyio.to_thread.run_sync(self._run_query, work, limiter=limiter)
+
+    def _call_steps(
+        self,
+        identity: Identity,
+        tool: str,
+        arguments: dict[str, Any] | None,
+        header_session: str | None,
+    ) -> Generator[_SqlWork, _Ran | None, ToolOutcome]:
+        """One tool call as steps: everything but running its query, which it yields (the
+        driver, :meth:`call` or :meth:`acall`, sends back the result or throws its error
+        in); returns the outcome once the audit row is written."""
         started = time.perf_counter()
         timestamp = datetime.now(UTC)
         raw = dict(arguments or {})
@@ -374,6 +510,9 @@ class PlatformService:
                     "tools": [s.name for s in self.tool_specs(identity)],
                     "features": {**self._features, "search_kinds": list(self.profile.search.kinds)},
                 }
+            elif isinstance(args, SqlQueryArgs):
+                assert session is not None
+                payload, enrichment = yield from self._sql_query(args, session, stats)
             else:
                 assert session is not None
                 payload, enrichment = self._dispatch(tool, args, session, identity, stats)
@@ -426,8 +565,6 @@ class PlatformService:
         stats: dict[str, float],
     ) -> tuple[dict[str, Any], Enrichment]:
         user = identity.user
-        if isinstance(args, SqlQueryArgs):
-            return self._sql_query(args, session, stats)
         if isinstance(args, DescribeTableArgs):
             return self._describe_table(args, session)
         if isinstance(args, ListTablesArgs):
@@ -468,7 +605,9 @@ class PlatformService:
 
     def _sql_query(
         self, args: SqlQueryArgs, session: PlatformSession, stats: dict[str, float]
-    ) -> tuple[dict[str, Any], Enrichment]:
+    ) -> Generator[_SqlWork, _Ran | None, tuple[dict[str, Any], Enrichment]]:
+        """``sql_query`` as steps: the checks, the query it yields (see :meth:`_call_steps`),
+        then the payload and its enrichment."""
         sql_cfg = self.profile.sql
         if self.profile.gate.search_first and not session.searched:
             raise ToolError(
@@ -477,21 +616,19 @@ class PlatformService:
                 "call search with what you are looking for, then query",
             )
         limit = min(args.limit or sql_cfg.row_limit_default, sql_cfg.row_limit_max)
-        with self.scheduler.slot(session.user, session.id, sql_cfg.queue_timeout_s) as waited:
-            try:
-                tables, result = self.warehouse.guarded_run(
-                    args.sql,
-                    sql_cfg.max_sql_chars,
-                    limit,
-                    sql_cfg.timeout_s,
-                    sql_cfg.max_result_bytes,
-                    low_priority=self.scheduler.low_priority(_culprit(session)),
-                )
-            except ToolError as exc:  # a query that cost its worker: its caller yields
-                self.scheduler.strike(_culprit(session), exc.code)
-                raise
-            finally:  # the slot, then a worker or connection: neither counts in the timeout
-                stats["queue_ms"] = (waited + self.warehouse.last_wait_s()) * 1000.0
+        culprit = _culprit(session)
+        work = _SqlWork(
+            user=session.user,
+            session=session.id,
+            culprit=culprit,
+            sql=args.sql,
+            limit=limit,
+            low_priority=self.scheduler.low_priority(culprit),
+            stats=stats,
+        )
+        done = yield work
+        assert done is not None
+        tables, result = done
         payload: dict[str, Any] = {
             "columns": result.columns,
             "rows": result.rows,

@@ -25,7 +25,11 @@ from dabench.defaults import DEFAULT_SQL_WORKERS
 from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope
 from dabench.platform.warehouse.base import QueryResult, SqlDialect, TableColumns
-from dabench.platform.warehouse.process_pool import WorkerPool
+from dabench.platform.warehouse.process_pool import (
+    ASYNC_MAX_REQUEST_BYTES,
+    WorkerPool,
+    encode_request,
+)
 from dabench.world.offline import OFFLINE_CONFIG
 
 READ_ONLY_CONFIG: dict[str, Any] = {
@@ -208,23 +212,50 @@ class DuckDBWarehouse:
         }
         if low_priority:
             req["low_priority"] = True
-        answer = self._pool.request(req, timeout_s)
-        if "error" in answer:
-            err = answer["error"]
-            raise ToolError(str(err["code"]), str(err["message"]), str(err.get("hint", "")))
-        ok = answer["ok"]
-        truncated_by = ok["truncated_by"]
-        result = QueryResult(
-            columns=ok["columns"],
-            rows=ok["rows"],
-            truncated=truncated_by is not None,
-            truncated_by=truncated_by,
+        return _unpack(self._pool.request(req, timeout_s))
+
+    async def guarded_run_async(
+        self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
+    ) -> tuple[tuple[str, ...], QueryResult] | None:
+        """:meth:`guarded_run` on the running asyncio loop when a worker is idle and the
+        query is small (:meth:`.WorkerPool.request_async`), else ``None`` at once (nothing
+        was run: use :meth:`guarded_run` on a thread). Not for low-priority queries (their
+        workers are chosen by the pool's rules for them)."""
+        line = encode_request(
+            {
+                "sql": sql,
+                "max_sql_chars": max_sql_chars,
+                "limit": limit,
+                "timeout_s": timeout_s,
+                "max_bytes": max_bytes,
+            }
         )
-        return tuple(ok["tables"]), result
+        if len(line) > ASYNC_MAX_REQUEST_BYTES:
+            return None
+        worker = self._pool.try_take()
+        if worker is None:
+            return None
+        return _unpack(await self._pool.request_async(worker, line, timeout_s))
 
     def close(self) -> None:
         """Stop the workers."""
         self._pool.close()
+
+
+def _unpack(answer: dict[str, Any]) -> tuple[tuple[str, ...], QueryResult]:
+    """A worker's answer as the referenced tables and the result (its error raised)."""
+    if "error" in answer:
+        err = answer["error"]
+        raise ToolError(str(err["code"]), str(err["message"]), str(err.get("hint", "")))
+    ok = answer["ok"]
+    truncated_by = ok["truncated_by"]
+    result = QueryResult(
+        columns=ok["columns"],
+        rows=ok["rows"],
+        truncated=truncated_by is not None,
+        truncated_by=truncated_by,
+    )
+    return tuple(ok["tables"]), result
 
 
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
