@@ -83,7 +83,11 @@ def test_probe_passes_more_traps_on_a2_than_on_a0(real_world: Path, tmp_path: Pa
         for arm in ("a0", "a2")
     }
     assert passed["a2"] > passed["a0"], passed
-    for trap in ("s3.cents-units.avg-list-price", "s3.net-revenue.partner-revenue-2024"):
+    # Generator 2.3.0's superseded pages crowd one search for the partner-revenue prompt
+    # (fiscal-year, partner-invoicing rank in the top ten; revenue-policy and the revenue
+    # glossary entry do not), so the probe gives the naive answer there on a2 too.
+    assert grades["a2/s3.net-revenue.partner-revenue-2024/0"]["passed"] is False
+    for trap in ("s3.cents-units.avg-list-price", "s3.fiscal-calendar.orders-fq1-2025"):
         assert grades[f"a2/{trap}/0"]["passed"] is True
         assert grades[f"a0/{trap}/0"]["passed"] is False
         # a0 answered the naive number, which the numeric grader names as the known-wrong one
