@@ -4,6 +4,7 @@ session of another episode (or of a static key) is refused to it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,6 +15,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from platform_helpers import ADMIN_KEY, KEYS, RunningPlatform, call, mcp_client, open_session
+
+from dabench.errors import HarnessError
+from dabench.targets.episode_batch import EpisodeBatcher
 
 EPISODES = "/api/v1/admin/episodes"
 
@@ -224,3 +228,86 @@ async def test_closing_an_episode_can_return_its_audit_rows(platform_a0: Running
     whole = admin(platform_a0, "DELETE", f"{EPISODES}/{other}?audit=500").json()
     assert whole["audit"] == {"events": platform_a0.audit(episode_id=other), "total": 2}
     assert [e["tool_name"] for e in whole["audit"]["events"]] == ["episode_open", "episode_close"]
+
+
+async def test_a_batch_closes_then_opens_episodes(platform_a0: RunningPlatform) -> None:
+    """``POST /episodes/batch``: each close and open as its own route would do it (keys
+    revoked, audit rows read back once revoked; keys minted), closes first, an unknown
+    episode named apart; a batch with an unknown user does nothing."""
+    first, keys = open_episode(platform_a0, "teacher", label="b/0")
+    async with keyed(platform_a0, keys["teacher"]) as agent:
+        sid = await open_session(agent)
+        is_error, body = await call(agent, "sql_query", {**SQL, "session_id": sid})
+        assert not is_error, body
+    batch = {
+        "close": [first, "epi_unknown"],
+        "open": [{"label": "b/1", "users": ["teacher"]}, {"label": "b/2", "users": ["learner"]}],
+        "audit": 500,
+    }
+    resp = admin(platform_a0, "POST", f"{EPISODES}/batch", batch)
+    assert resp.status_code == 200, resp.text
+    done = resp.json()
+    assert done["not_found"] == ["epi_unknown"]
+    (closed,) = done["closed"]
+    assert closed["episode_id"] == first and closed["revoked_keys"] == 1
+    rows = platform_a0.audit(episode_id=first)
+    assert closed["audit"] == {"events": rows, "total": len(rows)}
+    assert [r["tool_name"] for r in rows if r["event_kind"] != "protocol"] == [
+        "episode_open",
+        "platform_info",
+        "sql_query",
+        "episode_close",
+    ]
+    assert [o["label"] for o in done["opened"]] == ["b/1", "b/2"]
+    assert set(done["opened"][1]["keys"]) == {"learner"}
+    async with keyed(platform_a0, done["opened"][0]["keys"]["teacher"]) as agent:
+        await open_session(agent)  # the new key works, the closed episode's does not
+    resp = httpx.post(
+        platform_a0.base_url + "/mcp",
+        headers={"Authorization": f"Bearer {keys['teacher']}", "Accept": "application/json"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        timeout=30,
+    )
+    assert resp.status_code == 401
+    second = done["opened"][0]["episode_id"]
+    bad = {"close": [second], "open": [{"label": "x", "users": ["nobody"]}]}
+    resp = admin(platform_a0, "POST", f"{EPISODES}/batch", bad)
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == "UNKNOWN_USER"
+    resp = admin(platform_a0, "POST", f"{EPISODES}/batch", {"close": [second]})
+    assert resp.status_code == 200 and resp.json()["closed"][0]["audit"] is None  # still open
+
+
+async def test_the_batcher_sends_what_piles_up_as_one_request(
+    platform_a0: RunningPlatform,
+) -> None:
+    """A reference target's :class:`EpisodeBatcher`: opens asked for together go in one
+    request, closes too, each caller gets its own episode's answer, and closing an episode
+    that is not open fails that close alone."""
+    sent: list[dict[str, Any]] = []
+    async with httpx.AsyncClient(
+        base_url=platform_a0.base_url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+    ) as http:
+
+        async def send(body: dict[str, Any]) -> Any:
+            sent.append(body)
+            resp = await http.post(f"{EPISODES}/batch", json=body, timeout=30)
+            assert resp.status_code == 200, resp.text
+            return resp.json()
+
+        batcher = EpisodeBatcher(send, audit=500)
+        labels = [f"t/{i}" for i in range(20)]
+        # asyncio runs the callers (FIFO) before the sender task the first one started
+        opened = await asyncio.gather(*(batcher.open(label, ["teacher"]) for label in labels))
+        assert [o["label"] for o in opened] == labels and batcher.requests == 1
+        ids = [o["episode_id"] for o in opened]
+        assert len(set(ids)) == 20
+        results = await asyncio.gather(
+            *(batcher.close(e) for e in [*ids, "epi_unknown"]), return_exceptions=True
+        )
+        assert batcher.requests == 2 and len(sent[1]["close"]) == 21
+        assert isinstance(results[-1], HarnessError)
+        for episode, closed in zip(ids, results[:-1], strict=True):
+            assert isinstance(closed, dict) and closed["episode_id"] == episode
+            events = closed["audit"]["events"]
+            assert [e["tool_name"] for e in events] == ["episode_open", "episode_close"]
+            assert {e["episode_id"] for e in events} == {episode}

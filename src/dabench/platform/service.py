@@ -26,7 +26,7 @@ from dabench import __version__
 from dabench.errors import UserInputError
 from dabench.platform.admin.audit import UNAUTHENTICATED, AuditStore, EventKind
 from dabench.platform.admin.auth import AuthConfig, Identity
-from dabench.platform.admin.episodes import EpisodeKeys, episode_of
+from dabench.platform.admin.episodes import MAX_OPEN_EPISODES, EpisodeKeys, episode_of
 from dabench.platform.errors import ToolError
 from dabench.platform.fair_share import QueryScheduler
 from dabench.platform.knowledge.enrichment import (
@@ -809,6 +809,20 @@ class PlatformService:
             keys[identity.user] = key
         self._admin_row("episode_open", {"label": label, "users": users}, episode_id)
         return episode_id, keys
+
+    def check_episode_batch(self, users: list[list[str]], closing: int) -> None:
+        """Before a batch of episodes is opened (``users`` of each) after ``closing``
+        others are closed: :class:`KeyError` for an unknown user, :class:`OverflowError`
+        when the open episodes would exceed
+        :data:`~dabench.platform.admin.episodes.MAX_OPEN_EPISODES`."""
+        for names in users:
+            for user in names:
+                self._configured(user)
+        room = MAX_OPEN_EPISODES - max(0, self.episodes.open_count() - closing)
+        if len(users) > room:
+            raise OverflowError(
+                f"{MAX_OPEN_EPISODES} episodes may be open; close (DELETE) finished ones"
+            )
 
     def mint_episode_key(self, episode_id: str, user: str) -> tuple[Identity, str | None]:
         """Another identity's key for an open episode (``None``: no such open episode);

@@ -42,6 +42,7 @@ from dabench.targets.base import (
     ToolOutcome,
     hide_argument,
 )
+from dabench.targets.episode_batch import EpisodeBatcher
 from dabench.targets.loopback_http import LoopbackHttp, PoolStats
 from dabench.targets.mcp_connection import McpConnection, McpEndpoint
 from dabench.targets.mcp_lean import LeanMcpConnection
@@ -171,6 +172,10 @@ class ReferenceTarget(Target):
         """Episode id -> its audit rows as the platform returned them when it was closed,
         until :meth:`read_audit` takes them."""
         self._shown_tools: dict[str, list[ToolSpec]] = {}
+        self._episode_batches = EpisodeBatcher(
+            lambda body: self.admin("POST", f"{EPISODES}/batch", body), PAGE
+        )
+        """Episode opens and closes (those that pile up while one is out go together)."""
         self.cpu_at_ready: float | None = None
         """Platform CPU seconds when it became healthy (start-up cost)."""
         self.cpu_at_stop: float | None = None
@@ -334,8 +339,7 @@ class ReferenceTarget(Target):
         """Open an episode on the platform: the default identity's key is minted now, the
         others when the episode first acts as them."""
         first = "default" if "default" in self.keys else next(iter(self.keys))
-        body = {"label": label[:1000], "users": [first]}
-        opened = await self.admin("POST", EPISODES, body)
+        opened = await self._episode_batches.open(label[:1000], [first])
         return ReferenceEpisode(self, str(opened["episode_id"]), dict(opened["keys"]))
 
     async def mint_key(self, episode_id: str, identity: str) -> str:
@@ -349,7 +353,10 @@ class ReferenceTarget(Target):
         """Revoke every key of an episode. The platform answers with the episode's audit rows
         (read once the keys are revoked); :meth:`read_audit` uses them instead of asking
         again when they are complete."""
-        closed = await self.admin("DELETE", f"{EPISODES}/{episode_id}", params={"audit": PAGE})
+        try:
+            closed = await self._episode_batches.close(episode_id)
+        except HarnessError as exc:
+            raise HarnessError(f"closing episode {episode_id} failed: {exc}") from exc
         page = closed.get("audit") if isinstance(closed, dict) else None
         if not isinstance(page, dict) or not isinstance(page.get("events"), list):
             return

@@ -14,7 +14,14 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -199,6 +206,46 @@ class EpisodeClosed(BaseModel):
     audit: AuditPage | None = None
 
 
+MAX_EPISODE_BATCH = 256
+"""Episodes one ``POST /episodes/batch`` may close, and open, at most."""
+
+
+class EpisodeBatch(BaseModel):
+    """The body of ``POST /episodes/batch``: episodes to close, then episodes to open, in one
+    request (a harness running many episodes at once sends what piled up while its last
+    request was out)."""
+
+    model_config = ConfigDict(extra="forbid")
+    close: list[StrictStr] = Field(default_factory=list, max_length=MAX_EPISODE_BATCH)
+    """Open episodes whose keys to revoke (as ``DELETE /episodes/{episode_id}``)."""
+    open: list[EpisodeOpen] = Field(default_factory=list, max_length=MAX_EPISODE_BATCH)
+    """Episodes to open (as ``POST /episodes``), once the closes are done."""
+    audit: int = Field(
+        default=0,
+        ge=0,
+        le=10000,
+        description="also return the first this many audit events of each closed episode's "
+        "keys, read once its keys are revoked (0: none)",
+    )
+
+    @field_validator("audit", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # JSON true/false is no integer (949.0 is one)
+            raise ValueError("Input should be a valid integer")
+        return value
+
+
+class EpisodeBatchDone(BaseModel):
+    """``POST /episodes/batch``: what was closed (in the order asked), which of the episodes
+    to close were not open, and what was opened (in the order asked)."""
+
+    model_config = ConfigDict(extra="forbid")
+    closed: list[EpisodeClosed]
+    not_found: list[str]
+    opened: list[EpisodeOpened]
+
+
 class Health(BaseModel):
     """``GET /healthz``."""
 
@@ -247,13 +294,16 @@ def _query(request: Request, model: type[Q]) -> Q | JSONResponse:
         return _error(400, "INVALID_QUERY", msg)
 
 
-async def _body(request: Request, model: type[Q]) -> Q | JSONResponse:
-    """The request's JSON body validated by ``model``, or a 400 ``INVALID_BODY``."""
+async def _body(request: Request, model: type[Q], required: bool = False) -> Q | JSONResponse:
+    """The request's JSON body validated by ``model``, or a 400 ``INVALID_BODY`` (also for
+    no body at all when ``required``: a model whose every field has a default)."""
     raw = b""
     async for chunk in request.stream():
         raw += chunk
         if len(raw) > MAX_BODY_BYTES:
             return _error(400, "INVALID_BODY", f"the body exceeds {MAX_BODY_BYTES} bytes")
+    if required and not raw:
+        return _error(400, "INVALID_BODY", "a JSON body is required")
     try:
         data = json.loads(raw) if raw else {}
     except (ValueError, RecursionError):
@@ -432,6 +482,42 @@ def admin_routes(service: PlatformService) -> list[Route]:
         )
         return _json(minted)
 
+    async def episode_batch(request: Request, query: NoQuery) -> Response:
+        body = await _body(request, EpisodeBatch, required=True)
+        if isinstance(body, JSONResponse):
+            return body
+        try:  # every user known and room for every episode before anything is done
+            service.check_episode_batch([item.users for item in body.open], len(set(body.close)))
+        except KeyError as exc:
+            return _error(400, "UNKNOWN_USER", f"no identity with user {exc.args[0]!r}")
+        except OverflowError as exc:
+            return _error(409, "TOO_MANY_EPISODES", str(exc))
+        revoked: list[tuple[str, int]] = []
+        not_found: list[str] = []
+        for episode_id in body.close:
+            count = service.close_episode(episode_id)
+            if count is None:
+                not_found.append(episode_id)
+            else:
+                revoked.append((episode_id, count))
+        opened = []
+        for item in body.open:
+            episode_id, keys = service.open_episode(item.label, item.users)
+            opened.append(EpisodeOpened(episode_id=episode_id, label=item.label, keys=keys))
+        audits: list[AuditPage | None] = [None] * len(revoked)
+        if body.audit and revoked:
+            # the keys are revoked: no call of these episodes starts after this read
+            queries = [AuditQuery(episode_id=e, limit=body.audit) for e, _ in revoked]
+            audits = await anyio.to_thread.run_sync(
+                lambda: [service.audit.events(q) for q in queries]
+            )
+        closed = [
+            EpisodeClosed(episode_id=e, revoked_keys=n, audit=page)
+            for (e, n), page in zip(revoked, audits, strict=True)
+        ]
+        done = EpisodeBatchDone(closed=closed, not_found=not_found, opened=opened)
+        return _json(done)  # a closed episode's ``audit`` is null unless asked for
+
     async def close_episode(request: Request, query: EpisodeCloseQuery) -> Response:
         episode_id = request.path_params["episode_id"]
         revoked = service.close_episode(episode_id)
@@ -471,6 +557,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
         route(f"{PREFIX}/catalog/columns/{{column_id}}", column),
         route(f"{PREFIX}/state/reset", reset, method="POST"),
         route(f"{PREFIX}/episodes", open_episode, method="POST"),
+        route(f"{PREFIX}/episodes/batch", episode_batch, method="POST"),
         route(f"{PREFIX}/episodes/{{episode_id}}/keys", episode_key, method="POST"),
         route(
             f"{PREFIX}/episodes/{{episode_id}}",
@@ -580,6 +667,8 @@ def openapi_schema(
         EpisodeKeyRequest,
         EpisodeKey,
         EpisodeClosed,
+        EpisodeBatch,
+        EpisodeBatchDone,
     ]
     components: dict[str, Any] = {}
     for model in models:
@@ -707,6 +796,14 @@ def openapi_schema(
                             "another identity's key for the episode",
                         ),
                     },
+                )
+            },
+            f"{episodes}/batch": {
+                "post": _op(
+                    "Close episodes, then open episodes, in one request",
+                    EpisodeBatchDone,
+                    errors={**bad_body, "409": "TOO_MANY_EPISODES"},
+                    body=EpisodeBatch,
                 )
             },
             episode_keys: {
