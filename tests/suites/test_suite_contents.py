@@ -117,7 +117,16 @@ def test_s3_control_tag_matches_the_world(builtin: TaskSet, suites_world: Path) 
     assert sum("trap-control" in t.tags for t in s3) * 3 < len(s3)
 
 
-S6_KINDS = {"policies", "multi-hop", "cohort", "period", "multi-turn", "refusal", "caveat"}
+S6_KINDS = {
+    "policies",
+    "multi-hop",
+    "cohort",
+    "period",
+    "multi-turn",
+    "refusal",
+    "caveat",
+    "incident",
+}
 
 
 def test_s6_expert_tier_covers_the_issue_kinds(builtin: TaskSet) -> None:
