@@ -26,7 +26,7 @@ from dabench.world.constants import (
 )
 from dabench.world.knowledge_archive import archived_pages
 from dabench.world.knowledge_bulk import bulk_pages
-from dabench.world.model import KnowledgePage
+from dabench.world.model import KnowledgePage, knowledge_page
 from dabench.world.policies import policy
 from dabench.world.policy_data import scope_markdown
 
@@ -51,14 +51,7 @@ REVIEWED: dict[str, date] = {
 
 
 def _page(id: str, title: str, tags: list[str], related: list[str], body: str) -> KnowledgePage:
-    return KnowledgePage(
-        id=id,
-        title=title,
-        tags=tags,
-        related_datasets=related,
-        reviewed=REVIEWED[id],
-        body=body.strip() + "\n",
-    )
+    return knowledge_page(id, title, tags, related, REVIEWED[id], body)
 
 
 def knowledge_pages() -> list[KnowledgePage]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import date
 
 from dabench.world.constants import ERASED_ROW_STATE, TEST_SIGNUP_SOURCE
-from dabench.world.model import KnowledgePage
+from dabench.world.model import KnowledgePage, knowledge_page
 
 ARCHIVE: dict[str, str] = {
     "key-accounts": "customer-tiers",
@@ -28,23 +28,10 @@ ARCHIVE: dict[str, str] = {
 """Each superseded page and the current page that replaced it."""
 
 
-def _page(
-    id: str, title: str, tags: list[str], related: list[str], reviewed: date, body: str
-) -> KnowledgePage:
-    return KnowledgePage(
-        id=id,
-        title=title,
-        tags=tags,
-        related_datasets=related,
-        reviewed=reviewed,
-        body=body.strip() + "\n",
-    )
-
-
 def archived_pages() -> list[KnowledgePage]:
     """The superseded pages (see :data:`ARCHIVE`), sorted by id."""
     pages = [
-        _page(
+        knowledge_page(
             "key-accounts", "Key accounts", ["customers", "sales", "definitions"],
             ["customers.customers"], date(2023, 3, 6),
             """
@@ -58,7 +45,7 @@ To list them, take the customers whose tier is gold or platinum:
 revenue of their orders. Sales reviews show key accounts first, then everyone else.
 """,
         ),
-        _page(
+        knowledge_page(
             "fiscal-year", "Fiscal year", ["finance", "calendar"], ["finance.budget"],
             date(2022, 10, 17),
             """
@@ -73,7 +60,7 @@ Q3 = August-October, Q4 = November-January. Budgets (`finance.budget`) are set p
 quarter.
 """,
         ),
-        _page(
+        knowledge_page(
             "revenue-reporting", "Revenue reporting", ["finance", "policy", "revenue"],
             ["sales.orders", "sales.refunds"], date(2022, 8, 22),
             """
@@ -87,7 +74,7 @@ Refunds are not deducted from revenue. Finance books them as a separate cost lin
 the revenue of the month in which the order was placed.
 """,
         ),
-        _page(
+        knowledge_page(
             "clickstream-collector", "Clickstream collector", ["marketing", "clickstream"],
             ["marketing.web_events"], date(2024, 2, 12),
             """
@@ -101,7 +88,7 @@ for any hour-of-day or per-day figure: `event_ts - INTERVAL 8 HOUR`.
 `received_at` is when the event reached the warehouse; use `event_ts` for reporting.
 """,
         ),
-        _page(
+        knowledge_page(
             "partner-invoicing", "Partner invoicing", ["finance", "partners"],
             ["finance.invoices", "finance.partners"], date(2023, 4, 24),
             """
@@ -114,7 +101,7 @@ of the invoice, so convert the Canadian partners' invoices with the month's `CAD
 `finance.fx_rates` before adding them to US figures.
 """,
         ),
-        _page(
+        knowledge_page(
             "erasure-requests", "Erasure requests", ["customers", "privacy"],
             ["customers.customers"], date(2023, 1, 30),
             f"""
@@ -128,7 +115,7 @@ from every figure, including revenue and order totals. Filter `row_state <> {ERA
 in every query that touches customers or their orders.
 """,
         ),
-        _page(
+        knowledge_page(
             "qa-accounts", "QA accounts", ["customers", "data-quality"],
             ["customers.customers", "support.tickets"], date(2023, 6, 12),
             f"""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
-from dabench.world.model import KnowledgePage
+from dabench.world.model import KnowledgePage, knowledge_page
 
 _RNG_SEED = "dabench-knowledge-bulk-1"
 
@@ -211,17 +211,10 @@ def _when(rng: random.Random) -> date:
     return date(2023, 1, 2) + timedelta(days=rng.randrange(0, 1050))
 
 
-def _page(
+def _bulk_page(
     id: str, title: str, tags: list[str], related: list[str], reviewed: date, body: str
 ) -> KnowledgePage:
-    return KnowledgePage(
-        id=id,
-        title=title,
-        tags=tags,
-        related_datasets=sorted(set(related)),
-        reviewed=reviewed,
-        body=body.strip() + "\n",
-    )
+    return knowledge_page(id, title, tags, sorted(set(related)), reviewed, body)
 
 
 def _team_pages(rng: random.Random) -> list[KnowledgePage]:
@@ -240,7 +233,9 @@ We look after {remit}. The tables we own: {", ".join(f"`{t}`" for t in tables)}.
 We describe our own work here. Company definitions of metrics are on the policy pages and in
 the glossary; if one of our pages seems to disagree with them, the policy page wins.
 """
-        pages.append(_page(f"team-{slug}", f"Team: {name}", ["team"], tables, _when(rng), body))
+        pages.append(
+            _bulk_page(f"team-{slug}", f"Team: {name}", ["team"], tables, _when(rng), body)
+        )
     return pages
 
 
@@ -269,7 +264,7 @@ definitions and must not be quoted in reports; compute reported figures from the
 tables as the policy pages say.
 """
             pages.append(
-                _page(f"dashboard-{_slug(title)}", title, ["dashboard"], tables,
+                _bulk_page(f"dashboard-{_slug(title)}", title, ["dashboard"], tables,
                       _when(rng), body)
             )  # fmt: skip
     return pages
@@ -294,7 +289,7 @@ def _incident_pages(rng: random.Random) -> list[KnowledgePage]:
 **Follow-ups.** {_sentence(follow[0])}; {follow[1]}.
 """
         pages.append(
-            _page(f"incident-{day.isoformat()}-{_slug(system)}",
+            _bulk_page(f"incident-{day.isoformat()}-{_slug(system)}",
                   f"Incident review: {system} ({day.isoformat()})", ["incident"], tables,
                   day + timedelta(days=rng.randrange(2, 10)), body)
         )  # fmt: skip
@@ -323,7 +318,7 @@ Actions: {actions[0]}; {actions[1]}.
 """
             tables = [t for team in _TEAMS if team[0] in teams for t in team[2]]
             pages.append(
-                _page(f"notes-{slug}-{day.isoformat()}", f"{name} notes ({day.isoformat()})",
+                _bulk_page(f"notes-{slug}-{day.isoformat()}", f"{name} notes ({day.isoformat()})",
                       ["meeting-notes"], tables, day, body)
             )  # fmt: skip
     return pages
@@ -346,7 +341,7 @@ Owner: {team[1]}. Ask in the team channel if a step does not work.
 4. {steps[3]}
 """
         pages.append(
-            _page(f"howto-{_slug(title)}", f"How to: {title.lower()}", ["runbook"], team[2],
+            _bulk_page(f"howto-{_slug(title)}", f"How to: {title.lower()}", ["runbook"], team[2],
                   _when(rng), body)
         )  # fmt: skip
     return pages
@@ -368,7 +363,7 @@ Goal: {rng.choice(_TOPICS)}, and {rng.choice(_TOPICS)}. The project reads
 Open questions: {rng.choice(_ACTIONS)}.
 """
         pages.append(
-            _page(f"project-{_slug(name)}", f"Project: {name}", ["project"], team[2],
+            _bulk_page(f"project-{_slug(name)}", f"Project: {name}", ["project"], team[2],
                   start + timedelta(days=rng.randrange(0, 60)), body)
         )  # fmt: skip
     return pages

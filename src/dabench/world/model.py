@@ -111,6 +111,20 @@ class KnowledgePage(_Record):
     """Markdown body without the front matter."""
 
 
+def knowledge_page(
+    id: str, title: str, tags: list[str], related: list[str], reviewed: date, body: str
+) -> KnowledgePage:
+    """A generated page: ``body`` stripped and ended by one newline."""
+    return KnowledgePage(
+        id=id,
+        title=title,
+        tags=tags,
+        related_datasets=related,
+        reviewed=reviewed,
+        body=body.strip() + "\n",
+    )
+
+
 class Catalog(_Record):
     """Everything the platform knows about the warehouse besides the data itself."""
 
