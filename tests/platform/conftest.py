@@ -18,6 +18,7 @@ from platform_helpers import (
     wait_healthy,
 )
 
+from dabench.platform.warehouse import DuckDBWarehouse, WarehouseLimits
 from dabench.world import World, build_world, load_world
 
 
@@ -104,3 +105,13 @@ def tight_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("profiles") / "tight.yaml"
     path.write_text(yaml.safe_dump(TIGHT_PROFILE))
     return path
+
+
+@pytest.fixture()
+def one_worker(world_dir: Path) -> Iterator[DuckDBWarehouse]:
+    """A warehouse with one worker process of 512 MiB."""
+    warehouse = DuckDBWarehouse(
+        world_dir / "warehouse.duckdb", 1, WarehouseLimits(memory_limit="512MiB", workers=1)
+    )
+    yield warehouse
+    warehouse.close()

@@ -20,21 +20,11 @@ from dabench.platform.errors import ToolError
 from dabench.platform.fair_share import QueryScheduler
 from dabench.platform.profile import load_profile
 from dabench.platform.service import PlatformService, ToolOutcome
-from dabench.platform.warehouse import DuckDBWarehouse, WarehouseLimits
+from dabench.platform.warehouse import DuckDBWarehouse
 from dabench.platform.world_content import load_world_content
 
 SLOW = "SELECT count(*) FROM range(1000000000) a, range(1000) b WHERE a.range + b.range = 7"
 """A query that runs far past a test's timeout (it is interrupted there)."""
-
-
-@pytest.fixture()
-def one_worker(world_dir: Path) -> Iterator[DuckDBWarehouse]:
-    """A warehouse with one worker process of 512 MiB."""
-    warehouse = DuckDBWarehouse(
-        world_dir / "warehouse.duckdb", 1, WarehouseLimits(memory_limit="512MiB", workers=1)
-    )
-    yield warehouse
-    warehouse.close()
 
 
 @pytest.fixture()

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,6 @@ from dabench.platform.warehouse.duckdb_backend import read_only_config
 from dabench.platform.warehouse.priority import LONG_QUERY_NICE, group_nice, set_group_nice
 from dabench.platform.warehouse.process_pool import WorkerPool
 from dabench.platform.world_content import load_world_content
-
-
-@pytest.fixture()
-def one_worker(world_dir: Path) -> Iterator[DuckDBWarehouse]:
-    """A warehouse with one worker process of 512 MiB."""
-    warehouse = DuckDBWarehouse(
-        world_dir / "warehouse.duckdb", 1, WarehouseLimits(memory_limit="512MiB", workers=1)
-    )
-    yield warehouse
-    warehouse.close()
 
 
 @pytest.mark.parametrize(
