@@ -65,11 +65,13 @@ def test_a_dead_worker_found_on_the_loop_is_replaced(one_worker: DuckDBWarehouse
     assert done is not None and done[1].rows == [[3]]
 
 
-def test_no_idle_worker_or_a_large_query_leaves_the_loop_at_once(
+def test_a_long_busy_worker_or_a_large_query_sends_the_query_to_a_thread(
     one_worker: DuckDBWarehouse,
 ) -> None:
-    """``None`` (nothing run) while the only worker is busy, and for a query too large to
-    write from the loop; the busy worker's query is not disturbed."""
+    """``None`` (nothing run) once the only worker has been busy past the point where the
+    pool would start another (``spawn_after_s``; the thread path starts or waits), and at
+    once for a query too large to write from the loop; the busy worker's query is not
+    disturbed."""
     codes: list[str] = []
 
     def busy() -> None:
@@ -87,11 +89,151 @@ def test_no_idle_worker_or_a_large_query_leaves_the_loop_at_once(
             break
         pool._give(idle)  # the thread had not taken it yet
         threading.Event().wait(0.05)
-    assert asyncio.run(one_worker.guarded_run_async("SELECT 1", 20000, 10, 30.0, 65536)) is None
+    pool._spawn_after_s = 0.0  # the busy worker is past the spawn point at once
+    stats: dict[str, float] = {}
+    done = asyncio.run(one_worker.guarded_run_async("SELECT 1", 20000, 10, 30.0, 65536, stats))
+    assert done is None and stats["queue_ms"] >= 0.0
     thread.join(60.0)
     assert codes == ["QUERY_TIMEOUT"]
     large = "SELECT 1 AS " + "x" * 40_000
     assert asyncio.run(one_worker.guarded_run_async(large, 100_000, 10, 30.0, 65536)) is None
+
+
+def test_loop_queries_are_handed_a_worker_in_turn(one_worker: DuckDBWarehouse) -> None:
+    """Queries waiting on the loop for the only worker get it as it comes free, first come
+    first served, without a thread; an idle worker is not taken past them."""
+    pool = one_worker._pool
+    pool._spawn_after_s = 3600.0  # no fallback to the thread path in this test
+
+    async def scenario() -> list[int]:
+        worker = pool.try_take()
+        assert worker is not None
+        order: list[int] = []
+
+        async def wait(n: int) -> None:
+            got = await pool.take_async()
+            assert got is worker
+            order.append(n)
+            pool._give(got)
+
+        tasks = [asyncio.create_task(wait(n)) for n in range(3)]
+        await asyncio.sleep(0)  # every waiter queued
+        assert pool.try_take() is None  # waiters queued: none passes them by
+        pool._give(worker)
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 60.0)) == [0, 1, 2]  # never hangs
+    assert pool.try_take() is not None  # back in the idle list after the last
+
+
+def test_a_cancelled_loop_waiter_gives_back_the_worker_it_was_handed(
+    one_worker: DuckDBWarehouse,
+) -> None:
+    pool = one_worker._pool
+    pool._spawn_after_s = 3600.0
+
+    async def scenario() -> None:
+        worker = pool.try_take()
+        assert worker is not None
+        task = asyncio.create_task(pool.take_async())
+        await asyncio.sleep(0)
+        pool._give(worker)  # handed to the waiter, which is cancelled before it resumes
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert pool.try_take() is worker
+
+    asyncio.run(asyncio.wait_for(scenario(), 60.0))
+
+
+def test_a_thread_waiting_for_a_worker_goes_before_loop_queries(
+    one_worker: DuckDBWarehouse,
+) -> None:
+    """While a query waits on a thread (say a low-priority one, which follows the pool's
+    own rules), a loop query does not queue: it takes the thread path too."""
+    pool = one_worker._pool
+    pool._spawn_after_s = 3600.0
+    worker = pool.try_take()
+    assert worker is not None
+    answers: list[dict[str, object]] = []
+    thread = threading.Thread(
+        target=lambda: answers.append(
+            pool.request({"sql": "SELECT 5", "timeout_s": 30, "limit": 10, "max_bytes": 65536}, 30)
+        )
+    )
+    thread.start()
+    for _ in range(2400):  # until the thread waits in the pool (a safety net, not a timing)
+        if pool._waiting:
+            break
+        threading.Event().wait(0.05)
+    assert asyncio.run(pool.take_async()) is None
+    pool._give(worker)
+    thread.join(60.0)
+    assert answers and "ok" in answers[0]
+
+
+def test_closing_the_pool_releases_loop_waiters(one_worker: DuckDBWarehouse) -> None:
+    pool = one_worker._pool
+    pool._spawn_after_s = 3600.0
+
+    async def scenario() -> object:
+        assert pool.try_take() is not None
+        task = asyncio.create_task(pool.take_async())
+        await asyncio.sleep(0)
+        await asyncio.to_thread(pool.close)
+        return await task
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 60.0)) is None
+
+
+def test_acquire_async_waits_for_a_slot_on_the_loop() -> None:
+    """A slot freed by ``release`` goes to the loop waiter in the scheduler's order
+    (round robin over identities, across thread and loop waiters); ``SQL_BUSY`` when none
+    comes; a cancelled waiter's granted slot is given back."""
+    sched = QueryScheduler(slots=1, per_user=1, per_session=1)
+
+    async def scenario() -> list[str]:
+        assert sched.try_slot("a", "s1")
+        got: list[str] = []
+
+        async def wait(user: str, session: str) -> None:
+            await sched.acquire_async(user, session, 60.0)
+            got.append(user)
+            sched.release(user, session)
+
+        first = asyncio.create_task(wait("a", "s2"))
+        await asyncio.sleep(0)
+        second = asyncio.create_task(wait("b", "s3"))
+        await asyncio.sleep(0)
+        sched.release("a", "s1")
+        await asyncio.gather(first, second)
+        return got
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 60.0)) == ["a", "b"]
+
+    async def busy() -> None:
+        assert sched.try_slot("a", "s1")
+        try:
+            await sched.acquire_async("b", "s2", 0.05)
+        finally:
+            sched.release("a", "s1")
+
+    with pytest.raises(ToolError) as err:
+        asyncio.run(busy())
+    assert err.value.code == "SQL_BUSY"
+
+    async def cancelled() -> None:
+        assert sched.try_slot("a", "s1")
+        task = asyncio.create_task(sched.acquire_async("b", "s2", 60.0))
+        await asyncio.sleep(0)
+        sched.release("a", "s1")  # granted to the waiter, which is cancelled before it resumes
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    assert sched.try_slot("c", "s9")  # the cancelled waiter's slot came back
 
 
 def test_try_slot_takes_a_slot_only_when_none_would_wait() -> None:
@@ -164,3 +306,62 @@ def test_acall_waits_on_a_thread_when_every_slot_is_busy(service: PlatformServic
     assert not outcome.is_error and outcome.payload["rows"] == [[8]]
     rows = service.audit.events(AuditQuery(tool_name="sql_query")).events
     assert len(rows) == 1 and rows[0].queue_ms is not None and rows[0].queue_ms > 0
+
+
+def test_concurrent_loop_queries_never_take_the_thread_path(
+    service: PlatformService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twelve queries at once from the loop, on one slot's worth of workers and fewer
+    workers than queries: every one waits for its slot and worker on the loop."""
+
+    def on_a_thread(*args: object) -> None:
+        raise AssertionError("a loop query took the thread path")
+
+    monkeypatch.setattr(service, "_run_query", on_a_thread)
+    monkeypatch.setattr(service, "_run_with_slot", on_a_thread)
+    warehouse = service.warehouse
+    assert isinstance(warehouse, DuckDBWarehouse)
+    warehouse._pool._spawn_after_s = 3600.0  # however slow the machine: no thread path
+    identity = DEV_AUTH.identities[0]
+
+    async def queries() -> list[ToolOutcome]:
+        sids = [
+            json.loads((await service.acall(identity, "platform_info", {})).text)["session_id"]
+            for _ in range(4)
+        ]
+        calls = [
+            service.acall(identity, "sql_query", {"session_id": sids[n % 4], "sql": f"SELECT {n}"})
+            for n in range(12)
+        ]
+        return list(await asyncio.gather(*calls))
+
+    outcomes = asyncio.run(asyncio.wait_for(queries(), 120.0))
+    assert [o.payload["rows"] for o in outcomes] == [[[n]] for n in range(12)]
+    rows = service.audit.events(AuditQuery(tool_name="sql_query")).events
+    assert len(rows) == 12 and all(r.success and r.queue_ms is not None for r in rows)
+
+
+def test_closed_audit_pages_read_long_episodes_in_full(
+    service: PlatformService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first rows of a closed episode are read on the loop; an episode with more rows
+    than that is read again in full (on a thread), and ``total`` counts them all."""
+    from datetime import UTC, datetime
+
+    from dabench.platform.admin import api
+
+    monkeypatch.setattr(api, "LOOP_AUDIT_ROWS", 2)
+    for episode, rows in (("epi_short", 1), ("epi_long", 5)):
+        for n in range(rows):
+            service.audit.record(
+                timestamp=datetime.now(UTC), duration_ms=1.0, session_id=None, user_id="u",
+                persona="analyst", tool_name=f"t{n}", parameters={}, success=True,
+                error_code=None, request_chars=0, response_chars=0, episode_id=episode,
+            )  # fmt: skip
+    pages = asyncio.run(api.closed_audit_pages(service.audit, ["epi_short", "epi_long"], 100))
+    assert [(len(p.events), p.total) for p in pages] == [(1, 1), (5, 5)]
+    assert [e.tool_name for e in pages[1].events] == [f"t{n}" for n in range(5)]
+    capped = asyncio.run(api.closed_audit_pages(service.audit, ["epi_long"], 3))
+    assert [(len(p.events), p.total) for p in capped] == [(3, 5)]
+    many = [f"epi_{n}" for n in range(api.LOOP_AUDIT_EPISODES + 1)] + ["epi_long"]
+    assert asyncio.run(api.closed_audit_pages(service.audit, many, 100))[-1].total == 5

@@ -18,6 +18,7 @@ named by the platform (an episode, or an identity with a static key).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import deque
@@ -34,11 +35,33 @@ COSTLY_CODES = frozenset({"QUERY_TIMEOUT", "QUERY_MEMORY_LIMIT"})
 """Error codes that penalize the caller whose query ended with them."""
 
 
-@dataclass
+@dataclass(eq=False)
 class _Waiter:
     session: str
     granted: bool = False
     event: threading.Event = field(default_factory=threading.Event)
+    loop: asyncio.AbstractEventLoop | None = None
+    """Set for a query waiting on an asyncio loop (:meth:`QueryScheduler.acquire_async`)."""
+    woken: asyncio.Future[None] | None = None
+
+    def wake(self) -> None:
+        """Tell the waiting query its slot is granted."""
+        self.event.set()
+        if self.loop is None or self.woken is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self.loop.call_soon(_wake, self.woken)
+        else:
+            self.loop.call_soon_threadsafe(_wake, self.woken)
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 class QueryScheduler:
@@ -87,27 +110,64 @@ class QueryScheduler:
     def _wait(self, user: str, session: str, queue_timeout_s: float) -> None:
         """Queue for a slot and wait for it (``SQL_BUSY`` after ``queue_timeout_s``)."""
         waiter = _Waiter(session)
+        self._queue(user, waiter)
+        if not waiter.granted and not waiter.event.wait(queue_timeout_s):
+            self._give_up(user, waiter, queue_timeout_s)
+
+    async def acquire_async(self, user: str, session: str, queue_timeout_s: float) -> float:
+        """:meth:`slot`'s wait on the running asyncio loop (no thread waits): take one slot
+        for ``user``'s ``session``, queued as :meth:`slot` queues; the seconds waited.
+        Raises ``SQL_BUSY`` after ``queue_timeout_s``; the caller gives the slot back with
+        :meth:`release`. Cancelled, it gives back a slot it was granted."""
+        started = time.perf_counter()
+        if self.try_slot(user, session):
+            return 0.0
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(session, loop=loop, woken=loop.create_future())
+        self._queue(user, waiter)
+        if not waiter.granted:
+            assert waiter.woken is not None
+            try:
+                await asyncio.wait_for(asyncio.shield(waiter.woken), queue_timeout_s)
+            except TimeoutError:
+                self._give_up(user, waiter, queue_timeout_s)
+            except BaseException:
+                try:
+                    self._give_up(user, waiter, queue_timeout_s)
+                except ToolError:
+                    pass
+                else:  # granted meanwhile: given back
+                    self.release(user, session)
+                raise
+        return time.perf_counter() - started
+
+    def _queue(self, user: str, waiter: _Waiter) -> None:
+        """Grant ``waiter`` a slot now if nobody of ``user`` waits and it fits, else queue it."""
         with self._lock:
-            if not self._queues.get(user) and self._fits(user, session):
+            if not self._queues.get(user) and self._fits(user, waiter.session):
                 self._grant(user, waiter)
             else:
                 if user not in self._queues or not self._queues[user]:
                     self._queues[user] = deque()
                     self._turn.append(user)
                 self._queues[user].append(waiter)
-        if not waiter.granted and not waiter.event.wait(queue_timeout_s):
-            with self._lock:
-                if not waiter.granted:
-                    self._queues[user].remove(waiter)
-                    if not self._queues[user]:
-                        del self._queues[user]
-                        self._turn.remove(user)
-                    raise ToolError(
-                        "SQL_BUSY",
-                        f"no query slot became free within {queue_timeout_s:g} s "
-                        f"({self.per_user} at once per identity, {self.per_session} per session)",
-                        "wait for your other queries to finish, then retry",
-                    )
+
+    def _give_up(self, user: str, waiter: _Waiter, queue_timeout_s: float) -> None:
+        """A wait ended without its wake-up: ``SQL_BUSY`` (the waiter leaves the queue)
+        unless the slot was granted meanwhile."""
+        with self._lock:
+            if waiter.granted:
+                return
+            self._queues[user].remove(waiter)
+            if not self._queues[user]:
+                del self._queues[user]
+                self._turn.remove(user)
+        raise ToolError(
+            "SQL_BUSY",
+            f"no query slot became free within {queue_timeout_s:g} s "
+            f"({self.per_user} at once per identity, {self.per_session} per session)",
+            "wait for your other queries to finish, then retry",
+        )
 
     def try_slot(self, user: str, session: str) -> bool:
         """Take one slot for ``user``'s ``session`` if that needs no wait (a slot is free,
@@ -164,7 +224,7 @@ class QueryScheduler:
     def _grant(self, user: str, waiter: _Waiter) -> None:
         self._count(user, waiter.session)
         waiter.granted = True
-        waiter.event.set()
+        waiter.wake()
 
     def _dispatch(self) -> None:
         """Give free slots to waiting queries, one identity after another."""

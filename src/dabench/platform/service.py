@@ -374,48 +374,61 @@ class PlatformService:
         penalizes its caller."""
         sql_cfg = self.profile.sql
         with self.scheduler.slot(work.user, work.session, sql_cfg.queue_timeout_s) as waited:
+            work.stats["queue_ms"] = waited * 1000.0
             try:
-                return self.warehouse.guarded_run(
-                    work.sql,
-                    sql_cfg.max_sql_chars,
-                    work.limit,
-                    sql_cfg.timeout_s,
-                    sql_cfg.max_result_bytes,
-                    low_priority=work.low_priority,
-                )
+                return self._run_with_slot(work)
             except ToolError as exc:  # a query that cost its worker: its caller yields
                 self.scheduler.strike(work.culprit, exc.code)
                 raise
-            finally:  # the slot, then a worker or connection: neither counts in the timeout
-                work.stats["queue_ms"] = (waited + self.warehouse.last_wait_s()) * 1000.0
+
+    def _run_with_slot(self, work: _SqlWork) -> _Ran:
+        """The query once its slot is held: a worker or connection (waiting for one when
+        none is free: that wait is added to ``queue_ms``; neither counts in the timeout)."""
+        sql_cfg = self.profile.sql
+        try:
+            return self.warehouse.guarded_run(
+                work.sql,
+                sql_cfg.max_sql_chars,
+                work.limit,
+                sql_cfg.timeout_s,
+                sql_cfg.max_result_bytes,
+                low_priority=work.low_priority,
+            )
+        finally:
+            wait_ms = self.warehouse.last_wait_s() * 1000.0
+            work.stats["queue_ms"] = work.stats.get("queue_ms", 0.0) + wait_ms
 
     async def _arun_query(self, work: _SqlWork, limiter: anyio.CapacityLimiter | None) -> _Ran:
-        """:meth:`_run_query` on the loop when a slot and a worker are free at once, else
-        on a thread of ``limiter``."""
+        """:meth:`_run_query` on the loop: the slot and then a worker are waited for on the
+        loop (no thread waits) and the query runs on the worker through the loop's
+        selector. A low-priority query, a large one, one on PostgreSQL, and one whose wait
+        for a worker outlasts the point where the pool would start another run on a
+        thread of ``limiter`` (the slot already held in the last case)."""
         warehouse = self.warehouse
-        if (
-            isinstance(warehouse, DuckDBWarehouse)
-            and not work.low_priority
-            and self.scheduler.try_slot(work.user, work.session)
-        ):
-            sql_cfg = self.profile.sql
-            work.stats["queue_ms"] = 0.0
-            try:
-                done = await warehouse.guarded_run_async(
-                    work.sql,
-                    sql_cfg.max_sql_chars,
-                    work.limit,
-                    sql_cfg.timeout_s,
-                    sql_cfg.max_result_bytes,
-                )
-            except ToolError as exc:  # as in _run_query
-                self.scheduler.strike(work.culprit, exc.code)
-                raise
-            finally:
-                self.scheduler.release(work.user, work.session)
-            if done is not None:
-                return done
-        return await anyio.to_thread.run_sync(self._run_query, work, limiter=limiter)
+        if not isinstance(warehouse, DuckDBWarehouse) or work.low_priority:
+            return await anyio.to_thread.run_sync(self._run_query, work, limiter=limiter)
+        sql_cfg = self.profile.sql
+        waited = await self.scheduler.acquire_async(
+            work.user, work.session, sql_cfg.queue_timeout_s
+        )
+        work.stats["queue_ms"] = waited * 1000.0
+        try:
+            done = await warehouse.guarded_run_async(
+                work.sql,
+                sql_cfg.max_sql_chars,
+                work.limit,
+                sql_cfg.timeout_s,
+                sql_cfg.max_result_bytes,
+                stats=work.stats,
+            )
+            if done is None:
+                done = await anyio.to_thread.run_sync(self._run_with_slot, work, limiter=limiter)
+        except ToolError as exc:  # as in _run_query
+            self.scheduler.strike(work.culprit, exc.code)
+            raise
+        finally:
+            self.scheduler.release(work.user, work.session)
+        return done
 
     def _call_steps(
         self,

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dabench import __version__
-from dabench.platform.admin.audit import AuditPage, AuditQuery, FilterText
+from dabench.platform.admin.audit import AuditPage, AuditQuery, AuditStore, FilterText
 from dabench.platform.admin.auth import bearer_key
 from dabench.platform.service import PlatformService
 from dabench.platform.state import Changeset, Insight, InsightStatus
@@ -257,6 +257,32 @@ class Health(BaseModel):
     world_hash: str
     sql_dialect: str
     """``duckdb`` (the world's file) or ``postgres`` (``platform serve --warehouse``)."""
+
+
+LOOP_AUDIT_EPISODES = 8
+"""Closed episodes of one batch whose audit rows may be read on the event loop."""
+LOOP_AUDIT_ROWS = 100
+"""Audit rows per closed episode read on the event loop at most (the rest on a thread)."""
+
+
+async def closed_audit_pages(audit: AuditStore, episodes: list[str], limit: int) -> list[AuditPage]:
+    """The first ``limit`` audit events of each closed episode. For a few episodes, the
+    first :data:`LOOP_AUDIT_ROWS` rows of each are read on the event loop (a thread's
+    wake-ups cost more than such a read); episodes with more rows than that, and larger
+    batches, are read on a thread."""
+
+    def read(episode: str, rows: int) -> AuditPage:
+        return audit.events(AuditQuery(episode_id=episode, limit=rows))
+
+    if len(episodes) > LOOP_AUDIT_EPISODES:
+        return await anyio.to_thread.run_sync(lambda: [read(e, limit) for e in episodes])
+    pages = [read(e, min(limit, LOOP_AUDIT_ROWS)) for e in episodes]
+    more = [i for i, page in enumerate(pages) if page.total > len(page.events) < limit]
+    if more:
+        rest = await anyio.to_thread.run_sync(lambda: [read(episodes[i], limit) for i in more])
+        for i, page in zip(more, rest, strict=True):
+            pages[i] = page
+    return pages
 
 
 def _json(body: BaseModel, exclude: set[str] | None = None) -> Response:
@@ -507,9 +533,8 @@ def admin_routes(service: PlatformService) -> list[Route]:
         audits: list[AuditPage | None] = [None] * len(revoked)
         if body.audit and revoked:
             # the keys are revoked: no call of these episodes starts after this read
-            queries = [AuditQuery(episode_id=e, limit=body.audit) for e, _ in revoked]
-            audits = await anyio.to_thread.run_sync(
-                lambda: [service.audit.events(q) for q in queries]
+            audits = list(
+                await closed_audit_pages(service.audit, [e for e, _ in revoked], body.audit)
             )
         closed = [
             EpisodeClosed(episode_id=e, revoked_keys=n, audit=page)
@@ -526,8 +551,7 @@ def admin_routes(service: PlatformService) -> list[Route]:
         audit: AuditPage | None = None
         if query.audit:
             # the keys are revoked: no call of the episode starts after this read
-            events = AuditQuery(episode_id=episode_id, limit=query.audit)
-            audit = await anyio.to_thread.run_sync(service.audit.events, events)
+            audit = (await closed_audit_pages(service.audit, [episode_id], query.audit))[0]
         closed = EpisodeClosed(episode_id=episode_id, revoked_keys=revoked, audit=audit)
         return _json(closed, exclude=None if query.audit else {"audit"})
 

@@ -16,6 +16,7 @@ reached, so a query with a huge result costs one batch, not the result, and at m
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,12 +216,19 @@ class DuckDBWarehouse:
         return _unpack(self._pool.request(req, timeout_s))
 
     async def guarded_run_async(
-        self, sql: str, max_sql_chars: int, limit: int, timeout_s: float, max_bytes: int
+        self,
+        sql: str,
+        max_sql_chars: int,
+        limit: int,
+        timeout_s: float,
+        max_bytes: int,
+        stats: dict[str, float] | None = None,
     ) -> tuple[tuple[str, ...], QueryResult] | None:
-        """:meth:`guarded_run` on the running asyncio loop when a worker is idle and the
-        query is small (:meth:`.WorkerPool.request_async`), else ``None`` at once (nothing
-        was run: use :meth:`guarded_run` on a thread). Not for low-priority queries (their
-        workers are chosen by the pool's rules for them)."""
+        """:meth:`guarded_run` on the running asyncio loop when the query is small and a
+        worker comes free while it waits on the loop (:meth:`.WorkerPool.take_async`,
+        :meth:`.WorkerPool.request_async`), else ``None`` (nothing was run: use
+        :meth:`guarded_run` on a thread). Not for low-priority queries (their workers are
+        chosen by the pool's rules for them). ``stats["queue_ms"]``: the wait for a worker."""
         line = encode_request(
             {
                 "sql": sql,
@@ -233,6 +241,12 @@ class DuckDBWarehouse:
         if len(line) > ASYNC_MAX_REQUEST_BYTES:
             return None
         worker = self._pool.try_take()
+        if worker is None:  # a wait (0 ms when a worker was free at once)
+            started = time.perf_counter()
+            worker = await self._pool.take_async()
+            if stats is not None:
+                waited_ms = (time.perf_counter() - started) * 1000.0
+                stats["queue_ms"] = stats.get("queue_ms", 0.0) + waited_ms
         if worker is None:
             return None
         return _unpack(await self._pool.request_async(worker, line, timeout_s))

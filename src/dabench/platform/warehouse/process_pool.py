@@ -22,6 +22,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +224,21 @@ class WorkerProcess:
         self._out.close()
 
 
+@dataclass(eq=False)
+class _LoopWaiter:
+    """A query waiting on an asyncio loop for a worker (:meth:`WorkerPool.take_async`)."""
+
+    loop: asyncio.AbstractEventLoop
+    woken: asyncio.Future[None]
+    worker: WorkerProcess | None = None
+    """The worker handed to it (set under the pool's lock, before it is woken)."""
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
+
+
 class WorkerPool:
     """Up to ``size`` worker processes, each serving one query at a time.
 
@@ -262,6 +279,9 @@ class WorkerPool:
         """Queries in :meth:`_take` (:meth:`try_take` never passes them by)."""
         self._low_waiting = 0
         """Low-priority queries waiting in :meth:`_take` (they may pass an idle worker by)."""
+        self._loop_waiters: deque[_LoopWaiter] = deque()
+        """Queries waiting in :meth:`take_async`, first come first served (after every
+        thread waiting in :meth:`_take`)."""
         self.replaced = 0
         """Workers killed or dead and replaced since start."""
         self.started = 0
@@ -329,11 +349,72 @@ class WorkerPool:
         """An idle worker for :meth:`request_async` if one is free now, else ``None`` (then
         :meth:`request`, on a thread, waits for one or starts one)."""
         with self._cond:
-            if self._closed or not self._idle or self._waiting:
+            if self._closed or not self._idle or self._waiting or self._loop_waiters:
                 return None
             worker, _ = self._idle.pop()
             self._busy[worker] = time.monotonic()
             return worker
+
+    async def take_async(self) -> WorkerProcess | None:
+        """An idle worker for :meth:`request_async`, waited for on the running loop (no
+        thread waits): a worker coming free is handed to the longest-waiting such query.
+        ``None`` when none came before a worker could be started for it (a busy one has
+        run ``spawn_after_s``; the pool has room), or a query waits on a thread (those go
+        first: low-priority ones follow the pool's rules), or the pool is closed: then
+        :meth:`request` on a thread waits or starts one. Cancelled, it gives back a worker
+        it was handed."""
+        loop = asyncio.get_running_loop()
+        with self._cond:
+            if self._closed or self._waiting:
+                return None
+            if self._idle and not self._loop_waiters:
+                worker, _ = self._idle.pop()
+                self._busy[worker] = time.monotonic()
+                return worker
+            now = time.monotonic()
+            room = self._live() < self.size
+            spawn_at = min(self._busy.values(), default=now) + self._spawn_after_s
+            # past the spawn point (or, in a full pool, as long) the thread path takes over
+            wait_s = max(spawn_at - now, 0.01) if room else self._spawn_after_s
+            waiter = _LoopWaiter(loop, loop.create_future())
+            self._loop_waiters.append(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter.woken), wait_s)
+        except TimeoutError:
+            pass
+        except BaseException:
+            with self._cond:
+                handed = self._forget(waiter)
+            if handed is not None:
+                self._give(handed)
+            raise
+        with self._cond:
+            return self._forget(waiter)
+
+    def _forget(self, waiter: _LoopWaiter) -> WorkerProcess | None:
+        """With the lock held: ``waiter`` leaves the queue; the worker it was handed."""
+        if waiter.worker is None:
+            with contextlib.suppress(ValueError):
+                self._loop_waiters.remove(waiter)
+        return waiter.worker
+
+    def _hand_locked(self, worker: WorkerProcess) -> bool:
+        """With the lock held: hand ``worker`` (free) to the longest-waiting loop query
+        unless a thread waits (threads go first); whether it was handed."""
+        if self._waiting or not self._loop_waiters:
+            return False
+        waiter = self._loop_waiters.popleft()
+        waiter.worker = worker
+        self._busy[worker] = time.monotonic()
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is waiter.loop:
+            waiter.loop.call_soon(_wake, waiter.woken)
+        else:
+            waiter.loop.call_soon_threadsafe(_wake, waiter.woken)
+        return True
 
     async def request_async(
         self, worker: WorkerProcess, line: bytes, timeout_s: float
@@ -391,6 +472,8 @@ class WorkerPool:
                 self._waiting -= 1
                 if low_priority:
                     self._low_waiting -= 1
+                while self._idle and self._loop_waiters and not self._waiting:
+                    self._hand_locked(self._idle.pop()[0])  # held back while threads waited
 
     def _take_locked(self, low_priority: bool) -> WorkerProcess:
         """:meth:`_take` with the pool's lock held."""
@@ -429,6 +512,8 @@ class WorkerPool:
             self._busy.pop(worker, None)
             if self._closed:
                 worker.stop()
+                return
+            if self._hand_locked(worker):
                 return
             self._idle.append((worker, time.monotonic()))
             if self._low_waiting:
@@ -470,6 +555,8 @@ class WorkerPool:
             self.started += 1
             if self._closed:
                 worker.stop()
+                return
+            if self._hand_locked(worker):
                 return
             self._idle.append((worker, time.monotonic()))
             self._cond.notify_all()  # a low-priority waiter may not take it: wake every one
@@ -520,6 +607,10 @@ class WorkerPool:
             idle, busy = [w for w, _ in self._idle], list(self._busy)
             self._idle.clear()
             self._cond.notify_all()
+            waiters, self._loop_waiters = list(self._loop_waiters), deque()
+        for waiter in waiters:  # they find the pool closed
+            with contextlib.suppress(RuntimeError):  # a loop already closed
+                waiter.loop.call_soon_threadsafe(_wake, waiter.woken)
         for w in busy:
             w.kill()
         for w in idle:
