@@ -365,3 +365,28 @@ def test_closed_audit_pages_read_long_episodes_in_full(
     assert [(len(p.events), p.total) for p in capped] == [(3, 5)]
     many = [f"epi_{n}" for n in range(api.LOOP_AUDIT_EPISODES + 1)] + ["epi_long"]
     assert asyncio.run(api.closed_audit_pages(service.audit, many, 100))[-1].total == 5
+
+
+def test_a_waiter_on_a_closed_loop_gets_neither_slot_nor_worker(
+    one_worker: DuckDBWarehouse,
+) -> None:
+    """A loop waiter left behind when its loop closed (a server shut down mid-wait) is
+    skipped: the slot stays free, the worker goes back to the idle list."""
+    sched = QueryScheduler(slots=1, per_user=1, per_session=1)
+    pool = one_worker._pool
+    pool._spawn_after_s = 3600.0
+    assert sched.try_slot("a", "s1")
+    worker = pool.try_take()
+    assert worker is not None
+    loop = asyncio.new_event_loop()
+    slot_wait = loop.create_task(sched.acquire_async("b", "s2", 3600.0))
+    worker_wait = loop.create_task(pool.take_async())
+    loop.run_until_complete(asyncio.sleep(0))  # both queued, then their loop goes away
+    loop.close()
+    assert not slot_wait.done() and not worker_wait.done()
+    sched.release("a", "s1")
+    assert sched.try_slot("c", "s3")  # not held for the waiter that cannot wake
+    pool._give(worker)
+    assert pool.try_take() is worker
+    for task in (slot_wait, worker_wait):  # what is left of them ends quietly
+        task.get_coro().close()

@@ -44,19 +44,25 @@ class _Waiter:
     """Set for a query waiting on an asyncio loop (:meth:`QueryScheduler.acquire_async`)."""
     woken: asyncio.Future[None] | None = None
 
-    def wake(self) -> None:
-        """Tell the waiting query its slot is granted."""
-        self.event.set()
+    def wake(self) -> bool:
+        """Tell the waiting query its slot is granted; ``False`` when it waited on an
+        asyncio loop that is closed (nobody waits there any more)."""
         if self.loop is None or self.woken is None:
-            return
+            self.event.set()
+            return True
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is self.loop:
-            self.loop.call_soon(_wake, self.woken)
-        else:
-            self.loop.call_soon_threadsafe(_wake, self.woken)
+        try:
+            if running is self.loop:
+                self.loop.call_soon(_wake, self.woken)
+            else:
+                self.loop.call_soon_threadsafe(_wake, self.woken)
+        except RuntimeError:
+            return False
+        self.event.set()
+        return True
 
 
 def _wake(woken: asyncio.Future[None]) -> None:
@@ -158,10 +164,12 @@ class QueryScheduler:
         with self._lock:
             if waiter.granted:
                 return
-            self._queues[user].remove(waiter)
-            if not self._queues[user]:
-                del self._queues[user]
-                self._turn.remove(user)
+            queue = self._queues.get(user)
+            if queue is not None and waiter in queue:  # (a waiter that could not wake is gone)
+                queue.remove(waiter)
+                if not queue:
+                    del self._queues[user]
+                    self._turn.remove(user)
         raise ToolError(
             "SQL_BUSY",
             f"no query slot became free within {queue_timeout_s:g} s "
@@ -182,13 +190,7 @@ class QueryScheduler:
     def release(self, user: str, session: str) -> None:
         """Give back a slot taken by :meth:`try_slot` (or :meth:`slot`, which does this)."""
         with self._lock:
-            self._running -= 1
-            self._by_user[user] -= 1
-            self._by_session[session] -= 1
-            if not self._by_user[user]:
-                del self._by_user[user]
-            if not self._by_session[session]:
-                del self._by_session[session]
+            self._uncount(user, session)
             self._dispatch()
 
     def strike(self, culprit: str, code: str) -> bool:
@@ -221,10 +223,21 @@ class QueryScheduler:
         self._by_user[user] = self._by_user.get(user, 0) + 1
         self._by_session[session] = self._by_session.get(session, 0) + 1
 
+    def _uncount(self, user: str, session: str) -> None:
+        self._running -= 1
+        self._by_user[user] -= 1
+        self._by_session[session] -= 1
+        if not self._by_user[user]:
+            del self._by_user[user]
+        if not self._by_session[session]:
+            del self._by_session[session]
+
     def _grant(self, user: str, waiter: _Waiter) -> None:
         self._count(user, waiter.session)
         waiter.granted = True
-        waiter.wake()
+        if not waiter.wake():  # its loop is closed: the slot stays free
+            waiter.granted = False
+            self._uncount(user, waiter.session)
 
     def _dispatch(self) -> None:
         """Give free slots to waiting queries, one identity after another."""

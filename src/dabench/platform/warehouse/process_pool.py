@@ -400,21 +400,25 @@ class WorkerPool:
 
     def _hand_locked(self, worker: WorkerProcess) -> bool:
         """With the lock held: hand ``worker`` (free) to the longest-waiting loop query
-        unless a thread waits (threads go first); whether it was handed."""
-        if self._waiting or not self._loop_waiters:
-            return False
-        waiter = self._loop_waiters.popleft()
-        waiter.worker = worker
-        self._busy[worker] = time.monotonic()
+        unless a thread waits (threads go first); whether it was handed. A waiter whose
+        loop is closed is dropped."""
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is waiter.loop:
-            waiter.loop.call_soon(_wake, waiter.woken)
-        else:
-            waiter.loop.call_soon_threadsafe(_wake, waiter.woken)
-        return True
+        while self._loop_waiters and not self._waiting:
+            waiter = self._loop_waiters.popleft()
+            try:
+                if running is waiter.loop:
+                    waiter.loop.call_soon(_wake, waiter.woken)
+                else:
+                    waiter.loop.call_soon_threadsafe(_wake, waiter.woken)
+            except RuntimeError:  # its loop is closed: nobody waits there any more
+                continue
+            waiter.worker = worker
+            self._busy[worker] = time.monotonic()
+            return True
+        return False
 
     async def request_async(
         self, worker: WorkerProcess, line: bytes, timeout_s: float
