@@ -114,6 +114,9 @@ class ScriptedModel:
     name = "scripted"
     model = "malformed"
 
+    def __init__(self) -> None:
+        self.systems: list[str] = []
+
     async def complete(
         self,
         messages: list[ChatMessage],
@@ -123,6 +126,7 @@ class ScriptedModel:
         max_tokens: int,
         temperature: float,
     ) -> ModelResponse:
+        self.systems.append(system)
         step = sum(1 for m in messages if m.role == "assistant")
         usage = TokenUsage(input=10, output=5)
         if step == 0:
@@ -150,6 +154,22 @@ async def test_malformed_and_unknown_tool_calls_go_back_to_the_model(
     assert codes == [("echo", "INVALID_ARGUMENTS", ""), ("drop_tables", "UNKNOWN_TOOL", "")]
     assert transcript.sent_calls() == 0
     assert transcript.usage.input == 30
+
+
+async def test_the_model_is_told_its_tool_call_budget(everything_target: Target) -> None:
+    """An agent cannot plan within a budget it does not know: every model call's system prompt
+    states the episode's budget, and the journal records that prompt."""
+    model = ScriptedModel()
+    agent = LlmAgent(LlmAgentConfig(model="fake:scripted"), provider=model)
+    task = load_tasks([DATA / "tasks_basic.yaml"]).tasks[0]
+    transcript = EpisodeTranscript()
+    await agent.run(
+        EpisodeRequest("r", "a", task, 0, target=everything_target, budget=7), transcript
+    )
+    assert len(model.systems) == 3
+    assert all(s.startswith(agent.system) and "at most 7 tool calls" in s for s in model.systems)
+    assert transcript.messages[0].role == "system"
+    assert transcript.messages[0].content == model.systems[0]
 
 
 class AuditHandler(BaseHTTPRequestHandler):

@@ -7,7 +7,8 @@ hands the CLI an MCP config that points at the platform's ``/mcp`` endpoint with
 reads the session from that header, so the handle never appears in the prompt. The CLI's
 stream-json result is mapped into the episode: every tool call (MCP prefix stripped, arguments,
 result, error), the final answer, token usage and the CLI's ``total_cost_usd`` as provider cost.
-The tool-call budget becomes ``--max-turns`` (budget + 1 by default); a run that stops there, or
+The tool-call budget is stated in the system prompt (:func:`~dabench.agents.llm.budget_note`)
+and becomes ``--max-turns`` (budget + 1 by default); a run that stops there, or
 that used more tool calls than the budget, ends as ``budget_exhausted``. Later user turns of a
 multi-turn task continue the CLI conversation with ``--resume <session id>``.
 
@@ -32,7 +33,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
-from dabench.agents.llm import DEFAULT_SYSTEM_PROMPT, FINAL_ANSWER_PROTOCOL
+from dabench.agents.llm import (
+    DEFAULT_SYSTEM_PROMPT,
+    FINAL_ANSWER_PROTOCOL,
+    episode_system_prompt,
+)
 from dabench.agents.platform_access import reference_of
 from dabench.errors import HarnessError, UserInputError
 from dabench.fields import Seconds
@@ -179,7 +184,9 @@ class ClaudeCliAgent(Agent):
     async def run(self, request: EpisodeRequest, transcript: EpisodeTranscript) -> EpisodeStatus:
         """One CLI run per user turn (later turns resume the CLI session)."""
         target, identity = reference_of(request.target, self.kind)
-        transcript.messages.append(Message(role="system", content=self.system))
+        transcript.messages.append(
+            Message(role="system", content=episode_system_prompt(self.system, request.budget))
+        )
         session: TargetSession | None = None
         cli_session = ""
         async with self.seal.open([target.base_url]) as sealed:
@@ -262,7 +269,7 @@ class ClaudeCliAgent(Agent):
             model=self.model,
             allowed_tools=[mcp_tool_name(self.config.server_name, t.name) for t in tools],
             max_turns=self.config.max_turns or budget + 1,
-            system_prompt=self.system,
+            system_prompt=episode_system_prompt(self.system, budget),
             append_system_prompt=True,
             timeout=self.config.timeout_s,
             executable=self.config.executable,

@@ -2,8 +2,9 @@
 
 Final-answer protocol (stated in the system prompt): the agent ends its answer with a line
 starting ``FINAL ANSWER:`` followed by the answer; graders read what follows the last marker.
-Every tool call the model requests counts against the tool-call budget; a request beyond it
-ends the episode as ``budget_exhausted``. Malformed arguments and unknown tools are answered
+Every tool call the model requests counts against the tool-call budget, which the episode's
+system prompt states (:func:`budget_note`); a request beyond it ends the episode as
+``budget_exhausted``. Malformed arguments and unknown tools are answered
 with a tool error (recorded, not sent to the target) so the model can recover. Retryable
 provider errors are retried with backoff and jitter; when retries are exhausted the episode is
 a harness error.
@@ -48,6 +49,21 @@ DEFAULT_SYSTEM_PROMPT = (
     "tools you are given. Use the tools to find the right tables and definitions before you "
     "compute; prefer documented definitions over assumptions; be precise about units."
 )
+
+
+def budget_note(budget: int) -> str:
+    """The line that tells a model its episode's tool-call budget (appended to the system prompt
+    of each episode): an agent that does not know its budget cannot plan within it."""
+    return (
+        f"You may make at most {budget} tool calls for this question, over all its turns; "
+        "a call beyond that ends the question unanswered, so plan your calls and answer "
+        "within the budget."
+    )
+
+
+def episode_system_prompt(system: str, budget: int) -> str:
+    """An episode's system prompt: the agent's ``system`` plus :func:`budget_note`."""
+    return f"{system}\n\n{budget_note(budget)}"
 
 
 class LlmAgentConfig(BaseModel):
@@ -134,12 +150,16 @@ class LlmAgent(Agent):
         return self.config.budget or task.budget
 
     async def _complete(
-        self, history: list[ChatMessage], tools: list[Any], transcript: EpisodeTranscript
+        self,
+        system: str,
+        history: list[ChatMessage],
+        tools: list[Any],
+        transcript: EpisodeTranscript,
     ) -> ModelResponse:
         async def once() -> ModelResponse:
             return await self._provider.complete(
                 history,
-                system=self.system,
+                system=system,
                 tools=tools,
                 max_tokens=self.config.max_tokens,
                 temperature=self.config.temperature,
@@ -184,7 +204,8 @@ class LlmAgent(Agent):
         max_calls = self.config.max_model_calls or budget + 2 * len(turns)
         model_calls = 0
         history: list[ChatMessage] = []
-        transcript.messages.append(Message(role="system", content=self.system))
+        system = episode_system_prompt(self.system, budget)
+        transcript.messages.append(Message(role="system", content=system))
         for turn, prompt in enumerate(turns):
             history.append(ChatMessage(role="user", content=prompt))
             transcript.messages.append(Message(role="user", content=prompt))
@@ -192,7 +213,7 @@ class LlmAgent(Agent):
                 if model_calls >= max_calls:
                     return "budget_exhausted"
                 model_calls += 1
-                resp = await self._complete(history, tools, transcript)
+                resp = await self._complete(system, history, tools, transcript)
                 transcript.add_usage(resp.usage, resp.cost_usd, resp.cost_source)
                 history.append(
                     ChatMessage(role="assistant", content=resp.text, tool_calls=resp.tool_calls)
