@@ -126,6 +126,7 @@ S6_KINDS = {
     "refusal",
     "caveat",
     "incident",
+    "schedule",
 }
 
 

@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("2.4.0", "2.0.1"): "868588cc652e4c654eeace40a20f6c88011d414cdeded632ffab3974c63a657e",
+    ("2.5.0", "2.0.1"): "4c6db63ba906a8337cc976ba8527715d709d0b958acbded6cc0ff4a1136c3fff",
 }
 
 

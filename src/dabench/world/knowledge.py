@@ -41,6 +41,7 @@ REVIEWED: dict[str, date] = {
     "event-data": date(2024, 7, 8),
     "fiscal-calendar": date(2024, 12, 9),
     "money-and-units": date(2024, 5, 27),
+    "payment-processing-fees": date(2024, 2, 9),
     "revenue-policy": date(2025, 2, 3),
     "support-sla": date(2024, 3, 11),
     "test-accounts": date(2024, 11, 4),
@@ -279,6 +280,41 @@ money column of `sales`, `product`, `finance.payments` and `marketing` is in cen
 by 100 to report dollars.
 
 {scope_markdown(policy("money_units"))}
+""",
+        ),
+        _page(
+            "payment-processing-fees", "Payment processing fees", ["finance", "payments", "costs"],
+            ["finance.payments"],
+            """
+# Payment processing fees
+
+Finance pays the payment processors a fee on every **live** payment they capture.
+`finance.payments` has one row per captured payment; `paid_at` is the capture time (company
+local time). A fee is booked on the day its payment was captured, not on the order date.
+A fee is a percentage of the payment's amount plus a fixed amount per payment:
+
+| method | captured until 2024-01-31 | captured from 2024-02-01 |
+| --- | --- | --- |
+| `card` | 2.9 % + $0.30 | 2.2 % + $0.30; a payment of $2,500.00 or more: 1.8 % + $0.30 |
+| `paypal` | 3.49 % + $0.49 | 3.49 % + $0.49 |
+| `gift_card` | no fee (our own gift cards) | no fee |
+| `invoice` | no fee (partners pay by bank transfer) | no fee |
+
+The card contract was renewed for FY2024: a payment takes the schedule in force on the day it
+was captured. The large-payment rate applies to the whole payment, not only to the part above
+$2,500.00.
+
+- **Card gateway.** The card gateway also charges **$49.00 for every calendar month** in
+  which at least one live card payment was captured (under both contracts).
+- **The fee follows the payment.** It is owed whatever later happens to the order or to the
+  customer's account: processors do not give fees back when an order is returned, a payment
+  is refunded or an account is erased.
+- **Test accounts.** Payments of internal test accounts (*test-accounts*) go through the
+  processors' test mode: they are not live, carry no fee and do not count for the gateway.
+- **Statements.** Fees accumulate in fractions of a cent; a statement rounds its total to the
+  cent.
+
+Processing fees are a cost. They are not deducted from revenue (*revenue-policy*).
 """,
         ),
         _page(
