@@ -132,6 +132,34 @@ def test_plan_subset_prints_the_most_informative_tasks(tmp_path: Path) -> None:
     assert alone.exit_code != 0 and "--subset N needs --baseline-run" in str(alone.exception)
 
 
+def test_plan_subset_pools_the_respondents_of_other_runs(tmp_path: Path) -> None:
+    """Two arms with k = 1 are too few respondents to rank; pooling a run of other agents on
+    the same tasks gives enough, and the ranking is that of the pooled frames."""
+    from typer.testing import CliRunner
+
+    from dabench.cli import app
+
+    small = outcome_run(tmp_path / "small", {a: OUTCOMES[a] for a in ("strong", "weak")}, k=1)
+    other = outcome_run(tmp_path / "other", OUTCOMES, k=2)
+    alone = CliRunner().invoke(app, ["plan", "--baseline-run", str(small), "--subset", "2"])
+    assert alone.exit_code == 0, alone.output
+    assert "no task separates" in alone.output
+    pooled = CliRunner().invoke(
+        app,
+        ["plan", "--baseline-run", str(small), "--subset", "2", "--pool", str(other)],
+    )
+    assert pooled.exit_code == 0, pooled.output
+    assert "(respondents of 2 runs)" in pooled.output and "no task separates" not in pooled.output
+    frames = [build_frame(load_run(r)) for r in (small, other)]
+    info = {r.task: r.information for r in task_discrimination(frames)}
+    selection = next(ln for ln in pooled.output.splitlines() if "experiment selection" in ln)
+    picked = selection.split("[", 1)[1].rstrip("]}").split(", ")
+    assert min(info[t] for t in picked) >= max(v for t, v in info.items() if t not in picked)
+    assert "bad" not in picked and "easy" not in picked
+    lone = CliRunner().invoke(app, ["plan", "--baseline-run", str(small), "--pool", str(other)])
+    assert lone.exit_code != 0 and "--pool RUN only adds respondents" in str(lone.exception)
+
+
 def test_html_report_shows_the_discrimination_table(tmp_path: Path) -> None:
     from dabench.report.build import write_reports
 

@@ -71,6 +71,13 @@ def plan_cmd(
         help="Also pick the N tasks with the most information per episode (from --baseline-run's "
         "arms and attempts; docs/statistics.md).",
     ),
+    pool: list[Path] = typer.Option(
+        [],
+        "--pool",
+        metavar="RUN",
+        help="With --subset: pool this run's respondents (its arms and attempts) with "
+        "--baseline-run's (repeatable; other models or profiles on the same tasks).",
+    ),
 ) -> None:
     """Tasks and trials a paired comparison needs to detect --min-delta, with the expected
     episodes, cost and wall time; and the minimum detectable delta of a baseline run."""
@@ -86,6 +93,8 @@ def plan_cmd(
         raise UserInputError("give one of --baseline-run RUN or --rates P,P,...")
     if subset and baseline_run is None:
         raise UserInputError("--subset N needs --baseline-run RUN (it ranks that run's tasks)")
+    if pool and not subset:
+        raise UserInputError("--pool RUN only adds respondents to --subset N")
     cost = wall = None
     suite_tasks: int | None = None
     mdd_line = ""
@@ -141,21 +150,25 @@ def plan_cmd(
         out.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
     if subset:
         assert run is not None
-        _print_subset(run, subset)
+        _print_subset([run, *(load_run(p) for p in pool)], subset)
 
 
-def _print_subset(run: RunData, n: int) -> None:
-    """The ``n`` most informative tasks of ``run``, and the experiment lines that select them."""
+def _print_subset(runs: list[RunData], n: int) -> None:
+    """The ``n`` most informative tasks of ``runs`` (their respondents pooled; the first run's
+    tasks are ranked), and the experiment lines that select them."""
     from rich.table import Table
 
     from dabench.stats.discrimination import most_informative, task_discrimination
     from dabench.stats.frame import build_frame
 
     out = stdout_console()
-    rows = task_discrimination([build_frame(run)])
+    frames = [build_frame(r) for r in runs]
+    ranked = {ep.task_id for ep in frames[0].episodes}
+    rows = [r for r in task_discrimination(frames) if r.task in ranked]
     top = most_informative(rows, n)
     total = sum(r.information for r in rows)
-    table = Table(title=f"the {len(top)} most informative of {len(rows)} tasks")
+    pooled = f" (respondents of {len(runs)} runs)" if len(runs) > 1 else ""
+    table = Table(title=f"the {len(top)} most informative of {len(rows)} tasks{pooled}")
     for col in ("task", "pass rate", "point-biserial", "information", "flag"):
         table.add_column(col, justify="left" if col in ("task", "flag") else "right")
     for r in top:
