@@ -154,3 +154,72 @@ def test_an_unreadable_or_missing_host_is_a_harness_error() -> None:
             await HostClient(free_port(), "t").request("ping")
 
     asyncio.run(main())
+
+
+OWN_TASKS = """\
+- id: mine.orders-2024
+  suite: s2
+  category: single_tool
+  difficulty: easy
+  prompt: How many orders were placed in 2024 (every status)?
+  grading:
+    kind: numeric
+    truth_sql: SELECT count(*) FROM sales.orders WHERE year(order_date) = 2024
+    tolerance_rel: 0.0
+- id: mine.stores
+  suite: s2
+  category: single_tool
+  difficulty: easy
+  prompt: How many stores does the company have?
+  grading:
+    kind: numeric
+    truth_sql: SELECT count(*) FROM sales.stores
+    tolerance_rel: 0.0
+"""
+
+
+@pytest.mark.slow
+def test_an_experiment_file_brings_its_own_tasks(
+    real_world: Path, run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`play start --experiment` plays the file's task selection, its own task files included
+    (relative to the file, recorded absolute), and `--task` narrows it to one of them."""
+    exp_dir = tmp_path / "exp"
+    exp_dir.mkdir()
+    (exp_dir / "tasks.yaml").write_text(OWN_TASKS)
+    exp = {
+        "name": "own-tasks",
+        "world": {"dir": str(real_world)},
+        "tasks": {"files": ["tasks.yaml"], "builtin": False},
+        "arms": [{"name": "a2", "target": {"kind": "reference", "profile": "a2"},
+                  "agent": {"kind": "oracle"}}],
+    }  # fmt: skip
+    path = exp_dir / "exp.yaml"
+    path.write_text(yaml.safe_dump(exp, sort_keys=False))
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)  # the task file resolves against the experiment file, not here
+    started = play(
+        "start", "--run", str(run_dir), "--experiment", str(path), "--task", "mine.stores"
+    )
+    assert started["arm"] == "a2" and started["episodes"] == 1
+    assert [p.task_id for p in read_state(run_dir).plan] == ["mine.stores"]
+    manifest = read_manifest(run_dir)
+    assert manifest is not None
+    assert manifest.experiment["tasks"]["files"] == [str((exp_dir / "tasks.yaml").resolve())]
+    monkeypatch.chdir(tmp_path)  # a later command from another directory finds the file
+    first = play("next", "--run", str(run_dir))
+    assert first["prompt"] == "How many stores does the company have?"
+    play("answer", "--run", str(run_dir), "FINAL ANSWER: 0")
+    finished = play("finish", "--run", str(run_dir))
+    assert finished["played"] == 1
+    # Without --task: both of the file's tasks and no built-in one.
+    whole = tmp_path / "whole"
+    started = play("start", "--run", str(whole), "--experiment", str(path))
+    try:
+        assert started["episodes"] == 2
+        assert {p.task_id for p in read_state(whole).plan} == {"mine.orders-2024", "mine.stores"}
+    finally:
+        server = read_state(whole).server
+        if server is not None and pid_alive(server.pid):
+            stop_pid(server.pid)

@@ -69,7 +69,8 @@ def start_cmd(
         None,
         "--experiment",
         help="Play an arm of this experiment file instead (any target: an MCP server, a "
-        "semantic layer...): its target, suites and world; --arm names the arm.",
+        "semantic layer...): its target, suites, world and task selection (its own task files "
+        "too; --suite/--task/--smoke replace the file's filters); --arm names the arm.",
     ),
     suite: list[str] = typer.Option([], "--suite", help="Suites to play (repeatable): s1..s4, s6."),
     task: list[str] = typer.Option([], "--task", help="Task ids to play (repeatable)."),

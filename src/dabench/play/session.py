@@ -117,8 +117,9 @@ class PlayOptions:
     agent_kind: Literal["external", "human"] = "external"
     """``human`` for a person at the interactive terminal (``dabench play`` without a step)."""
     experiment: Path | None = None
-    """An experiment file: play its arm ``arm`` (its target, suites and world) instead of a
-    reference profile."""
+    """An experiment file: play its arm ``arm`` (its target, suites and world) and its task
+    selection (extra task files included) instead of a reference profile and the built-in
+    suites; ``suites``, ``tasks`` and ``smoke`` replace the file's filters when given."""
 
 
 @dataclass
@@ -290,11 +291,32 @@ def _arm_of(path: Path, name: str | None) -> tuple[ArmConfig, Experiment]:
     raise UserInputError(f"{path}: no arm {name!r} (arms: {', '.join(names)})")
 
 
+def _selection(opts: PlayOptions, source: Experiment | None, experiment_dir: Path) -> TaskSelection:
+    """What a play run plays: the experiment file's selection (its task files made absolute,
+    so later commands find them from any directory), with ``opts``' filters in place of the
+    file's where given; without a file, the built-in suites filtered by ``opts``."""
+    if source is None:
+        return TaskSelection(suites=opts.suites, tasks=opts.tasks, smoke=opts.smoke)
+    sel = source.tasks
+    files = [str(p if Path(p).is_absolute() else (experiment_dir / p).resolve()) for p in sel.files]
+    return sel.model_copy(
+        update={
+            "files": files,
+            "suites": opts.suites or sel.suites,
+            "tasks": opts.tasks or sel.tasks,
+            "smoke": opts.smoke or sel.smoke,
+        }
+    )
+
+
 def _experiment(
-    opts: PlayOptions, world_dir: Path | None, source_arm: ArmConfig | None
+    opts: PlayOptions,
+    world_dir: Path | None,
+    source_arm: ArmConfig | None,
+    selection: TaskSelection,
 ) -> Experiment:
     """The one-arm experiment of a play run: ``source_arm`` (the experiment file's arm, read
-    once by the caller) or the reference profile of ``opts``."""
+    once by the caller) or the reference profile of ``opts``, over ``selection``."""
     target: dict[str, Any] = {"kind": "reference", "profile": opts.profile}
     suites: list[Suite] = []
     description = ""
@@ -316,7 +338,7 @@ def _experiment(
         world=WorldSpec(
             seed=opts.seed, scale=opts.scale, dir=str(world_dir.resolve()) if world_dir else None
         ),
-        tasks=TaskSelection(suites=opts.suites, tasks=opts.tasks, smoke=opts.smoke),
+        tasks=selection,
         k=opts.k,
         concurrency=1,
         arms=[
@@ -432,13 +454,15 @@ def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
         experiment_dir = opts.experiment.parent if opts.experiment else Path.cwd()
         world_dir = opts.world_dir
         source_arm: ArmConfig | None = None
+        source: Experiment | None = None
         if opts.experiment is not None:  # read once
             source_arm, source = _arm_of(opts.experiment, opts.arm)
             if world_dir is None:
                 world_dir = resolve_world(source, experiment_dir)
-        exp = _experiment(opts, world_dir, source_arm)
+        selection = _selection(opts, source, experiment_dir)
+        exp = _experiment(opts, world_dir, source_arm, selection)
         world_dir = resolve_world(exp, Path.cwd()).resolve()
-        exp = _experiment(opts, world_dir, source_arm)
+        exp = _experiment(opts, world_dir, source_arm, selection)
         world_hash = world_identity(world_dir)
         tasks = load_task_set(exp, Path.cwd())
         arm = exp.arms[0]
