@@ -127,6 +127,7 @@ S6_KINDS = {
     "caveat",
     "incident",
     "schedule",
+    "commission",
 }
 
 

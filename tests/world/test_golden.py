@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("2.5.0", "2.0.1"): "4c6db63ba906a8337cc976ba8527715d709d0b958acbded6cc0ff4a1136c3fff",
+    ("2.6.0", "2.0.1"): "2bd91b75365fac6a3721f8d39afd47e279fe7b1019d20c45d5bb2b7e33660c89",
 }
 
 

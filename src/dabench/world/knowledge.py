@@ -42,6 +42,7 @@ REVIEWED: dict[str, date] = {
     "fiscal-calendar": date(2024, 12, 9),
     "money-and-units": date(2024, 5, 27),
     "payment-processing-fees": date(2024, 2, 9),
+    "rep-commission-plan": date(2025, 1, 27),
     "revenue-policy": date(2025, 2, 3),
     "support-sla": date(2024, 3, 11),
     "test-accounts": date(2024, 11, 4),
@@ -315,6 +316,57 @@ $2,500.00.
   cent.
 
 Processing fees are a cost. They are not deducted from revenue (*revenue-policy*).
+""",
+        ),
+        _page(
+            "rep-commission-plan", "Sales rep commission plan",
+            ["sales", "compensation", "policy"],
+            ["sales.commission_rules", "sales.orders", "sales.order_lines", "sales.sales_reps",
+             "customers.tier_history"],
+            """
+# Sales rep commission plan
+
+Field sales reps earn a commission on the partner orders they place
+(`sales.orders.sales_rep_id`). Commission is earned **line by line**, under the rules of
+`sales.commission_rules`.
+
+**Which orders.** Only **completed** orders earn commission. The commission of a returned
+order is clawed back in full, so returned, cancelled and pending orders earn nothing. A
+refund on a completed order (a price match, a damaged item) does not change its commission.
+Orders of internal test accounts (*test-accounts*) earn none. Orders of erased accounts
+(*customer-data-retention*) keep their commission: the rep made the sale.
+
+**Commission base.** A line's base is its amount (`quantity * unit_price`) less its share of
+the order's promotion discount, the discount being shared among the order's lines in
+proportion to their amounts: base = line amount × (order amount − discount) / order amount.
+Shipping earns no commission. Amounts are in cents (*money-and-units*).
+
+**Plan year.** A line is paid under the plan of the fiscal year (*fiscal-calendar*) in which
+its order was placed (`order_date`); `plan_year` names that fiscal year.
+
+**Matching.** A rule of the plan year matches a line when every condition the rule sets
+holds; an empty condition matches anything:
+
+- `rep_region`: the rep's territory (`sales.sales_reps.region`);
+- `department`: the department of the line's product (`product.categories.department`);
+- `customer_tier`: the ordering customer's tier on the order date (`customers.tier_history`);
+- `min_tenure_years`: the rep has completed at least that many full years of service on the
+  order date (a rep hired on 2019-03-15 completes 5 years on 2024-03-15);
+- `promo`: true when the order used a promotion code, false when it did not.
+
+**Which rule pays.** Rates never add up: exactly one rule pays each line. When several rules
+match, the **most specific** pays, that is the rule that sets the most conditions; between
+equally specific rules, the lower `rule_id` pays. Every plan has a rule with no condition,
+so every line has a rule. The line earns base × `rate_bp` / 10,000.
+
+**Quarterly kicker.** When a rep's commission base over one fiscal quarter (the lines that
+earn commission, by order date) reaches **$5,000.00**, every one of that rep's lines of that
+quarter earns **100 basis points more** than its rule's rate.
+
+**Rounding.** Commission accrues in fractions of a cent; a statement rounds its total to the
+cent.
+
+Commission is a selling cost: it is not deducted from revenue (*revenue-policy*).
 """,
         ),
         _page(

@@ -1,4 +1,5 @@
-"""Sales domain: channels, stores, reps, promotions, orders, order lines and refunds."""
+"""Sales domain: channels, stores, reps, their commission rules, promotions, orders, order
+lines and refunds."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dabench.world.constants import (
     START_DATE,
 )
 from dabench.world.datasets.calendar import days_helper, quantile_days
+from dabench.world.datasets.commission import commission_rules_spec
 from dabench.world.datasets.spec import Col, DatasetSpec, Helper, chunk_bounds, values_sql
 from dabench.world.sqlrand import Rand
 
@@ -227,6 +229,7 @@ FROM rf"""
             order_by="sales_rep_id",
             tags=("sales-team",),
         ),
+        commission_rules_spec(OWNER),
         DatasetSpec(
             id="sales.promotions",
             domain="marketing",
