@@ -14,6 +14,17 @@ COLUMNS = (
     "promo", "rate_bp",
 )  # fmt: skip
 
+_KEPT_AT_RENEWAL: list[dict[str, object]] = [
+    {"department": "Apparel", "bp": 240},
+    {"rep_region": "West", "department": "Hike", "bp": 420},
+    {"rep_region": "West", "bp": 360},
+    {"rep_region": "West", "customer_tier": "gold", "bp": 330},
+    {"customer_tier": "platinum", "bp": 210},
+    {"customer_tier": "platinum", "department": "Climb", "bp": 390},
+]
+"""Rules of the FY2024 plan that FY2025 kept unchanged (each plan lists them in the same
+place, so their ``rule_id`` order is the plan's)."""
+
 _PLANS: dict[int, list[dict[str, object]]] = {
     2022: [{"bp": 300}],
     2023: [
@@ -29,12 +40,7 @@ _PLANS: dict[int, list[dict[str, object]]] = {
     2024: [
         {"bp": 320},
         {"department": "Climb", "bp": 480},
-        {"department": "Apparel", "bp": 240},
-        {"rep_region": "West", "department": "Hike", "bp": 420},
-        {"rep_region": "West", "bp": 360},
-        {"rep_region": "West", "customer_tier": "gold", "bp": 330},
-        {"customer_tier": "platinum", "bp": 210},
-        {"customer_tier": "platinum", "department": "Climb", "bp": 390},
+        *_KEPT_AT_RENEWAL,
         {"promo": True, "bp": 160},
         {"promo": True, "department": "Climb", "bp": 310},
         {"min_tenure_years": 5, "bp": 380},
@@ -45,12 +51,7 @@ _PLANS: dict[int, list[dict[str, object]]] = {
     2025: [
         {"bp": 330},
         {"department": "Climb", "bp": 500},
-        {"department": "Apparel", "bp": 240},
-        {"rep_region": "West", "department": "Hike", "bp": 420},
-        {"rep_region": "West", "bp": 360},
-        {"rep_region": "West", "customer_tier": "gold", "bp": 330},
-        {"customer_tier": "platinum", "bp": 210},
-        {"customer_tier": "platinum", "department": "Climb", "bp": 390},
+        *_KEPT_AT_RENEWAL,
         {"promo": True, "bp": 170},
         {"min_tenure_years": 5, "bp": 400},
         {"rep_region": "South", "min_tenure_years": 8, "bp": 440},
