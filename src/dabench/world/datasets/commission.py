@@ -97,8 +97,8 @@ FROM ({values_sql(COLUMNS, commission_rules())})"""
             "department": Col("Condition: the product's department (product.categories)."),
             "customer_tier": Col("Condition: the customer's tier on the order date."),
             "min_tenure_years": Col(
-                "Condition: the rep's completed years of service on "
-                "the order date, at least this many."
+                "Condition: the rep's completed years of service on the order date, at least "
+                "this many."
             ),
             "promo": Col("Condition: whether the order used a promotion code."),
             "rate_bp": Col(
@@ -108,6 +108,4 @@ FROM ({values_sql(COLUMNS, commission_rules())})"""
         select=select,
         order_by="rule_id",
         tags=("sales-team", "compensation"),
-        glossary=(),
-        upstream=(),
     )
