@@ -25,11 +25,12 @@ def test_every_plan_has_one_rule_without_conditions_and_no_twin_rules() -> None:
 
 
 def test_every_partner_line_matches_a_rule_of_its_fiscal_year(world: World) -> None:
-    """The page's matching, run on the world: every partner order line, in each of the four
-    fiscal years the orders span, matches at least one rule of its plan."""
+    """The page's matching, run on the world: every partner order line has a customer tier on
+    its order date and, in each of the four fiscal years the orders span, matches at least
+    one rule of its plan (the lower rule_id then leaves exactly one)."""
     con = duckdb.connect(str(world.warehouse_path), read_only=True)
     try:
-        lines, matched, plans = con.execute("""
+        lines, untiered, matched, plans = con.execute("""
             WITH l AS (
               SELECT l.line_id, o.order_date, r.region, cat.department, th.tier,
                      o.promo_code IS NOT NULL AS promo,
@@ -43,7 +44,7 @@ def test_every_partner_line_matches_a_rule_of_its_fiscal_year(world: World) -> N
               JOIN sales.sales_reps r USING (sales_rep_id)
               JOIN product.products p USING (product_id)
               JOIN product.categories cat USING (category_id)
-              JOIN customers.tier_history th ON th.customer_id = o.customer_id
+              LEFT JOIN customers.tier_history th ON th.customer_id = o.customer_id
                AND o.order_date >= th.valid_from
                AND (th.valid_to IS NULL OR o.order_date < th.valid_to)
             ), m AS (
@@ -56,10 +57,11 @@ def test_every_partner_line_matches_a_rule_of_its_fiscal_year(world: World) -> N
                AND (k.promo IS NULL OR k.promo = l.promo)
             )
             SELECT (SELECT count(*) FROM l),
+                   (SELECT count(*) FROM l WHERE tier IS NULL),
                    (SELECT count(DISTINCT line_id) FROM m),
                    (SELECT count(DISTINCT fy) FROM l)
-        """).fetchone() or (0, 0, 0)
+        """).fetchone() or (0, 0, 0, 0)
     finally:
         con.close()
-    assert lines > 0 and plans == 4
+    assert lines > 0 and plans == 4 and untiered == 0
     assert matched == lines  # the rule without conditions catches every line
