@@ -6,14 +6,18 @@ counted and skipped), locks the tasks on it and runs the naive check that ``dabe
 one row per trap task with a naive answer: on how many seeds its grader accepts the naive
 answer (and the first few of them), the smallest gap |naive - truth| over the seeds in units
 of the task's tolerance with its seed, and on how many seeds the task has no answer (its
-truth or naive SQL gives no number; the static checks refuse such a draw). Usage::
+truth or naive SQL gives no number; the static checks refuse such a draw), and on which seeds
+the truth rounded to the decimal places its question asks for fails the grader (it also fits
+the naive answer: :func:`dabench.validation.tasks.precision_issues`, which the static checks
+refuse a draw on too). Usage::
 
     python3 benchmarks/naive_seeds.py --seeds 1-100 [--suite s6] [--tasks FILE]
     python3 benchmarks/naive_seeds.py --quick     # seed 7, S6 (checks the script runs)
 
 ``--tasks FILE`` reads a suite file instead of the built-in suites (an older
 ``s6_expert.yaml`` from git, say, to measure a task before a change). Worlds take about 10 MB
-each in $DABENCH_CACHE/worlds. Exit code 1 when any naive answer is accepted.
+each in $DABENCH_CACHE/worlds. Exit code 1 when any naive answer is accepted or any rounded
+truth rejected.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from dabench.grading.numeric import tolerance
 from dabench.tasks.loader import TaskSet, load_builtin_tasks, load_tasks
 from dabench.tasks.lock import compute_lock
 from dabench.tasks.model import TruthLock
-from dabench.validation.tasks import naive_issues
+from dabench.validation.tasks import naive_issues, precision_issues
 from dabench.world.cache import ensure_world, world_cache_dir
 from dabench.world.traps import TrapInvariantError
 
@@ -80,6 +84,7 @@ def main() -> int:
         tasks = tasks.subset(t.id for t in tasks.tasks if t.suite == args.suite)
     traps = TaskSet(tasks=[t for t in tasks.tasks if t.trap_classes and t.grading.naive_sql])
     accepted: dict[str, list[int]] = {t.id: [] for t in traps.tasks}
+    careful_fails: dict[str, list[int]] = {t.id: [] for t in traps.tasks}
     smallest: dict[str, tuple[float, int]] = {}
     no_answer: dict[str, int] = {t.id: 0 for t in traps.tasks}
     built, refused = 0, 0
@@ -94,6 +99,8 @@ def main() -> int:
         lock = _lock(traps, world, no_answer)
         for issue in naive_issues(traps, lock, world):
             accepted[issue.item].append(seed)
+        for issue in precision_issues(traps, lock, world):
+            careful_fails[issue.item].append(seed)
         for task in traps.tasks:
             truth = lock.truths.get(task.id)
             if truth is None or truth.value is None or truth.naive_value is None:
@@ -105,23 +112,31 @@ def main() -> int:
                 smallest[task.id] = (ratio, seed)
     print(
         "| task | naive accepted on | seeds (first 5) | smallest gap / tolerance | at seed "
-        "| no answer on |"
+        "| no answer on | rounded truth rejected on |"
     )
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
-    order = sorted(traps.tasks, key=lambda t: (-len(accepted[t.id]), smallest.get(t.id, (0, 0))))
+    print("| --- | ---: | --- | ---: | ---: | ---: | --- |")
+    order = sorted(
+        traps.tasks,
+        key=lambda t: (
+            -len(accepted[t.id]) - len(careful_fails[t.id]),
+            smallest.get(t.id, (0, 0)),
+        ),
+    )
     for task in order:
         ratio, at = smallest.get(task.id, (math.nan, 0))
         first = ", ".join(str(s) for s in accepted[task.id][:5])
+        careful = ", ".join(str(s) for s in careful_fails[task.id][:5])
         print(
             f"| `{task.id}` | {len(accepted[task.id])} | {first} | {ratio:.2f} | {at} "
-            f"| {no_answer[task.id]} |"
+            f"| {no_answer[task.id]} | {careful or '-'} |"
         )
     total = sum(len(v) for v in accepted.values())
+    rounded = sum(len(v) for v in careful_fails.values())
     print(
         f"\n{built} worlds built, {refused} refused by the build; {len(traps.tasks)} trap tasks; "
-        f"{total} naive answers accepted"
+        f"{total} naive answers accepted; {rounded} truths rejected when rounded as asked"
     )
-    return 1 if total else 0
+    return 1 if total or rounded else 0
 
 
 if __name__ == "__main__":

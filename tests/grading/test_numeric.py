@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dabench.grading.numbers import find_all_numbers, find_numbers, is_single_number
-from dabench.grading.numeric import asked_currency, check_numeric
+from dabench.grading.numeric import asked_currency, asked_decimals, check_numeric
 
 
 @pytest.mark.parametrize(
@@ -224,3 +224,13 @@ def test_an_amount_in_the_asked_currency_passes_and_another_fails() -> None:
     usd = asked_currency("What was revenue, in US dollars?")
     check = check_numeric("FINAL ANSWER: CAD 25,331.43", truth, tolerance_rel=0.001, currency=usd)
     assert not check.passed and "asks for USD" in check.reason
+
+
+def test_asked_decimals_reads_half_a_unit_of_the_last_place() -> None:
+    assert asked_decimals(0.5, 0.0) == 0
+    assert asked_decimals(0.05, 0.0) == 1
+    assert asked_decimals(0.005, 0.0) == 2
+    assert asked_decimals(0.0000005, 0.0) == 6
+    assert asked_decimals(0.01, 0.0) is None  # not half a unit: no precision implied
+    assert asked_decimals(0.0, 0.0) is None  # exact
+    assert asked_decimals(0.05, 0.01) is None  # a relative tolerance implies none

@@ -137,3 +137,23 @@ def test_the_schema_keeps_variants_strict() -> None:
         Grading.model_validate(
             {"kind": "numeric", "truth_sql": "SELECT 1", "variants": [{**v, "extra": 1}]}
         )
+
+
+def test_a_variant_that_passes_once_rounded_as_asked_is_flagged(suites_world: Path) -> None:
+    """A question asking for one decimal place (tolerance 0.05) reports careless readings at
+    one decimal place too: 0.98 is 0.06 from 1.04, outside, but reported as 1.0 it passes.
+    Asked for two decimal places (tolerance 0.005) it stays outside; with a relative
+    tolerance no precision is implied and only the raw value counts."""
+    near = {"id": "near", "reading": "a careless reading", "sql": "SELECT 0.98"}
+    one = _task("one", "A ratio to one decimal place?", "SELECT 1.04", tolerance_abs=0.05,
+                tolerance_rel=0.0, variants=[near])  # fmt: skip
+    two = _task("two", "A ratio to two decimal places?", "SELECT 1.04", tolerance_abs=0.005,
+                tolerance_rel=0.0, variants=[near])  # fmt: skip
+    rel = _task("rel", "A ratio?", "SELECT 1.04", tolerance_rel=0.05, variants=[near])
+    issues = _issues(suites_world, one, two, rel)
+    assert [i for i, _ in issues] == ["one"]
+    assert "rounded to the 1 decimal place(s)" in issues[0][1]
+    exempt = _task("exempt", "A ratio to one decimal place?", "SELECT 1.04", tolerance_abs=0.05,
+                   tolerance_rel=0.0, variants=[near],
+                   tolerance_exempt={"near": "said why"})  # fmt: skip
+    assert _issues(suites_world, exempt) == []

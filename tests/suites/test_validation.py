@@ -8,11 +8,13 @@ from dabench.journal.store import Journal
 from dabench.runner.protocol import lifecycle_metrics
 from dabench.tasks.loader import TaskSet
 from dabench.tasks.lock import compute_lock
+from dabench.tasks.model import Task
 from dabench.validation.tasks import (
     DEFAULT_ARMS,
     ValidationReport,
     naive_issues,
     naive_rejected,
+    precision_issues,
 )
 from dabench.world.source import open_world
 
@@ -77,3 +79,38 @@ def test_oracle_lifecycle_metrics_are_perfect(
     for ep in episodes:
         assert ep.audit is not None and ep.audit.ok, ep.audit
         assert len(set(ep.sessions)) >= 3
+
+
+def test_a_truth_rounded_as_asked_must_not_also_fit_the_naive_answer(
+    suites_world: Path,
+) -> None:
+    """Asked for one decimal place, the careful answer to 1.04 is 1.0, which also lies within
+    0.05 of the naive 0.98: the grader reads it as a hedge and fails it, so the static checks
+    (and a world draw) refuse the task; asked for two places, 1.04 passes and the check is
+    quiet. The naive answer itself is rejected in both."""
+    tasks = [
+        Task.model_validate(
+            {
+                "id": f"t{places}",
+                "suite": "s3",
+                "category": "knowledge_trap",
+                "difficulty": "hard",
+                "prompt": f"A ratio to {places} decimal place(s)?",
+                "trap_classes": ["test_accounts"],
+                "grading": {
+                    "kind": "numeric",
+                    "truth_sql": "SELECT 1.04",
+                    "naive_sql": "SELECT 0.98",
+                    "tolerance_abs": 0.5 * 10**-places,
+                    "tolerance_rel": 0.0,
+                },
+            }
+        )
+        for places in (1, 2)
+    ]
+    ts = TaskSet(tasks=tasks)
+    lock = compute_lock(ts, suites_world)
+    assert naive_issues(ts, lock, suites_world) == []
+    found = precision_issues(ts, lock, suites_world)
+    assert [(i.item, i.check) for i in found] == [("t1", "precision")]
+    assert "1 decimal place(s)" in found[0].detail

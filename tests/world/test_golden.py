@@ -9,7 +9,7 @@ from dabench.world import GENERATOR_VERSION, World
 
 GOLDEN_WORLD_HASH = {
     # (generator version, duckdb version) -> world_hash of seed 930, scale 1
-    ("2.6.0", "2.0.1"): "2bd91b75365fac6a3721f8d39afd47e279fe7b1019d20c45d5bb2b7e33660c89",
+    ("2.7.0", "2.0.1"): "6a0ad3efe2260e687a32ac588b51ac13334bdb533460a9eb473f785c4bc12633",
 }
 
 

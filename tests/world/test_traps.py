@@ -156,16 +156,28 @@ def test_erased_accounts_look_like_live_ones(world: World) -> None:
     assert states == 4
 
 
-def test_event_hours_do_not_shift_at_the_collector_switch(world: World) -> None:
-    """The stored hour-of-day profile is the same on both sides of 2024-07-01."""
-    before, after = _one(
+def test_event_hours_follow_the_documented_time_zones(world: World) -> None:
+    """Before 2024-07-01 event_ts is UTC, after it company local time (UTC-8): the stored
+    peak hour moves by 8 hours at the switch, the documented conversion gives one local
+    profile on both sides, and no UTC timestamp reaches the switch day (the migration day
+    has no events), so ``event_ts < '2024-07-01'`` tells the two clocks apart."""
+    before, after, local_before, last_utc, on_gap_day = _one(
         world,
         "SELECT (SELECT hour(event_ts) FROM marketing.web_events WHERE event_ts < "
         "TIMESTAMP '2024-07-01' GROUP BY 1 ORDER BY count(*) DESC LIMIT 1), "
         "(SELECT hour(event_ts) FROM marketing.web_events WHERE event_ts >= "
-        "TIMESTAMP '2024-07-01' GROUP BY 1 ORDER BY count(*) DESC LIMIT 1)",
+        "TIMESTAMP '2024-07-01' GROUP BY 1 ORDER BY count(*) DESC LIMIT 1), "
+        "(SELECT hour(event_ts - INTERVAL 8 HOUR) FROM marketing.web_events WHERE event_ts < "
+        "TIMESTAMP '2024-07-01' GROUP BY 1 ORDER BY count(*) DESC LIMIT 1), "
+        "(SELECT max(event_ts) FROM marketing.web_events WHERE event_ts < "
+        "TIMESTAMP '2024-07-01'), "
+        "(SELECT count(*) FROM marketing.web_events WHERE CAST(event_ts - INTERVAL 8 HOUR "
+        "AS DATE) = DATE '2024-06-30' AND event_ts < TIMESTAMP '2024-07-01')",
     )
-    assert before == after
+    assert local_before == after
+    assert before == (after + 8) % 24
+    assert str(last_utc) < "2024-06-30 08:00:00"
+    assert on_gap_day == 0
 
 
 def test_invoice_amounts_do_not_give_the_currency_away(world: World) -> None:

@@ -93,6 +93,19 @@ def within(found: float, expected: float, tolerance_abs: float, tolerance_rel: f
     return abs(found - expected) <= tolerance(expected, tolerance_abs, tolerance_rel) + 1e-12
 
 
+def asked_decimals(tolerance_abs: float, tolerance_rel: float) -> int | None:
+    """The decimal places a question asks for, read off a tolerance of half a unit of the
+    last one (abs 0.5 -> 0, 0.05 -> 1, 0.005 -> 2, ...; ``None`` with a relative tolerance or
+    any other absolute one). An answer is reported at this precision, so a careless reading
+    passes when its *rounded* value is within the tolerance."""
+    if tolerance_rel or tolerance_abs <= 0:
+        return None
+    for places in range(10):
+        if math.isclose(tolerance_abs, 0.5 * 10**-places, rel_tol=1e-9):
+            return places
+    return None
+
+
 def _hits(mention: NumberMention, target: float, tol_abs: float, tol_rel: float) -> bool:
     return any(within(v, target, tol_abs, tol_rel) for v in mention.readings())
 

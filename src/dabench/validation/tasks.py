@@ -41,6 +41,7 @@ from rich.table import Table
 from dabench.agents.oracle import format_number
 from dabench.errors import HarnessError, UserInputError
 from dabench.grading import grade_episode, grade_protocol_episode
+from dabench.grading.numeric import asked_decimals
 from dabench.journal.records import Episode, episode_key
 from dabench.journal.store import Journal
 from dabench.judge.rubric import load_rubric
@@ -63,6 +64,11 @@ DUPLICATE_PROMPT_RATIO = 0.9
 are duplicates."""
 DEFAULT_ARMS: tuple[str, ...] = ("a0", "a1", "a2", "a3")
 NAIVE_ACCEPTED = "the grader accepts the naive answer"
+ROUNDED_TRUTH_REJECTED = (
+    "the truth rounded to the {} decimal place(s) the question asks for fails the grader: it "
+    "also lies within the tolerance of the naive answer, so a careful answer would fail; ask "
+    "for more places"
+)
 """The detail of a ``naive`` issue (:func:`naive_issues` and the dynamic check)."""
 
 
@@ -265,6 +271,7 @@ def static_checks(
                 ValidationIssue(item, "coincides", detail)
                 for item, detail in coincidence_notes(found)
             ]
+        issues += precision_issues(task_set, lock, world_dir)
     return lock, issues
 
 
@@ -299,6 +306,53 @@ def naive_rejected(episode: Episode, task: Task, truth: Truth, warehouse: Path |
     return not grade_episode(fake, task, truth, warehouse=warehouse).passed
 
 
+def rounded_truth_passes(
+    episode: Episode, task: Task, truth: Truth, warehouse: Path | None
+) -> bool:
+    """Whether the grader accepts the truth rounded to the decimal places the question asks
+    for (:func:`~dabench.grading.numeric.asked_decimals`; ``True`` when it asks for none). It
+    fails when the rounded truth also lies within the tolerance of the trap's naive answer:
+    the grader reads a value that fits both as a hedge, so a careful answer would fail."""
+    places = asked_decimals(task.grading.tolerance_abs, task.grading.tolerance_rel)
+    if places is None or truth.value is None:
+        return True
+    answer = f"FINAL ANSWER: {truth.value:.{places}f}"
+    answers = [*episode.answers[:-1], answer] if episode.answers else [answer]
+    fake = episode.model_copy(update={"answers": answers, "final_answer": answer})
+    return grade_episode(fake, task, truth, warehouse=warehouse).passed
+
+
+def _bare_episode(task: Task) -> Episode:
+    """An episode of ``task`` that holds nothing but its prompts (a static grade's input)."""
+    at = datetime.fromtimestamp(0, UTC)
+    return Episode(
+        key=episode_key("static", task.id, 1), run_id="static", arm="static", task_id=task.id,
+        attempt=1, suite=task.suite, category=task.category, difficulty=task.difficulty,
+        status="completed", agent="oracle", target="none", prompts=task.messages,
+        started_at=at, finished_at=at,
+    )  # fmt: skip
+
+
+def precision_issues(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[ValidationIssue]:
+    """Every trap task whose truth, rounded to the decimal places its question asks for,
+    fails its grader on the world ``lock`` was computed on (:func:`rounded_truth_passes`)."""
+    world = open_world(world_dir)
+    warehouse = None if world.dsn else world.warehouse_path
+    issues: list[ValidationIssue] = []
+    for task in task_set.tasks:
+        truth = lock.truths.get(task.id)
+        if not task.trap_classes or truth is None or truth.naive_value is None:
+            continue
+        if task.grading.kind != "numeric":
+            continue
+        if not rounded_truth_passes(_bare_episode(task), task, truth, warehouse):
+            places = asked_decimals(task.grading.tolerance_abs, task.grading.tolerance_rel)
+            issues.append(
+                ValidationIssue(task.id, "precision", ROUNDED_TRUTH_REJECTED.format(places))
+            )
+    return issues
+
+
 def naive_issues(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[ValidationIssue]:
     """Every trap task of ``task_set`` whose grader accepts its naive answer on the world
     ``lock`` was computed on, without a platform: :func:`naive_rejected` on an episode that
@@ -307,7 +361,6 @@ def naive_issues(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[Va
     are left to the dynamic check (their grade reads the SQL a played episode ran)."""
     world = open_world(world_dir)
     warehouse = None if world.dsn else world.warehouse_path
-    at = datetime.fromtimestamp(0, UTC)
     issues: list[ValidationIssue] = []
     for task in task_set.tasks:
         truth = lock.truths.get(task.id)
@@ -315,13 +368,7 @@ def naive_issues(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[Va
             continue
         if task.grading.kind == "exec_sql":
             continue
-        bare = Episode(
-            key=episode_key("static", task.id, 1), run_id="static", arm="static", task_id=task.id,
-            attempt=1, suite=task.suite, category=task.category, difficulty=task.difficulty,
-            status="completed", agent="oracle", target="none", prompts=task.messages,
-            started_at=at, finished_at=at,
-        )  # fmt: skip
-        if not naive_rejected(bare, task, truth, warehouse):
+        if not naive_rejected(_bare_episode(task), task, truth, warehouse):
             issues.append(ValidationIssue(task.id, "naive", NAIVE_ACCEPTED))
     return issues
 

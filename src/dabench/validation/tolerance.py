@@ -13,7 +13,9 @@ careless variants are:
   dynamic "naive rejected" check, so it is not reported twice).
 
 Each policy-ignored or declared variant's answer must fall outside the task's tolerance
-(``grading.numeric.within``), unless ``grading.tolerance_exempt`` names it with the reason.
+(``grading.numeric.within``), also once rounded to the decimal places the question asks for
+(``grading.numeric.asked_decimals``: a careless reading reported as asked), unless
+``grading.tolerance_exempt`` names it with the reason.
 On a world other than the one the suites are authored on (:func:`authoring_world`), a variant
 whose answer *equals* the truth is a note, not an issue: that world's data gives the careless
 reading the right answer (no test account among a region's three key accounts, the same peak
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from dabench.grading.numeric import tolerance, within
+from dabench.grading.numeric import asked_decimals, tolerance, within
 from dabench.tasks.engines import Engine, sql_in_dialect
 from dabench.tasks.loader import SuiteItem, TaskSet
 from dabench.tasks.lock import gradings, world_engine
@@ -79,6 +81,14 @@ class Margin:
         return v.value is not None and within(
             v.value, self.truth, self.tolerance_abs, self.tolerance_rel
         )
+
+    def inside_reported(self, v: VariantValue) -> bool:
+        """Whether the grader would accept this variant's answer once it is rounded to the
+        decimal places the question asks for (a careless reading reported as asked)."""
+        d = asked_decimals(self.tolerance_abs, self.tolerance_rel)
+        if v.value is None or d is None:
+            return False
+        return within(round(v.value, d), self.truth, self.tolerance_abs, self.tolerance_rel)
 
     def distance(self, v: VariantValue) -> float:
         """Relative distance of the variant from the truth (absolute when the truth is 0)."""
@@ -190,6 +200,15 @@ def _margin(
                 f"variant {v.id!r} ({v.reading}) gives {v.value:.6g}, inside the tolerance of "
                 f"the truth {truth:.6g} (+/- {m.allowed:.3g}): tighten the tolerance, reword "
                 "the question, or say in grading.tolerance_exempt why it is accepted"
+            )
+        elif v.source != "naive" and m.inside_reported(v) and v.id not in m.exempt:
+            places = asked_decimals(m.tolerance_abs, m.tolerance_rel)
+            m.issues.append(
+                f"variant {v.id!r} ({v.reading}) gives {v.value:.6g}; rounded to the "
+                f"{places} decimal place(s) the question asks for it is inside the "
+                f"tolerance of the truth {truth:.6g} (+/- {m.allowed:.3g}): ask for more "
+                "places, reword the question, or say in grading.tolerance_exempt why it is "
+                "accepted"
             )
     # An exemption of a variant that happens to fall outside is harmless (its reason may hold
     # on one seed's data only); one that names no variant of the task is a mistake.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-GENERATOR_VERSION = "2.6.0"
+GENERATOR_VERSION = "2.7.0"
 """Version of the world generator; part of the cache key and of ``world.json``."""
 
 DEFAULT_SEED = 930

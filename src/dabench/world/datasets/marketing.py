@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dabench.world.constants import (
+    COLLECTOR_GAP,
+    COLLECTOR_SWITCH,
     CUSTOMERS_PER_SCALE,
     EMAIL_SENDS_PER_SCALE,
+    LOCAL_UTC_OFFSET_HOURS,
     WEB_EVENTS_PER_CHUNK,
     WEB_EVENTS_PER_SCALE,
 )
@@ -92,9 +95,12 @@ u AS (
 ),
 v AS (
   SELECT u.*, unnest(CASE WHEN redelivered THEN [0, 1] ELSE [0] END) AS copy,
-    -- The stored clock time follows the same daily profile on both sides of the collector
-    -- switch, so nothing in the data shows that the column changed time zone.
-    local_ts AS event_ts,
+    -- Before the collector switch the collector wrote UTC: the same local-time behaviour,
+    -- stored {-LOCAL_UTC_OFFSET_HOURS} hours later. The migration day ({COLLECTOR_GAP}) has no
+    -- events, so every UTC timestamp lies before the switch day.
+    CASE WHEN local_ts < TIMESTAMP '{COLLECTOR_SWITCH} 00:00:00'
+         THEN local_ts + INTERVAL ({-LOCAL_UTC_OFFSET_HOURS}) HOUR
+         ELSE local_ts END AS event_ts,
     CASE event_type
       WHEN 'product_view' THEN '/p/' || {r.int("ev_page", "k", 1, 120)}
       WHEN 'add_to_cart' THEN '/cart'
