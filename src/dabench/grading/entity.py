@@ -8,7 +8,9 @@ different entity). Markdown ``*`` emphasis is ignored. Whitespace
 inside a multi-word alias matches any run of whitespace.
 
 Precedence: a known-wrong alias named in the graded text fails the grade even when a correct
-entity is named too. Naming a correct entity and other catalog ids of the same shape fails
+entity is named too, unless it is only a caveat after the correct entity, recommended for
+another purpose (``analytics.daily_sales; use sales.orders for exact figures``:
+:func:`caveat_only`). Naming a correct entity and other catalog ids of the same shape fails
 as a hedge when there are two or more others, or one with a hedge word (``either``,
 ``probably``, ``could also``...) or joined by ``or`` (:func:`other_candidates`).
 The graded text is the final-answer section when the answer has one
@@ -54,6 +56,55 @@ _ENTITY_HEDGE_RE = re.compile(
     r"|(?:could|might|would|can) also|also (?:works?|serves?|fine))\b",
     re.IGNORECASE,
 )
+
+
+_PURPOSE_RE = re.compile(
+    r"\bfor[ \t]+(?:the[ \t]+|an?[ \t]+)?(?:exact|precise|accurate|complete|audited|reconciled"
+    r"|final|row-level|order-level|per-order|to-the-cent)\b",
+    re.IGNORECASE,
+)
+"""A purpose other than the question's (``for exact figures``, ``for complete revenue``): a
+known-wrong table recommended for it is a caveat, not a second answer."""
+_CLAUSE_BREAK_RE = re.compile(r"[.;:!?\n]|\b(?:but|while|whereas)\b", re.IGNORECASE)
+_OR_RE = re.compile(r"\bor\b|/", re.IGNORECASE)
+
+
+def _clause(text: str, start: int, end: int) -> str:
+    """The clause around ``text[start:end]``: from the last sentence break (or ``but``,
+    ``while``, ``whereas``) before it to the next sentence end after it, so both "for exact
+    figures, compute from sales.orders" and "use sales.orders for exact revenue" keep their
+    purpose."""
+    before = [m.end() for m in _CLAUSE_BREAK_RE.finditer(text, 0, start)]
+    lo = before[-1] if before else 0
+    after = re.compile(r"[.;!?\n]").search(text, end)
+    hi = after.start() if after else len(text)
+    return text[lo:hi]
+
+
+def caveat_only(text: str, wrong: str, right: Sequence[str]) -> bool:
+    """True when every mention of the known-wrong ``wrong`` in ``text`` is a caveat: a right
+    entity is named before it, and each mention sits in a clause that gives it another purpose
+    (:data:`_PURPOSE_RE`: "use it for trends only and use sales.orders for exact revenue")
+    with no ``or``, ``/`` or hedge word in that clause, and no hedge word in the text."""
+    text = text.replace("*", "")
+    firsts = [
+        m.start()
+        for name in right
+        for m in mention_pattern(name).finditer(text)
+        if not rejected(text, m.start())
+    ]
+    if not firsts or _ENTITY_HEDGE_RE.search(text):
+        return False
+    first_right = min(firsts)
+    seen = False
+    for m in mention_pattern(wrong).finditer(text):
+        if rejected(text, m.start()):
+            continue
+        seen = True
+        clause = _clause(text, m.start(), m.end())
+        if m.start() < first_right or not _PURPOSE_RE.search(clause) or _OR_RE.search(clause):
+            return False
+    return seen
 
 
 def rejected(text: str, start: int) -> bool:
@@ -105,7 +156,7 @@ def check_entity(
     where = focus(answer)
     text = where.section
     right = mentioned(text, [*entities, *aliases])
-    wrong = mentioned(text, wrong_aliases)
+    wrong = [w for w in mentioned(text, wrong_aliases) if not caveat_only(text, w, right)]
     expected = {"any_of": [*entities, *aliases], "none_of": list(wrong_aliases)}
     if wrong:
         also = f" (it also names {', '.join(right)})" if right else ""
