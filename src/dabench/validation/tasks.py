@@ -29,7 +29,7 @@ import difflib
 import re
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -333,16 +333,27 @@ def _bare_episode(task: Task) -> Episode:
     )  # fmt: skip
 
 
-def precision_issues(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[ValidationIssue]:
-    """Every trap task whose truth, rounded to the decimal places its question asks for,
-    fails its grader on the world ``lock`` was computed on (:func:`rounded_truth_passes`)."""
+def _trap_truths(
+    task_set: TaskSet, lock: TruthLock, world_dir: Path
+) -> Iterator[tuple[Task, Truth, Path | None]]:
+    """Each trap task of ``task_set`` with a naive answer in ``lock`` (``exec_sql`` tasks left
+    out: their grade reads the SQL a played episode ran), its truth and the warehouse file to
+    grade against (``None`` on a database server)."""
     world = open_world(world_dir)
     warehouse = None if world.dsn else world.warehouse_path
-    issues: list[ValidationIssue] = []
     for task in task_set.tasks:
         truth = lock.truths.get(task.id)
         if not task.trap_classes or truth is None or truth.naive_value is None:
             continue
+        if task.grading.kind != "exec_sql":
+            yield task, truth, warehouse
+
+
+def precision_issues(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[ValidationIssue]:
+    """Every trap task whose truth, rounded to the decimal places its question asks for,
+    fails its grader on the world ``lock`` was computed on (:func:`rounded_truth_passes`)."""
+    issues: list[ValidationIssue] = []
+    for task, truth, warehouse in _trap_truths(task_set, lock, world_dir):
         if task.grading.kind != "numeric":
             continue
         if not rounded_truth_passes(_bare_episode(task), task, truth, warehouse):
@@ -359,15 +370,8 @@ def naive_issues(task_set: TaskSet, lock: TruthLock, world_dir: Path) -> list[Va
     holds nothing but the naive answer. A numeric grade reads only the last answer and the
     task, so this is the verdict the dynamic check reaches on every arm. ``exec_sql`` tasks
     are left to the dynamic check (their grade reads the SQL a played episode ran)."""
-    world = open_world(world_dir)
-    warehouse = None if world.dsn else world.warehouse_path
     issues: list[ValidationIssue] = []
-    for task in task_set.tasks:
-        truth = lock.truths.get(task.id)
-        if not task.trap_classes or truth is None or truth.naive_value is None:
-            continue
-        if task.grading.kind == "exec_sql":
-            continue
+    for task, truth, warehouse in _trap_truths(task_set, lock, world_dir):
         if not naive_rejected(_bare_episode(task), task, truth, warehouse):
             issues.append(ValidationIssue(task.id, "naive", NAIVE_ACCEPTED))
     return issues
