@@ -14,8 +14,11 @@ refuse a draw on too). Usage::
     python3 benchmarks/naive_seeds.py --seeds 1-100 [--suite s6] [--tasks FILE]
     python3 benchmarks/naive_seeds.py --quick     # seed 7, S6 (checks the script runs)
 
-``--tasks FILE`` reads a suite file instead of the built-in suites (an older
-``s6_expert.yaml`` from git, say, to measure a task before a change). Worlds take about 10 MB
+``--static`` also runs the static checks ``dabench run --world-seed random`` refuses a draw on
+(:func:`dabench.validation.tasks.static_checks`) for every selected task and lists the worlds
+they refuse, with the tasks and kinds of issue. ``--tasks FILE`` reads a suite file instead of
+the built-in suites (an older ``s6_expert.yaml`` from git, say, to measure a task before a
+change). Worlds take about 10 MB
 each in $DABENCH_CACHE/worlds. Exit code 1 when any naive answer is accepted or any rounded
 truth rejected.
 """
@@ -33,7 +36,12 @@ from dabench.grading.numeric import tolerance
 from dabench.tasks.loader import TaskSet, load_builtin_tasks, load_tasks
 from dabench.tasks.lock import compute_lock
 from dabench.tasks.model import TruthLock
-from dabench.validation.tasks import naive_issues, precision_issues
+from dabench.validation.tasks import (
+    ValidationIssue,
+    naive_issues,
+    precision_issues,
+    static_checks,
+)
 from dabench.world.cache import ensure_world, world_cache_dir
 from dabench.world.traps import TrapInvariantError
 
@@ -70,12 +78,25 @@ def _lock(traps: TaskSet, world: Path, no_answer: dict[str, int]) -> TruthLock:
     return lock
 
 
+def _kind(issue: ValidationIssue) -> str:
+    """A short kind for a static issue: a variant inside the tolerance as it stands or once
+    rounded as asked, a truth rejected when rounded, or the check's own name."""
+    if issue.check == "tolerance":
+        return "rounded variant" if "rounded to the" in issue.detail else "variant"
+    return "rounded truth" if issue.check == "precision" else issue.check
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="1-100", help="A range and/or list: 1-100,930.")
     parser.add_argument("--suite", default="", help="Only this suite's tasks (s1..s6).")
     parser.add_argument("--tasks", type=Path, help="A suite file instead of the built-in set.")
     parser.add_argument("--quick", action="store_true", help="seed 7, S6 (checks it runs)")
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="also run the static checks of a drawn world on every selected task (slower)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.suite = "7", "s6"
@@ -88,6 +109,7 @@ def main() -> int:
     smallest: dict[str, tuple[float, int]] = {}
     no_answer: dict[str, int] = {t.id: 0 for t in traps.tasks}
     built, refused = 0, 0
+    static_refused: dict[int, list[str]] = {}
     for seed in parse_seeds(args.seeds):
         try:
             with contextlib.redirect_stderr(io.StringIO()):  # the build's progress lines
@@ -96,6 +118,11 @@ def main() -> int:
             refused += 1
             continue
         built += 1
+        if args.static:
+            with contextlib.redirect_stderr(io.StringIO()):
+                issues = static_checks(tasks, world)[1]
+            if issues:
+                static_refused[seed] = sorted({f"{i.item} ({_kind(i)})" for i in issues})
         lock = _lock(traps, world, no_answer)
         for issue in naive_issues(traps, lock, world):
             accepted[issue.item].append(seed)
@@ -136,6 +163,13 @@ def main() -> int:
         f"\n{built} worlds built, {refused} refused by the build; {len(traps.tasks)} trap tasks; "
         f"{total} naive answers accepted; {rounded} truths rejected when rounded as asked"
     )
+    if args.static:
+        print(
+            f"static checks ({len(tasks.items)} items): {len(static_refused)} of {built} worlds "
+            "refused"
+        )
+        for seed, found in static_refused.items():
+            print(f"  seed {seed}: {'; '.join(found)}")
     return 1 if total or rounded else 0
 
 
