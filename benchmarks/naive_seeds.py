@@ -91,7 +91,9 @@ def main() -> int:
     parser.add_argument("--seeds", default="1-100", help="A range and/or list: 1-100,930.")
     parser.add_argument("--suite", default="", help="Only this suite's tasks (s1..s6).")
     parser.add_argument("--tasks", type=Path, help="A suite file instead of the built-in set.")
-    parser.add_argument("--quick", action="store_true", help="seed 7, S6 (checks it runs)")
+    parser.add_argument(
+        "--quick", action="store_true", help="seed 7, S6, with --static (checks it runs)"
+    )
     parser.add_argument(
         "--static",
         action="store_true",
@@ -99,7 +101,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.quick:
-        args.seeds, args.suite = "7", "s6"
+        args.seeds, args.suite, args.static = "7", "s6", True
     tasks = load_tasks([args.tasks]) if args.tasks else load_builtin_tasks()
     if args.suite:
         tasks = tasks.subset(t.id for t in tasks.tasks if t.suite == args.suite)

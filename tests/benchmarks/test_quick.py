@@ -38,7 +38,8 @@ FIGURES: dict[str, str] = {
     "heavy_query": r"default\s+light p50/p95 idle\s+\d+\.\d+",
     "idle_review": r"reference: lean MCP client\s+.\s+ok",
     "mcp_target": r"mcp-stdio-shared\s+4\s+4\s+\d+\.\d+",
-    "naive_seeds": r"1 worlds built, 0 refused by the build; \d+ trap tasks; 0 naive answers",
+    "naive_seeds": r"0 naive answers accepted; 0 truths rejected when rounded as asked\n"
+    r"static checks \(\d+ items\): 0 of 1 worlds refused",
     "memory_lookup": r"\| memory_manage list \| \d+\.\d+ \| \d+\.\d+ \| \d+\.\d+ \|",
     "peer_inspect": r"\s4\s.*\d+\.\d+x",
     "pg_warehouse_latency": r"sql_query  p50 ratio postgres/duckdb = \d+\.\d+",
