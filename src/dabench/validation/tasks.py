@@ -64,12 +64,13 @@ DUPLICATE_PROMPT_RATIO = 0.9
 are duplicates."""
 DEFAULT_ARMS: tuple[str, ...] = ("a0", "a1", "a2", "a3")
 NAIVE_ACCEPTED = "the grader accepts the naive answer"
+"""The detail of a ``naive`` issue (:func:`naive_issues` and the dynamic check)."""
 ROUNDED_TRUTH_REJECTED = (
     "the truth rounded to the {} decimal place(s) the question asks for fails the grader: it "
     "also lies within the tolerance of the naive answer, so a careful answer would fail; ask "
     "for more places"
 )
-"""The detail of a ``naive`` issue (:func:`naive_issues` and the dynamic check)."""
+"""The detail of a ``precision`` issue (:func:`precision_issues`), formatted with the places."""
 
 
 @dataclass
