@@ -11,16 +11,15 @@ the truth rounded to the decimal places its question asks for fails the grader (
 the naive answer: :func:`dabench.validation.tasks.precision_issues`, which the static checks
 refuse a draw on too). Usage::
 
-    python3 benchmarks/naive_seeds.py --seeds 1-100 [--suite s6] [--tasks FILE]
-    python3 benchmarks/naive_seeds.py --quick     # seed 7, S6 (checks the script runs)
+    python3 benchmarks/naive_seeds.py --seeds 1-100 [--suite s6] [--tasks FILE] [--static]
+    python3 benchmarks/naive_seeds.py --quick     # seed 7, S6, --static (checks the script runs)
 
 ``--static`` also runs the static checks ``dabench run --world-seed random`` refuses a draw on
 (:func:`dabench.validation.tasks.static_checks`) for every selected task and lists the worlds
 they refuse, with the tasks and kinds of issue. ``--tasks FILE`` reads a suite file instead of
 the built-in suites (an older ``s6_expert.yaml`` from git, say, to measure a task before a
-change). Worlds take about 10 MB
-each in $DABENCH_CACHE/worlds. Exit code 1 when any naive answer is accepted or any rounded
-truth rejected.
+change). Worlds take about 10 MB each in $DABENCH_CACHE/worlds. Exit code 1 when any naive
+answer is accepted or any rounded truth rejected.
 """
 
 from __future__ import annotations
