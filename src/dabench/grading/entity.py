@@ -67,6 +67,7 @@ _PURPOSE_RE = re.compile(
 known-wrong table recommended for it is a caveat, not a second answer."""
 _CLAUSE_BREAK_RE = re.compile(r"[.;:!?\n]|\b(?:but|while|whereas)\b", re.IGNORECASE)
 _OR_RE = re.compile(r"\bor\b|/", re.IGNORECASE)
+_SENTENCE_END_RE = re.compile(r"[.;!?\n]")
 
 
 def _clause(text: str, start: int, end: int) -> str:
@@ -76,7 +77,7 @@ def _clause(text: str, start: int, end: int) -> str:
     purpose."""
     before = [m.end() for m in _CLAUSE_BREAK_RE.finditer(text, 0, start)]
     lo = before[-1] if before else 0
-    after = re.compile(r"[.;!?\n]").search(text, end)
+    after = _SENTENCE_END_RE.search(text, end)
     hi = after.start() if after else len(text)
     return text[lo:hi]
 

@@ -302,9 +302,16 @@ def naive_rejected(episode: Episode, task: Task, truth: Truth, warehouse: Path |
     number (the plausible wrong answer of a trap)."""
     assert truth.naive_value is not None
     naive = f"FINAL ANSWER: {format_number(truth.naive_value)}"
-    answers = [*episode.answers[:-1], naive] if episode.answers else [naive]
-    fake = episode.model_copy(update={"answers": answers, "final_answer": naive})
-    return not grade_episode(fake, task, truth, warehouse=warehouse).passed
+    return not _passes_with(episode, task, truth, warehouse, naive)
+
+
+def _passes_with(
+    episode: Episode, task: Task, truth: Truth, warehouse: Path | None, answer: str
+) -> bool:
+    """Whether the grader passes ``episode`` with its last answer replaced by ``answer``."""
+    answers = [*episode.answers[:-1], answer] if episode.answers else [answer]
+    fake = episode.model_copy(update={"answers": answers, "final_answer": answer})
+    return grade_episode(fake, task, truth, warehouse=warehouse).passed
 
 
 def rounded_truth_passes(
@@ -317,10 +324,7 @@ def rounded_truth_passes(
     places = asked_decimals(task.grading.tolerance_abs, task.grading.tolerance_rel)
     if places is None or truth.value is None:
         return True
-    answer = f"FINAL ANSWER: {truth.value:.{places}f}"
-    answers = [*episode.answers[:-1], answer] if episode.answers else [answer]
-    fake = episode.model_copy(update={"answers": answers, "final_answer": answer})
-    return grade_episode(fake, task, truth, warehouse=warehouse).passed
+    return _passes_with(episode, task, truth, warehouse, f"FINAL ANSWER: {truth.value:.{places}f}")
 
 
 def _bare_episode(task: Task) -> Episode:
