@@ -8,9 +8,10 @@ Prints, for the anytime-valid paired confidence sequence (dabench.stats.sequenti
   share of the fixed design's episodes used until the decision (target: at most 30 %);
 - a +5-point effect: the decision never comes later than the fixed design (capped at k = 5);
 
-and for ``dabench plan`` (dabench.stats.power): the power it plans with (noncentral t from 100
-tasks on, a seeded simulation below) against an independent simulation of the same design
-(target: within 3 points) on a grid of designs.
+and for ``dabench plan`` (dabench.stats.power): the power it plans with (a seeded simulation
+below ``simulated_below`` tasks, the noncentral t from there on) against an independent
+simulation of the same design (target: within 3 points) on a grid of designs, over three
+heterogeneous rate profiles and a k = 1 baseline's 0/1 rates (the skewed case).
 
     python benchmarks/sequential.py [--sims 2000] [--seed 0]
 """
@@ -24,7 +25,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from dabench.stats.power import ANALYTIC_MIN_TASKS, power, simulate_power
+from dabench.stats.power import analytic_power, power, simulate_power, simulated_below
 from dabench.stats.sequential import simulate_sequential
 
 SEED_S3_A0, SEED_S3_A2, SEED_S3_TASKS, FIXED_K = 0.427, 0.987, 25, 5
@@ -70,20 +71,23 @@ def main() -> None:
 
     pw = Table(title=f"dabench plan: planned power vs {args.sims} independent simulations")
     for col in ("rates (mean)", "delta", "tasks", "k", "method", "planned", "simulated",
-                "gap (points)"):  # fmt: skip
+                "gap (points)", "noncentral t alone"):  # fmt: skip
         pw.add_column(col, justify="right")
     worst = 0.0
-    for mean in (0.3, 0.6, 0.85):
-        rates = task_rates(mean, 40, rng)
-        for delta, n, k in ((0.10, 60, 3), (0.15, 30, 1), (0.20, 12, 5), (0.05, 200, 2),
-                             (0.08, 120, 1)):  # fmt: skip
+    profiles = [task_rates(mean, 40, rng) for mean in (0.3, 0.6, 0.85)]
+    profiles.append(np.array([1.0] * 24 + [0.0] * 9))  # a k = 1 baseline: 24 of 33 passed
+    designs = ((0.10, 60, 3), (0.15, 30, 1), (0.20, 12, 5), (0.05, 200, 2), (0.08, 120, 1))
+    skewed = ((0.10, 202, 1), (0.10, 150, 1), (0.10, 300, 2), (0.10, 81, 3), (0.20, 120, 1))
+    for rates in profiles:
+        for delta, n, k in skewed if set(np.unique(rates)) <= {0.0, 1.0} else designs:
             a = power(rates, delta, n, k)
             s = simulate_power(rates, delta, n, k, sims=args.sims, seed=args.seed + 1)
             worst = max(worst, abs(a - s) * 100)
-            method = "noncentral t" if n >= ANALYTIC_MIN_TASKS else "simulation"
+            method = "noncentral t" if n >= simulated_below(rates, delta, k) else "simulation"
+            t_only = analytic_power(rates, delta, n, k)
             pw.add_row(f"{rates.mean():.2f}", f"{delta:+.2f}", str(n), str(k), method,
-                       f"{a * 100:.1f} %",
-                       f"{s * 100:.1f} %", f"{(a - s) * 100:+.1f}")  # fmt: skip
+                       f"{a * 100:.1f} %", f"{s * 100:.1f} %", f"{(a - s) * 100:+.1f}",
+                       f"{t_only * 100:.1f} %")  # fmt: skip
     console.print(pw)
     console.print(f"largest planned-vs-simulated gap: {worst:.1f} points (target <= 3); "
                   f"{time.perf_counter() - t0:.1f} s")  # fmt: skip

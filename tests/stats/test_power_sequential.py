@@ -11,11 +11,13 @@ from tests.stats.builders import episode, grade, write_run
 from typer.testing import CliRunner
 
 from dabench.cli import app
-from dabench.stats.plan import make_plan, profile_run, run_mdd
+from dabench.stats.plan import make_plan, plan_warnings, profile_run, run_mdd
 from dabench.stats.power import (
     analytic_power,
     power,
     simulate_power,
+    simulated_below,
+    skewness,
     t_critical,
     tasks_needed,
 )
@@ -46,6 +48,48 @@ def test_tasks_needed_is_the_smallest_design_reaching_the_target() -> None:
     assert small is not None and small < 100
     assert power(RATES, 0.30, small, 5) >= 0.8 > power(RATES, 0.30, small - 1, 5)
     assert tasks_needed(RATES, 0.001, 1, max_tasks=1000) is None
+
+
+K1_BASELINE = np.array([1.0] * 24 + [0.0] * 9)
+"""A k = 1 run's per-task rates: 24 of 33 tasks passed once, 9 failed once."""
+
+
+@pytest.mark.parametrize(("delta", "n", "k"), [(0.10, 202, 1), (0.10, 150, 1), (0.10, 81, 3)])
+def test_planned_power_agrees_with_simulation_on_a_skewed_baseline(
+    delta: float, n: int, k: int
+) -> None:
+    """With rates of 0 and 1 only the failed tasks can differ, so the paired difference is
+    skewed and the noncentral t is off by 10-17 points at 100-300 tasks: the plan simulates."""
+    planned = power(K1_BASELINE, delta, n, k)
+    simulated = simulate_power(K1_BASELINE, delta, n, k, sims=4000, seed=11)
+    assert abs(planned - simulated) < 0.03
+    assert n < simulated_below(K1_BASELINE, delta, k)
+    assert abs(analytic_power(K1_BASELINE, delta, n, k) - simulated) > 0.05
+
+
+def test_skewness_is_exact() -> None:
+    """The exact skewness against the sample skewness of simulated paired differences."""
+    rng = np.random.default_rng(5)
+    for rates, delta, k in ((K1_BASELINE, 0.1, 1), (RATES, 0.2, 3)):
+        p_a = rates[rng.integers(0, rates.size, 400_000)]
+        p_b = np.clip(p_a + delta, 0, 1)
+        d = (rng.binomial(k, p_b) - rng.binomial(k, p_a)) / k
+        sample = float(((d - d.mean()) ** 3).mean() / d.std() ** 3)
+        assert skewness(rates, delta, k) == pytest.approx(sample, abs=0.05)
+    assert skewness(np.ones(5), 0.1, 1) == 0.0  # nothing can differ
+
+
+def test_tasks_needed_on_a_skewed_baseline_reaches_the_target() -> None:
+    n = tasks_needed(K1_BASELINE, 0.10, 1)
+    assert n is not None and 100 < n < simulated_below(K1_BASELINE, 0.10, 1)
+    assert simulate_power(K1_BASELINE, 0.10, n, 1, sims=4000, seed=3) >= 0.77
+    assert simulate_power(K1_BASELINE, 0.10, int(n * 0.8), 1, sims=4000, seed=3) < 0.8
+
+
+def test_plan_warns_about_a_k1_baseline() -> None:
+    plan = make_plan(K1_BASELINE, 0.2, k_max=1)
+    assert any("k = 1" in w for w in plan_warnings(K1_BASELINE, plan))
+    assert not any("k = 1" in w for w in plan_warnings(RATES, make_plan(RATES, 0.2, k_max=1)))
 
 
 def test_plan_rows_cost_and_wall() -> None:

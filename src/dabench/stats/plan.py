@@ -144,10 +144,17 @@ def plan_warnings(
     rates: npt.NDArray[np.float64], plan: Plan, suite_tasks: int | None = None
 ) -> list[str]:
     """What a reader of ``plan`` must know: a baseline at 0 % or 100 % (where the per-task
-    variance the design rests on vanishes), and designs needing more tasks than the
+    variance the design rests on vanishes), per-task rates of only 0 and 1 (a k = 1 run),
+    and designs needing more tasks than the
     baseline's suite has (``suite_tasks``)."""
     warnings: list[str] = []
     mean = float(np.mean(rates)) if rates.size else 0.0
+    if 0.0 < mean < 1.0 and set(np.unique(rates).tolist()) <= {0.0, 1.0}:
+        warnings.append(
+            "every baseline task passed always or never (a k = 1 run gives rates of 0 or 1): "
+            "the plan assumes the baseline arm repeats each outcome on every attempt, so it "
+            "overstates the power if tasks vary between attempts; plan from a run with k >= 2"
+        )
     if mean in (0.0, 1.0):
         warnings.append(
             f"the baseline passes {mean:.0%} of its tasks: the variance model degenerates at "

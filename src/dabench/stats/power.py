@@ -12,9 +12,14 @@ so for many tasks the test statistic follows a noncentral t with ``n - 1`` degre
 and noncentrality ``sqrt(n) mu / sigma``; its power is computed by integrating over the
 chi-square of the variance estimate (no SciPy). With few tasks the paired differences are too
 discrete and skewed for that (k-attempt means of Bernoulli outcomes, rates clipped at 0 and
-1: the normal theory was off by up to 7 points at 12 tasks), so below
-:data:`ANALYTIC_MIN_TASKS` tasks :func:`power` simulates the design instead, with
-:data:`EXACT_SIMS` seeded experiments (Monte Carlo error about 0.4 points).
+1: the normal theory was off by up to 7 points at 12 tasks), and so they are with many tasks
+when most tasks cannot differ at all: a k = 1 baseline has per-task rates of 0 or 1, so the
+differences are 0 on every task but the few a delta can move, and the normal theory was off
+by 10-17 points at 100-300 tasks (it planned 282 tasks where 110 give 80 %). The skewness of
+the paired difference is exact (:func:`skewness`), and :func:`power` simulates the design with
+:data:`EXACT_SIMS` seeded experiments (Monte Carlo error about 0.4 points) below
+:func:`simulated_below` tasks: :data:`ANALYTIC_MIN_TASKS`, or more while ``|skewness| /
+sqrt(n)`` exceeds :data:`SKEW_LIMIT` (up to :data:`SIM_MAX_TASKS`).
 :func:`simulate_power` is that simulation; ``benchmarks/sequential.py`` and the tests compare
 :func:`power` with independent simulations.
 """
@@ -36,7 +41,15 @@ _GRID = 4000
 ANALYTIC_MIN_TASKS = 100
 """From this many tasks on, :func:`power` uses the noncentral t; below, a simulation."""
 EXACT_SIMS = 12_000
-"""Simulated experiments behind :func:`power` for small designs."""
+"""Simulated experiments behind :func:`power` for small or skewed designs."""
+SKEW_LIMIT = 0.15
+"""The noncentral t is used only where ``|skewness| / sqrt(n)`` of the paired difference is at
+most this: measured gaps to simulation were at most 1.5 points below 0.12 and 2-17 points
+above 0.2 (``benchmarks/sequential.py`` prints both regimes)."""
+SIM_MAX_TASKS = 4000
+"""Above this many tasks the noncentral t is used whatever the skewness (simulation cost)."""
+_CHUNK_DRAWS = 2_000_000
+"""Simulated task outcomes held in memory at once per arm."""
 
 
 def _phi(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -109,10 +122,34 @@ def paired_design(rates: Rates, delta: float, k: int) -> PairedDesign:
     return PairedDesign(float(effects.mean()), math.sqrt(float(effects.var() + noise.mean())))
 
 
+def skewness(rates: Rates, delta: float, k: int) -> float:
+    """Exact skewness of one task's paired difference of k-attempt means, the task drawn
+    from ``rates`` (0 when the difference never varies)."""
+    p_a = np.clip(np.asarray(rates, dtype=np.float64), 0.0, 1.0)
+    p_b = np.clip(p_a + delta, 0.0, 1.0)
+    # cumulants of Bin(k, p) / k, then of the difference B - A, then the mixture's moments
+    k1 = p_b - p_a
+    k2 = (p_b * (1 - p_b) + p_a * (1 - p_a)) / k
+    k3 = (p_b * (1 - p_b) * (1 - 2 * p_b) - p_a * (1 - p_a) * (1 - 2 * p_a)) / k**2
+    m1 = float(k1.mean())
+    m2 = float((k2 + k1**2).mean())
+    m3 = float((k3 + 3 * k2 * k1 + k1**3).mean())
+    var = m2 - m1**2
+    if var <= 1e-15:
+        return 0.0
+    return float((m3 - 3 * m1 * m2 + 2 * m1**3) / var**1.5)
+
+
+def simulated_below(rates: Rates, delta: float, k: int) -> int:
+    """The number of tasks from which :func:`power` uses the noncentral t (below: simulation)."""
+    skewed = math.ceil((skewness(rates, delta, k) / SKEW_LIMIT) ** 2)
+    return min(SIM_MAX_TASKS, max(ANALYTIC_MIN_TASKS, skewed))
+
+
 def power(rates: Rates, delta: float, n: int, k: int, alpha: float = 0.05) -> float:
     """Power of the paired design with ``n`` tasks drawn from ``rates`` and ``k`` trials:
-    the noncentral t from :data:`ANALYTIC_MIN_TASKS` tasks on, a seeded simulation below."""
-    if n < ANALYTIC_MIN_TASKS:
+    a seeded simulation below :func:`simulated_below` tasks, the noncentral t from there on."""
+    if n < simulated_below(rates, delta, k):
         return simulate_power(rates, delta, n, k, alpha=alpha, sims=EXACT_SIMS, seed=7919)
     return analytic_power(rates, delta, n, k, alpha)
 
@@ -136,16 +173,22 @@ def tasks_needed(
     max_tasks: int = 100_000,
 ) -> int | None:  # fmt: skip
     """The fewest tasks reaching ``target`` power (``None`` above ``max_tasks``): by the
-    noncentral t, then, when that answer is below :data:`ANALYTIC_MIN_TASKS`, by simulation."""
+    noncentral t, then, when that answer is in the simulated regime (below
+    :func:`simulated_below`), by simulation, searched first up to twice that answer."""
     if analytic_power(rates, delta, max_tasks, k, alpha) < target:
         return None
     n = _first(lambda m: analytic_power(rates, delta, m, k, alpha) >= target, 2, max_tasks)
-    if n >= ANALYTIC_MIN_TASKS:
+    edge = simulated_below(rates, delta, k)
+    if n >= edge:
         return n
-    small = ANALYTIC_MIN_TASKS - 1
-    if power(rates, delta, small, k, alpha) < target:
-        return ANALYTIC_MIN_TASKS
-    return _first(lambda m: power(rates, delta, m, k, alpha) >= target, 2, small)
+
+    def ok(m: int) -> bool:
+        return power(rates, delta, m, k, alpha) >= target
+
+    for hi in sorted({min(edge - 1, max(2 * n, ANALYTIC_MIN_TASKS)), edge - 1}):
+        if ok(hi):
+            return _first(ok, 2, hi)
+    return edge
 
 
 def minimum_detectable_delta(
@@ -169,15 +212,18 @@ def simulate_power(
     """Monte Carlo power of the same design: ``sims`` experiments, each drawing ``n`` tasks
     from ``rates``, ``k`` Bernoulli trials per arm and task, and a paired t-test."""
     rng = np.random.default_rng(seed)
-    p = np.asarray(rates, dtype=np.float64)
-    p_a = p[rng.integers(0, p.size, size=(sims, n))]
-    p_b = np.clip(p_a + delta, 0.0, 1.0)
-    wins_b = (rng.random((sims, n, k)) < p_b[..., None]).sum(axis=2)
-    wins_a = (rng.random((sims, n, k)) < p_a[..., None]).sum(axis=2)
-    d = (wins_b - wins_a) / k
-    mean = d.mean(axis=1)
-    sd = d.std(axis=1, ddof=1)
+    p = np.clip(np.asarray(rates, dtype=np.float64), 0.0, 1.0)
     c = t_critical(n - 1, alpha)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(sd > 0, mean / (sd / math.sqrt(n)), np.where(mean != 0, np.inf, 0.0))
-    return float(np.mean(np.abs(t) > c))
+    rejected = 0
+    chunk = max(1, _CHUNK_DRAWS // n)
+    for start in range(0, sims, chunk):
+        m = min(chunk, sims - start)
+        p_a = p[rng.integers(0, p.size, size=(m, n))]
+        p_b = np.clip(p_a + delta, 0.0, 1.0)
+        d = (rng.binomial(k, p_b) - rng.binomial(k, p_a)) / k
+        mean = d.mean(axis=1)
+        sd = d.std(axis=1, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(sd > 0, mean / (sd / math.sqrt(n)), np.where(mean != 0, np.inf, 0.0))
+        rejected += int(np.count_nonzero(np.abs(t) > c))
+    return rejected / sims
