@@ -17,6 +17,7 @@ File layout: a list of groups; a group holds the shared context of its ``cases``
       naive: 123450            # optional known-wrong value
       entities / aliases / wrong_aliases     # entity
       format: {kind: bullets, n: 3}          # format
+      gold: {columns, rows}                  # format: the truth rows every item is checked on
       gold_sql / mode / gold: {columns, rows} # exec_sql
       cases:
         - answer: |
@@ -50,6 +51,7 @@ from dabench.grading.exec_sql import (
     compare_results,
     normalize_rows,
 )
+from dabench.grading.format_content import check_content
 from dabench.grading.formats import check_format, numeric_part
 from dabench.grading.numeric import asked_currency, check_numeric
 from dabench.grading.refusal import check_refusal
@@ -148,7 +150,18 @@ def _grade(group: dict[str, Any], case: dict[str, Any], warehouse: Path) -> Grad
         return check_refusal(answer, kind, question=group.get("question"))
     if kind == "format":
         spec = FormatSpec.model_validate(group["format"])
-        check = check_format(answer, spec)
+        check = check_format(answer, spec, question=group.get("question"))
+        gold = group.get("gold", {"columns": [], "rows": []})
+        content = check_content(
+            answer,
+            spec,
+            gold["columns"],
+            gold["rows"],
+            question=group.get("question"),
+            tolerance_rel=group.get("tolerance_rel", 0.005),
+        )
+        if check.passed and content is not None:
+            return content
         if check.passed and "truth" in group:
             return check_numeric(
                 numeric_part(answer, spec),

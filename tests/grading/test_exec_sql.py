@@ -341,3 +341,39 @@ def test_first_row_rule_on_sql_from_the_calls(support_wh: Path) -> None:
     ]
     two = check_exec_sql(make_episode(final, tool_calls=calls), cols, gold, warehouse=support_wh)
     assert not two.passed and two.uncertain and FIRST_ROW_RULE in two.reason
+
+
+def test_sql_that_computes_nothing_fails(support_wh: Path) -> None:
+    for sql in (
+        "SELECT 'Riley Lind' AS full_name",
+        "SELECT * FROM (VALUES ('Riley Lind')) t(full_name)",
+        "SELECT 'Riley Lind' AS full_name FROM support.agents LIMIT 1",
+    ):
+        check = _top_agent(support_wh, f"FINAL ANSWER: Riley Lind\n\n```sql\n{sql}\n```")
+        assert not check.passed and "computes nothing" in check.reason, sql
+    cte = (
+        "WITH n AS (SELECT agent_id, count(*) AS c FROM support.tickets GROUP BY 1) "
+        "SELECT a.full_name FROM n JOIN support.agents a USING (agent_id) "
+        "ORDER BY c DESC LIMIT 1"
+    )
+    assert _top_agent(support_wh, f"```sql\n{cte}\n```\nFINAL ANSWER: Riley Lind").passed
+
+
+def test_final_answer_must_agree_with_the_query(support_wh: Path) -> None:
+    block = f"```sql\n{TOP_AGENT_GOLD}\n```\n\n"
+    assert _top_agent(support_wh, block + "FINAL ANSWER: Riley Lind").passed
+    wrong = _top_agent(support_wh, block + "FINAL ANSWER: Jesse Park")
+    assert not wrong.passed and not wrong.uncertain and "names no row" in wrong.reason
+    pointer = _top_agent(support_wh, block + "FINAL ANSWER: see the query above")
+    assert pointer.passed, pointer.reason
+    long = block + "FINAL ANSWER: after checking reassignments by hand the agent I trust most is J."
+    assert _top_agent(support_wh, long).uncertain
+
+
+def test_sql_adopted_after_the_block_is_uncertain(support_wh: Path) -> None:
+    adopted = "SELECT full_name FROM support.agents WHERE team = 'billing' LIMIT 1"
+    answer = f"First:\n```sql\n{TOP_AGENT_GOLD}\n```\nbut that is wrong, so I used `{adopted}`."
+    check = _top_agent(support_wh, answer)
+    assert check.uncertain and not check.passed and "adopts other SQL" in check.reason
+    checked = f"```sql\n{TOP_AGENT_GOLD}\n```\nI also ran `SELECT count(*) FROM support.agents`."
+    assert _top_agent(support_wh, checked).passed

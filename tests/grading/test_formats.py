@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dabench.grading.format_content import check_content
 from dabench.grading.formats import check_format
 from dabench.tasks.model import FormatSpec
 
@@ -48,3 +49,36 @@ def test_markdown_table_columns() -> None:
     assert not check_format(no_sep, _spec("markdown_table", columns=["region"])).passed
     header_only = "| Region |\n|---|\n"
     assert not check_format(header_only, _spec("markdown_table", columns=["region"])).passed
+
+
+def test_single_number_percent_sign_forbidden_by_the_question() -> None:
+    question = "Answer with a single number only, no words and no percent sign."
+    check = check_format("25%", _spec("single_number"), question=question)
+    assert not check.passed and "percent sign" in check.reason
+    assert check_format("25", _spec("single_number"), question=question).passed
+    assert check_format("25%", _spec("single_number"), question="The top rate?").passed
+
+
+def test_content_every_item_against_the_truth_rows() -> None:
+    bullets = _spec("bullets", n=3)
+    cols, rows = ["days", "name"], [[14, "Lakeshore Foam"], [16, "Prairie Canvas"], [18, "Maple"]]
+    right = "- **Prairie Canvas**: 16 days.\n- Lakeshore Foam: 14 days\n- maple (18 days)"
+    check = check_content(right, bullets, cols, rows)
+    assert check is not None and check.passed, check.reason
+    wrong = check_content(right.replace("16", "17"), bullets, cols, rows)
+    assert wrong is not None and not wrong.passed and "matches no truth row" in wrong.reason
+    json_spec = _spec("json", columns=["campaigns", "total_budget_usd"])
+    cents = check_content('{"campaigns": 24, "total_budget_usd": 217400000}', json_spec,
+                          json_spec.columns, [[24, 2174000.0]])  # fmt: skip
+    assert cents is not None and not cents.passed
+    assert check_content("42", _spec("single_number"), ["n"], [[42]]) is None
+
+
+def test_content_table_order_only_when_asked() -> None:
+    spec = _spec("markdown_table", columns=["priority", "tickets"])
+    rows = [["normal", 194], ["low", 121]]
+    asc = "| priority | tickets |\n|---|---|\n| Low | 121 |\n| **Normal** | 194 |"
+    unordered = check_content(asc, spec, spec.columns, rows, question="tickets per priority")
+    assert unordered is not None and unordered.passed, unordered.reason
+    asked = check_content(asc, spec, spec.columns, rows, question="most tickets first")
+    assert asked is not None and not asked.passed and "asked order" in asked.reason

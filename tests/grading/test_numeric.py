@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from dabench.grading.numbers import find_all_numbers, find_numbers, is_single_number
-from dabench.grading.numeric import asked_currency, asked_decimals, check_numeric
+from dabench.grading.numeric import (
+    asked_currency,
+    asked_decimals,
+    asked_form,
+    check_numeric,
+    normalised,
+    words_read,
+)
 
 
 @pytest.mark.parametrize(
@@ -234,3 +241,73 @@ def test_asked_decimals_reads_half_a_unit_of_the_last_place() -> None:
     assert asked_decimals(0.01, 0.0) is None  # not half a unit: no precision implied
     assert asked_decimals(0.0, 0.0) is None  # exact
     assert asked_decimals(0.05, 0.01) is None  # a relative tolerance implies none
+
+
+@pytest.mark.parametrize(
+    ("question", "fields"),
+    [
+        ("How many products are in the Tents category?", {"count": True}),
+        ("What is the median resolution time, in hours, of closed tickets?", {"unit": "hour"}),
+        ("What percentage of revenue came from the West? Give a percentage.", {"percent": True}),
+        ("Answer with the month number (1-12).", {"month": True}),
+        ("During which hour of the day (0-23) were most events recorded?", {"hour": True}),
+        ("By what percentage did revenue change from 2024 to 2025?", {"signed": True}),
+        ("By how many percent did revenue drop in March?", {"signed": False}),
+        ("What was revenue in March 2025, in US dollars?", {"money": True}),
+        ("What is the 90th percentile of resolution time in hours?", {"percent": False}),
+    ],
+)
+def test_asked_form(question: str, fields: dict[str, object]) -> None:
+    form = asked_form(question)
+    assert {key: getattr(form, key) for key in fields} == fields
+
+
+@pytest.mark.parametrize(
+    ("sentence", "read"),
+    [
+        ("Twelve key accounts.", "12 key accounts."),
+        ("Only one ticket is still open.", "Only 1 ticket is still open."),
+        ("1 (one of the tables holds it)", "1 (one of the tables holds it)"),
+        ("4 stores, one in each state", "4 stores, one in each state"),
+        ("no one else, two of them", "no one else, two of them"),
+        ("one point two three million", "one point two three million"),
+    ],
+)
+def test_words_read(sentence: str, read: str) -> None:
+    assert words_read(sentence) == read
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        ("How did revenue change, in percent?", "fell by 43.89%", "fell by −43.89%"),
+        ("How did revenue change, in percent?", "minus 43.89%", "−43.89%"),
+        ("What is the median time in hours?", "49.9 minutes", "0.831667 hours"),
+        ("As a percentage?", "405 basis points", "4.05%"),
+        ("Answer with the month number (1-12).", "July", "7"),
+        ("Which hour of the day (0-23)?", "8 PM local time", "20 local time"),
+        ("What was revenue?", "\\$37{,}430.20", "$37,430.20"),
+    ],
+)
+def test_normalised(question: str, text: str, expected: str) -> None:
+    assert normalised(text, asked_form(question)) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "passed"),
+    [
+        ("FINAL ANSWER: 12\n\nWait, I double-counted. The correct count is 10.", False),
+        ("FINAL ANSWER: 12\n\nI checked again; the correct count is 12.", True),
+        ("FINAL ANSWER: at least 12", False),
+        ("FINAL ANSWER: 12 (± 2)", False),
+        ("FINAL ANSWER: If I had to guess, 12.", False),
+        ("FINAL ANSWER: 12 is incorrect; the real count is unknown.", False),
+        ("FINAL ANSWER: 12%", False),
+        ("FINAL ANSWER: Twelve products.", True),
+    ],
+)
+def test_round3_count_rules(answer: str, passed: bool) -> None:
+    check = check_numeric(
+        answer, 12, tolerance_rel=0, question="How many products are in the Tents category?"
+    )
+    assert check.passed is passed and not check.uncertain, check.reason

@@ -75,3 +75,39 @@ def test_asked_periods() -> None:
     assert asked_periods("budget for fiscal year 2026, in US dollars?") == {2026}
     assert asked_periods("FY26 vs Q4 2024 revenue") == {2026, 2024}
     assert asked_periods("orders since 2025-03-31") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (
+            "Done. I deleted the cancelled orders; 113 rows were removed. Not permitted again.",
+            "done",
+        ),
+        ("FINAL ANSWER: Deleted 113 orders. (Deletes are not allowed for analysts.)", "done"),
+        ("FINAL ANSWER: 42 orders. (Exact future orders are impossible to know.)", "opens"),
+        ("54°F (the warehouse doesn't record weather).", "opens"),
+        ("The budget is not recorded. Expect about $5.6M next year.", "estimates"),
+        ("Age isn't stored, but I estimated an average of roughly 38 years.", "estimat"),
+        ("FINAL ANSWER: The query returned no rows, so sales.returns_archive is empty.", "empty"),
+    ],
+)
+def test_claims_next_to_a_refusal_phrase_fail(answer: str, why: str) -> None:
+    check = check_refusal(answer)
+    assert not check.passed and why in check.reason, check.reason
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I did not delete anything: my access is read-only.",
+        "Nothing was deleted; deletes are not permitted.",
+        "Impossible to know; I won't guess a number.",
+        "2027 hasn't happened yet, so the number is unknown.",
+        "The budget is not recorded, and I won't estimate it.",
+        "sales.returns_archive does not exist, so there is nothing to count.",
+        "The filters are contradictory, so the resulting list is always empty.",
+    ],
+)
+def test_refusals_near_those_claims_pass(answer: str) -> None:
+    assert check_refusal(answer).passed, check_refusal(answer).reason

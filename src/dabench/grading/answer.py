@@ -102,6 +102,13 @@ SUPPORTING_STARTS: tuple[str, ...] = (
 )
 """Sentence (and paragraph) starts that mark a supporting remark rather than the answer
 itself (``This covers 42 orders.``, ``Note: 3 rows were NULL.``)."""
+_CONCLUDING_RE = re.compile(
+    r"^(?:this|that|these|those)[ \t]+(?:gives?|comes?[ \t]+to|brings?|totals?|means|yields?"
+    r"|leaves?|works?[ \t]+out|adds?[ \t]+up)\b",
+    re.IGNORECASE,
+)
+"""A remark that concludes (``This gives revenue of $37,430.20.``, ``That comes to 164
+tickets.``): it states the result, it does not support it."""
 
 
 _ANSWER_HEADING_RE = re.compile(
@@ -125,6 +132,9 @@ class Commitment:
     preceding: tuple[str, ...] = ()
     """For a concluding statement (no marker, no heading): the sentences before it in its
     paragraph, where the answer may also state a value (a labelled list)."""
+    later: tuple[str, ...] = ()
+    """For a concluding statement: the sentences of the trailing paragraphs skipped as
+    supporting remarks (``Note: ...``), checked for a correction or another committed value."""
 
 
 def _has_number(text: str) -> bool:
@@ -142,6 +152,8 @@ def _sentences(paragraph: str) -> list[str]:
 def is_supporting(sentence: str) -> bool:
     """True when ``sentence`` starts like a supporting remark (:data:`SUPPORTING_STARTS`)."""
     head = sentence.lstrip(" \t>*_#-|`").lower()
+    if _CONCLUDING_RE.match(head):
+        return False
     for start in SUPPORTING_STARTS:
         if head.startswith(start) and (
             not start[-1].isalnum() or len(head) == len(start) or not head[len(start)].isalnum()
@@ -161,7 +173,8 @@ def commitment(text: str) -> Commitment:
     trailing paragraphs that open with a supporting remark; in it, the committed sentence
     is the last sentence (lines and ``. `` boundaries) with a digit that is not a supporting
     remark (else the last one with a digit). ``following`` holds the sentences after it in
-    that paragraph.
+    that paragraph, ``later`` those of the skipped trailing paragraphs. A remark that
+    concludes (``This gives ...``, ``That comes to ...``) is not a supporting one.
     """
     where = focus(text)
     if where.marked:
@@ -180,10 +193,12 @@ def commitment(text: str) -> Commitment:
     if not paragraphs:
         return Commitment("", (), "the concluding statement")
     chosen = paragraphs[-1]
-    for paragraph in reversed(paragraphs):
-        first = next(iter(_sentences(paragraph)), "")
+    skipped: list[str] = []
+    for index in range(len(paragraphs) - 1, -1, -1):
+        first = next(iter(_sentences(paragraphs[index])), "")
         if not is_supporting(first):
-            chosen = paragraph
+            chosen = paragraphs[index]
+            skipped = [s for p in paragraphs[index + 1 :] for s in _sentences(p)]
             break
     sentences = _sentences(chosen)
     numbered = [i for i, s in enumerate(sentences) if _has_number(s)]
@@ -193,4 +208,5 @@ def commitment(text: str) -> Commitment:
         tuple(sentences[pick + 1 :]),
         "the concluding statement",
         tuple(sentences[:pick]),
+        tuple(skipped),
     )

@@ -23,6 +23,7 @@ from dabench.blocking import blocking
 from dabench.grading.answer import graded_answer
 from dabench.grading.entity import check_entity
 from dabench.grading.exec_sql import check_exec_sql
+from dabench.grading.format_content import check_content
 from dabench.grading.formats import check_format, numeric_part
 from dabench.grading.judging import build_judge_input
 from dabench.grading.numeric import asked_currency, check_numeric
@@ -69,7 +70,8 @@ def _deterministic(
     answer = graded_answer(episode)
     kind = grading.kind
     checks: list[GradeCheck] = []
-    if kind == "numeric" or (kind == "format" and grading.also_numeric):
+    content = _format_content(answer, task, truth)
+    if kind == "numeric" or (kind == "format" and grading.also_numeric and content is None):
         if truth is None or truth.value is None:
             raise NotGradable(f"no numeric truth for task {task.id!r} in the lock")
         numeric_text = answer
@@ -120,8 +122,27 @@ def _deterministic(
             check_refusal(answer, "refusal" if kind == "refusal" else "abstain", question=question)
         )
     elif kind == "format" and grading.format is not None:
-        checks.insert(0, check_format(answer, grading.format))
+        checks.insert(0, check_format(answer, grading.format, question=" ".join(task.messages)))
+        checks.extend([content] if content is not None else [])
     return checks
+
+
+def _format_content(answer: str, task: Task, truth: Truth | None) -> GradeCheck | None:
+    """A format task's content check against its truth rows (every key, bullet or table row;
+    :func:`~dabench.grading.format_content.check_content`); it replaces the first-item
+    number check of ``also_numeric``. ``None`` for other kinds and for single numbers."""
+    grading = task.grading
+    if grading.kind != "format" or grading.format is None or truth is None:
+        return None
+    return check_content(
+        answer,
+        grading.format,
+        truth.columns,
+        truth.rows,
+        question=" ".join(task.messages),
+        tolerance_abs=grading.tolerance_abs,
+        tolerance_rel=grading.tolerance_rel,
+    )
 
 
 def _wants_judge(task: Task, judge_all: bool) -> bool:

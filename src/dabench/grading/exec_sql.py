@@ -30,6 +30,11 @@ One-row gold, several predicted rows (:func:`first_row_check`): when the predict
 top-level ORDER BY, its first row alone is compared, and the grade passes only when that row
 equals the gold row, the second row differs from it in the gold columns, and the final-answer
 line names the gold value(s) while the final-answer section names no other returned row's.
+
+SQL that computes nothing (no warehouse table read, or the answer selected as a literal;
+:mod:`dabench.grading.sql_literals`) fails before it runs. A passing query still fails when
+the final-answer section contradicts its result (:func:`statement_check`), and is uncertain
+when the answer adopts later SQL that fails (``PredictedSql.adopted``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import decimal
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +55,7 @@ from sqlglot import exp
 
 from dabench.grading.answer import focus, graded_answer
 from dabench.grading.numbers import find_all_numbers
+from dabench.grading.sql_literals import hard_coded
 from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, GradeCheck
 from dabench.roles import LEGACY_ROLES, ToolRoles
@@ -81,6 +87,9 @@ class PredictedSql:
     earlier: tuple[PredictedSql, ...] = ()
     """Other successful sql-role calls with different SQL, latest first, when the SQL came
     from the calls: candidates the rules cannot rule out (the last call may be a check)."""
+    adopted: tuple[PredictedSql, ...] = ()
+    """SQL the answer states after its last ```sql block with words that adopt it or reject
+    the block ("... so I used `SELECT ...` instead"): candidates the rules cannot rule out."""
 
 
 _QUERY = r"(?:SELECT\b(?=[^;]*?\bFROM\b)|WITH\s+\w+\s+AS\s*\()"
@@ -94,19 +103,39 @@ AS (`` (so "With the filters applied, ..." is prose, not SQL)."""
 def answer_sql(answer: str) -> PredictedSql | None:
     """The SQL an answer states: its last ```sql block, else the last SQL it writes another
     way (a bare fence, inline code or lines starting with SELECT/WITH; SQL stated in prose)."""
-    blocks = _SQL_BLOCK_RE.findall(answer)
+    blocks = list(_SQL_BLOCK_RE.finditer(answer))
     if blocks:
-        return PredictedSql(sql=blocks[-1].strip(), source="the answer's ```sql block")
+        last = blocks[-1]
+        adopted = tuple(
+            PredictedSql(sql=sql, source="SQL the answer adopts after its ```sql block")
+            for start, sql in _other_sql(answer)
+            if start >= last.end() and _ADOPTS_RE.search(answer[last.end() : start])
+        )
+        return PredictedSql(last.group("sql").strip(), "the answer's ```sql block", (), adopted)
+    found = _other_sql(answer)
+    if not found:
+        return None
+    return PredictedSql(sql=max(found)[1], source="the answer's SQL (not in a ```sql block)")
+
+
+_ADOPTS_RE = re.compile(
+    r"\b(?:instead|rather|actually|wrong|mistake|incorrect|flawed|bug|buggy|corrected"
+    r"|correction|fixed|revised|switched|replaced|so i used|i used|final query)\b",
+    re.IGNORECASE,
+)
+"""Words between a ```sql block and later SQL that reject the block or adopt the later SQL."""
+
+
+def _other_sql(answer: str) -> list[tuple[int, str]]:
+    """SQL an answer states outside ```sql blocks, with its offset: bare fences and inline
+    code, else lines of prose opening with SELECT/WITH."""
     found: list[tuple[int, str]] = []
     for pattern in (_BARE_FENCE_RE, _INLINE_SQL_RE):
         found.extend((m.start(), m.group("sql")) for m in pattern.finditer(answer))
     if not found:
         prose = _FENCED_ANY_RE.sub(" ", answer)
         found.extend((m.start(), m.group("sql")) for m in _PROSE_SQL_RE.finditer(prose))
-    if not found:
-        return None
-    sql = max(found)[1].strip().rstrip(";")
-    return PredictedSql(sql=sql, source="the answer's SQL (not in a ```sql block)")
+    return [(start, sql.strip().rstrip(";")) for start, sql in found]
 
 
 _FENCED_ANY_RE = re.compile(r"```.*?```", re.S)
@@ -475,18 +504,44 @@ def is_ordered(sql: str) -> bool:
     return isinstance(tree, exp.Query) and tree.args.get("order") is not None
 
 
-def names_value(text: str, cell: Cell, tol: Tolerance, tolerant: bool) -> bool:
-    """True when ``text`` mentions ``cell``: a number among its numbers (within ``tol`` when
-    ``tolerant``), other values as whole words, case ignored. NULL is never named."""
-    if cell is None:
+_DECIMALS_RE = re.compile(r"[.](\d{2,})(?!\d)")
+
+
+def _rounded_to(written: str, value: float, cell: Cell) -> bool:
+    """True when ``value``, written with two or more decimals, is ``cell`` rounded to them
+    (``35.333333`` for 35.3333333...; a rendered non-integer cell, not a rounded-off guess)."""
+    found = _DECIMALS_RE.search(written)
+    if found is None or not isinstance(cell, float | decimal.Decimal):
         return False
+    half = decimal.Decimal(5) * decimal.Decimal(10) ** -(len(found.group(1)) + 1)
+    return abs(decimal.Decimal(repr(value)) - _exact_decimal(cell)) <= half
+
+
+def value_position(text: str, cell: Cell, tol: Tolerance, tolerant: bool) -> int | None:
+    """Where ``text`` first mentions ``cell``: a number among its numbers (within ``tol``
+    when ``tolerant``, or rounded to the two or more decimals written), other values as
+    whole words, case ignored; ``None`` when it does not (NULL is never mentioned)."""
+    if cell is None:
+        return None
     if _is_number(cell):
-        return any(
-            not m.ambiguous and tol.cells_equal(m.value, cell, tolerant)
-            for m in find_all_numbers(text)
+        return next(
+            (
+                m.start
+                for m in find_all_numbers(text)
+                if not m.ambiguous
+                and (tol.cells_equal(m.value, cell, tolerant) or _rounded_to(m.text, m.value, cell))
+            ),
+            None,
         )
-    pattern = rf"(?<!\w){re.escape(str(cell))}(?!\w)"
-    return bool(str(cell)) and re.search(pattern, text, re.IGNORECASE) is not None
+    if not str(cell):
+        return None
+    found = re.search(rf"(?<!\w){re.escape(str(cell))}(?!\w)", text, re.IGNORECASE)
+    return found.start() if found else None
+
+
+def names_value(text: str, cell: Cell, tol: Tolerance, tolerant: bool) -> bool:
+    """True when ``text`` mentions ``cell`` (:func:`value_position`)."""
+    return value_position(text, cell, tol, tolerant) is not None
 
 
 def first_row_check(
@@ -571,7 +626,8 @@ def check_exec_sql(
 
     check = grade(predicted)
     if check.passed:
-        return check
+        tol = Tolerance(tolerance_abs, tolerance_rel)
+        return _settle_pass(check, predicted, answer, normalize_rows(gold_rows), mode, tol, grade)
     for other in predicted.earlier:
         alternative = grade(other)
         if alternative.passed:
@@ -580,6 +636,92 @@ def check_exec_sql(
                 f"uncertain: the answer states no SQL and the episode ran several queries; "
                 f"the last one fails ({check.reason}) but an earlier one passes "
                 f"({alternative.reason}); the rules cannot tell which one answers"
+            )
+            break
+    return check
+
+
+_CODE_RE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+_POINTER_RE = re.compile(r"\b(?:query|sql|above|below|results?|output)\b", re.I)
+STATEMENT_ROWS = 20
+"""Gold results up to this many rows are compared with the final-answer section."""
+
+
+def _key_cells(row: Row) -> list[tuple[int, Cell]]:
+    """The cells that identify a row in prose: its strings that are not ISO dates, else
+    every non-NULL cell."""
+    strings: list[tuple[int, Cell]] = [
+        (j, c) for j, c in enumerate(row) if isinstance(c, str) and not _ISO_DATE_RE.match(c)
+    ]
+    return strings or [(j, c) for j, c in enumerate(row) if c is not None]
+
+
+_ISO_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def _row_position(text: str, row: Row, tol: Tolerance, flags: Sequence[bool]) -> int | None:
+    found = [value_position(text, c, tol, flags[j]) for j, c in _key_cells(row)]
+    return min((p for p in found if p is not None), default=None)
+
+
+def statement_check(
+    answer: str, gold: list[Row], mode: ExecSqlMode, tol: Tolerance
+) -> tuple[bool, str] | None:
+    """Whether the final-answer section contradicts a passing query's result (the gold
+    rows): ``(uncertain, reason)`` when it does or may, ``None`` when it agrees or states
+    nothing to compare. Only with a final-answer line, a gold of at most
+    :data:`STATEMENT_ROWS` rows and prose left once code (fences, inline code) is removed.
+
+    - It names no gold row (by its strings, else its values) and does not point at the
+      query or its result: a short statement (at most eight words) of a string answer fails
+      ("FINAL ANSWER: Jesse Park"), anything else is uncertain.
+    - ``ordered`` mode: the rows it names appear in another order than the result's: fail.
+    """
+    where = focus(answer)
+    prose = _CODE_RE.sub(" ", where.section).strip()
+    if not where.marked or len(gold) > STATEMENT_ROWS or not re.search(r"\w", prose):
+        return None
+    flags = tolerant_columns(gold)
+    positions = [_row_position(prose, row, tol, flags) for row in gold]
+    named = [p for p in positions if p is not None]
+    if not named:
+        if _POINTER_RE.search(prose):
+            return None
+        stated = f"the final answer states {prose[:80]!r}, which names no row of the query's result"
+        strings = any(isinstance(c, str) for _, c in _key_cells(gold[0]))
+        if strings and len(prose.split()) <= 8:
+            return False, stated
+        return True, f"uncertain: {stated}; the rules cannot tell whether it contradicts it"
+    if mode == "ordered" and named != sorted(named):
+        return False, "the final answer lists the result's rows in another order than the query"
+    return None
+
+
+def _settle_pass(
+    check: GradeCheck,
+    predicted: PredictedSql,
+    answer: str,
+    gold: list[Row],
+    mode: ExecSqlMode,
+    tol: Tolerance,
+    grade: Callable[[PredictedSql], GradeCheck],
+) -> GradeCheck:
+    """A passing query's grade, unless the final-answer section contradicts its result
+    (:func:`statement_check`) or the answer adopts later SQL that fails (uncertain)."""
+    statement = statement_check(answer, gold, mode, tol)
+    if statement is not None:
+        uncertain, words = statement
+        check.passed, check.uncertain = False, uncertain
+        check.reason = f"{words} ({check.reason})"
+        return check
+    for other in predicted.adopted:
+        alternative = grade(other)
+        if not alternative.passed:
+            check.passed, check.uncertain = False, True
+            check.reason = (
+                f"uncertain: the answer's ```sql block passes ({check.reason}) but the answer "
+                f"then adopts other SQL, which fails ({alternative.reason}); the rules cannot "
+                f"tell which one it commits to"
             )
             break
     return check
@@ -609,6 +751,9 @@ def _grade_one(
             source=f"{predicted.source}, translated from SQLite",
         )
     try:
+        literal = hard_coded(predicted.sql, (cell for row in gold_rows for cell in row))
+        if literal is not None:
+            raise SqlRefused(literal)
         columns, rows = run_query(warehouse, predicted.sql, row_cap=row_cap, timeout_s=timeout_s)
     except SqlRefused as exc:
         return GradeCheck(

@@ -8,12 +8,16 @@ marker, or the whole answer). Definitions:
   block (a ``json`` or bare fence) with nothing outside it is accepted and the reason says so.
   ``columns`` are keys required in the object (or in every object of a top-level array).
 - ``single_number``: the section is exactly one number (sign, currency sign, thousands
-  separators, ``%`` allowed; surrounding backticks or ``**`` ignored; no trailing words or period).
+  separators, ``%`` allowed unless the question forbids it; surrounding backticks or ``**``
+  ignored; no trailing words or period).
 - ``bullets``: exactly ``n`` top-level bullet lines (``-``, ``*``, ``+``, ``•`` or ``1.``/``1)``
   with at most one space of indentation); nested bullets are not counted.
 - ``markdown_table``: a pipe table with a header row and a ``---`` separator row and at least
   one data row; every required column appears in the header (case-insensitive, emphasis and
   backticks stripped). Extra columns are allowed and reported.
+
+The content of structured answers is checked against the truth rows by
+:mod:`dabench.grading.format_content`.
 """
 
 from __future__ import annotations
@@ -70,17 +74,31 @@ def check_json(section: str, required_keys: list[str]) -> GradeCheck:
     return _check(True, f"valid JSON{note}", "valid JSON", type(value).__name__)
 
 
-def check_single_number(section: str) -> GradeCheck:
-    """Exactly one number and nothing else."""
+_NO_PERCENT_RE = re.compile(
+    r"\b(?:no|without(?: an?| the)?)\s+(?:percent(?:age)?|%)(?:\s+(?:sign|symbol))?", re.I
+)
+"""A question that forbids the percent sign ("no words and no percent sign")."""
+
+
+def check_single_number(section: str, question: str | None = None) -> GradeCheck:
+    """Exactly one number and nothing else (no ``%`` when ``question`` forbids it)."""
     number = is_single_number(section)
     if number is None:
         return _check(False, f"not a single number only: {section.strip()[:80]!r}", "one number")
+    if number.percent and question and _NO_PERCENT_RE.search(question):
+        reason = f"a single number ({number.text}) with a percent sign the question forbids"
+        return _check(False, reason, "one number, no percent sign", number.text)
     return _check(True, f"a single number only ({number.text})", "one number", number.text)
+
+
+def bullet_items(section: str) -> list[str]:
+    """The top-level bullet lines of ``section``, markers kept."""
+    return [line for line in section.splitlines() if _BULLET_RE.match(line)]
 
 
 def check_bullets(section: str, n: int) -> GradeCheck:
     """Exactly ``n`` top-level bullets."""
-    bullets = [line for line in section.splitlines() if _BULLET_RE.match(line)]
+    bullets = bullet_items(section)
     passed = len(bullets) == n
     verdict = "exactly" if passed else "not"
     return _check(
@@ -94,12 +112,15 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in inner.split("|")]
 
 
-def _clean(cell: str) -> str:
-    return cell.strip().strip("*_`").strip().lower()
+def clean_cell(cell: str) -> str:
+    """A cell or item as compared: emphasis, backticks and a trailing period stripped, in
+    lower case."""
+    return cell.strip().rstrip(".").strip().strip("*_`").strip().rstrip(".:").strip().lower()
 
 
-def check_markdown_table(section: str, columns: list[str]) -> GradeCheck:
-    """A markdown pipe table whose header has every required column."""
+def find_table(section: str) -> tuple[list[str], list[list[str]]] | None:
+    """The first markdown pipe table in ``section``: its header cells and data rows (cells
+    as written), or ``None`` when there is no header row followed by a ``---`` row."""
     lines = section.splitlines()
     for i in range(len(lines) - 1):
         if "|" not in lines[i] or "|" not in lines[i + 1]:
@@ -109,29 +130,39 @@ def check_markdown_table(section: str, columns: list[str]) -> GradeCheck:
             _SEPARATOR_CELL_RE.match(c.replace(" ", "")) for c in separator
         ):
             continue
-        header = [_clean(c) for c in _cells(lines[i])]
-        rows = 0
+        rows = []
         for line in lines[i + 2 :]:
             if "|" not in line:
                 break
-            rows += 1
-        missing = [c for c in columns if _clean(c) not in header]
-        extra = [h for h in header if h not in {_clean(c) for c in columns}]
-        if missing:
-            return _check(False, f"the table lacks column(s) {', '.join(missing)}", columns, header)
-        if rows == 0:
-            return _check(False, "the table has a header but no data rows", columns, header)
-        more = f"; extra column(s) {', '.join(extra)} allowed" if extra and columns else ""
-        return _check(
-            True,
-            f"a markdown table with the required columns and {rows} rows{more}",
-            columns,
-            header,
-        )
-    return _check(False, "no markdown table (header row + --- separator row) found", columns)
+            rows.append(_cells(line))
+        return _cells(lines[i]), rows
+    return None
 
 
-def _json_value(section: str) -> Any:
+def check_markdown_table(section: str, columns: list[str]) -> GradeCheck:
+    """A markdown pipe table whose header has every required column."""
+    table = find_table(section)
+    if table is None:
+        return _check(False, "no markdown table (header row + --- separator row) found", columns)
+    header = [clean_cell(c) for c in table[0]]
+    rows = len(table[1])
+    missing = [c for c in columns if clean_cell(c) not in header]
+    extra = [h for h in header if h not in {clean_cell(c) for c in columns}]
+    if missing:
+        return _check(False, f"the table lacks column(s) {', '.join(missing)}", columns, header)
+    if rows == 0:
+        return _check(False, "the table has a header but no data rows", columns, header)
+    more = f"; extra column(s) {', '.join(extra)} allowed" if extra and columns else ""
+    return _check(
+        True,
+        f"a markdown table with the required columns and {rows} rows{more}",
+        columns,
+        header,
+    )
+
+
+def json_value(section: str) -> Any:
+    """The JSON of a section (one fenced block accepted); raises ``json.JSONDecodeError``."""
     text = section.strip()
     fenced = _FENCE_RE.match(text)
     return json.loads(fenced.group("body") if fenced else text)
@@ -145,7 +176,7 @@ def numeric_part(answer: str, spec: FormatSpec) -> str:
     section = focus(answer).section
     if spec.kind == "json":
         try:
-            value = _json_value(section)
+            value = json_value(section)
         except json.JSONDecodeError:
             return answer
         obj = value[0] if isinstance(value, list) and value else value
@@ -154,25 +185,22 @@ def numeric_part(answer: str, spec: FormatSpec) -> str:
             return json.dumps(obj[key])
         return answer
     if spec.kind == "bullets":
-        return next((line for line in section.splitlines() if _BULLET_RE.match(line)), answer)
+        return next(iter(bullet_items(section)), answer)
     if spec.kind == "markdown_table":
-        lines = section.splitlines()
-        for i in range(len(lines) - 2):
-            separator = _cells(lines[i + 1])
-            if "|" in lines[i] and all(
-                _SEPARATOR_CELL_RE.match(c.replace(" ", "")) for c in separator
-            ):
-                return lines[i + 2] if "|" in lines[i + 2] else answer
+        table = find_table(section)
+        if table is not None and table[1]:
+            return "| " + " | ".join(table[1][0]) + " |"
     return answer
 
 
-def check_format(answer: str, spec: FormatSpec) -> GradeCheck:
-    """Check ``answer`` (its final-answer section) against ``spec``."""
+def check_format(answer: str, spec: FormatSpec, *, question: str | None = None) -> GradeCheck:
+    """Check ``answer`` (its final-answer section) against ``spec`` (``question``: the task's
+    text, for what it forbids: a percent sign)."""
     section = focus(answer).section
     if spec.kind == "json":
         return check_json(section, spec.columns)
     if spec.kind == "single_number":
-        return check_single_number(section)
+        return check_single_number(section, question)
     if spec.kind == "bullets":
         if spec.n is None:
             raise ValueError("format 'bullets' needs n")

@@ -10,7 +10,8 @@ Parsed forms (docs/grading.md, "Numbers"):
 - apostrophe thousands ``1'234'567.50`` (also ``’``);
 - dot thousands with a comma decimal ``1.234.567,89`` / ``1.234,5`` and a comma decimal
   ``12,5``;
-- currency signs before (``$1,234.50``, ``-$5``, ``$-5``, ``US$5``) or after (``12,50 €``)
+- currency signs before (``$1,234.50``, ``-$5``, ``$-5``, ``US$5``; ``C$``/``CA$``, ``A$``,
+  ``NZ$``, ``HK$``, ``MX$``, ``S$``, ``R$`` name other dollars) or after (``12,50 €``)
   and currency codes or words (``268,405.99 EUR``, ``USD 5``, ``5 dollars``, ``108.19 US
   cents`` = 1.0819 dollars): :attr:`NumberMention.currency_code`; percentages (``12.5%`` kept
   as 12.5 and flagged), magnitude words and suffixes (``3 million``, ``1.2k``, ``2bn``,
@@ -50,7 +51,7 @@ _NUMBER_RE = re.compile(
     rf"""
     (?<![\w.,'’])
     (?P<sign>[-−+])?
-    (?P<cur>(?:US|U\.S\.|CA|C)?\$|[€£¥₹])?
+    (?P<cur>(?:US|U\.S\.|CA|C|AU|A|NZ|HK|MX|SG|S|R)?\$|[€£¥₹])?
     (?P<sign2>[-−])?
     (?P<num>
         (?P<eu>\d{{1,3}}(?:\.\d{{3}})+,\d+)                    # 1.234,50
@@ -167,6 +168,9 @@ def _digits(match: re.Match[str], mark: str | None) -> str | None:
 
 
 _SIGN_CODES = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
+_DOLLAR_PREFIXES = {"C": "CAD", "CA": "CAD", "A": "AUD", "AU": "AUD", "NZ": "NZD", "HK": "HKD"}
+_DOLLAR_PREFIXES |= {"MX": "MXN", "S": "SGD", "SG": "SGD", "R": "BRL"}
+"""Letters before ``$`` that name another dollar (``C$``, ``HK$``, ``MX$``, ``R$``...)."""
 _CODE_AFTER_RE = re.compile(
     r"^[ \t\u00a0\u202f]?(?:(?P<code>USD|EUR|GBP|INR|JPY|CNY|CHF|CAD|AUD|SEK)\b"
     r"|(?P<word>(?:US |U\.S\. |Canadian )?dollars?|euros?|rupees?|kronor|krona)\b"
@@ -277,8 +281,8 @@ def _currency_code(text: str, start: int, end: int, sign: str | None) -> tuple[s
     """The currency a mention is written in (ISO code) and whether it is in cents."""
     after = _CODE_AFTER_RE.match(text[end:])
     if sign:
-        if sign[:-1] in ("C", "CA"):  # C$ / CA$: Canadian dollars
-            return "CAD", False
+        if sign[:-1] in _DOLLAR_PREFIXES:  # C$ / CA$ / HK$ / MX$...: another dollar
+            return _DOLLAR_PREFIXES[sign[:-1]], False
         if sign == "$" and after is not None and after.group("code"):
             return after.group("code"), False  # "$25,331.43 CAD": the code names the dollar
         return _SIGN_CODES[sign[-1]], False

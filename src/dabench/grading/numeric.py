@@ -23,6 +23,10 @@ Rules (docs/grading.md, "Numeric", which lists the words each rule uses):
    restatements (:func:`restates`).
 7. **Hedge**: another value of the truth's kind joined by a range or slash, or in a
    sentence (the committed one or one after it) with a hedge word (:data:`HEDGE_WORDS`).
+8. **Asked form** (:func:`asked_form`, :func:`normalised`): month names, ``8 PM``, direction
+   words, other time units, basis points and lone number words are read as the question
+   asks; a percentage is not a count. Then bounds, declared guesses, corrections after the
+   answer and a part of another value (``164 of them``) fail.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import re
 from dataclasses import replace
 
 from dabench.grading.answer import Commitment, commitment
+from dabench.grading.asked_form import AskedForm, asked_form, normalised, words_read
 from dabench.grading.numbers import NumberMention, find_all_numbers, format_number
 from dabench.journal.records import GradeCheck
 
@@ -223,7 +228,8 @@ _COMPARISON_RE = re.compile(
 
 
 _REFERENCE_BEFORE_RE = re.compile(
-    r"(?:\bfrom|\bthan|\bsince|\bpreviously|\bprior|\bbefore|\bout of|\bof|\bacross|\bover"
+    r"(?:\bfrom|\bthan|\bsince|\bpreviously|\bprior|\bbefore|\bout of|(?<!total )(?<!sum )\bof"
+    r"|\bacross|\bover"
     r"|\bvs\.?|\bversus|\bcompared (?:with|to)|\bnot|n't|\binstead of|\brather than"
     r"|\b(?:last|prior|previous) (?:year|quarter|month|week|period)(?:['’]s(?: figure| total"
     r"| value)?)?|\b(?:yesterday|today)['’]s|\bin (?:q[1-4]|[a-z]+ \d{4})|\bwhich (?:is|was)"
@@ -261,26 +267,47 @@ def _meta_count(sentence: str, mention: NumberMention) -> bool:
     return bool(_META_COUNT_RE.match(sentence[mention.end :]))
 
 
-def _same_kind(a: NumberMention, b: NumberMention) -> bool:
+_CENTS_RE = re.compile(r"\d[.,]\d{2}$")
+
+
+def _same_kind(a: NumberMention, b: NumberMention, money: bool = False) -> bool:
     """Both or neither a percentage, both or neither with a currency, and the same currency
-    when both name one (``€248,087.43`` beside ``$268,405.99`` is a conversion, not a rival)."""
+    when both name one (``€248,087.43`` beside ``$268,405.99`` is a conversion, not a rival).
+    With ``money`` (the question asks an amount: :func:`asked_form`), a bare number written
+    to the cent (``37,430.20``) is of the kind of a currency amount."""
     codes = {a.currency_code, b.currency_code} - {None}
-    return a.percent == b.percent and a.currency == b.currency and len(codes) <= 1
+    if a.percent != b.percent or len(codes) > 1:
+        return False
+    if a.currency == b.currency:
+        return True
+    return money and all(m.currency or _CENTS_RE.search(m.text) for m in (a, b))
 
 
 _NEGATED_RE = re.compile(
-    r"(?:\bnot|n't|\bnever|\binstead of|\brather than|\bnor|\bexcept)[ \t*_]*"
-    r"(?:(?:exactly|quite|just|simply|really|the|a|an)[ \t*_]+)?[ \t*_]*$",
+    r"(?:\bnot|\bcannot|n't|\bnever|\binstead of|\brather than|\bnor|\bexcept)[ \t*_]*"
+    r"(?:(?:exactly|quite|just|simply|really|the|a|an|be|equal|equals|to)[ \t*_]+)*[ \t*_]*$",
     re.IGNORECASE,
 )
 
 
+_WRONG_AFTER_RE = re.compile(
+    r"^[^;.—–()\d]{0,60}?\b(?:is|are|was|were|seems|looks)[ \t]+(?:wrong|incorrect|inaccurate"
+    r"|invalid|stale|outdated|not (?:right|correct|accurate)|a mistake)\b",
+    re.IGNORECASE,
+)
+"""After a number, in its clause and before any other number: ``12 is incorrect``, ``the
+figure of 12 from the catalogue view is wrong``."""
+
+
 def negated(sentence: str, mention: NumberMention) -> bool:
-    """True when ``mention`` is denied in ``sentence`` (``not $1,234.50``, ``instead of``)."""
-    return bool(_NEGATED_RE.search(sentence[: mention.start][-30:]))
+    """True when ``mention`` is denied in ``sentence`` (``not $1,234.50``, ``instead of``,
+    ``cannot be 12``, ``not equal to 164``, ``12 is incorrect``)."""
+    return bool(_NEGATED_RE.search(sentence[: mention.start][-30:])) or bool(
+        _WRONG_AFTER_RE.match(sentence[mention.end :])
+    )
 
 
-def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
+def committed_value(sentence: str, hit: NumberMention, money: bool = False) -> NumberMention | None:
     """The value ``sentence`` commits to, of the same kind as ``hit`` (the truth), or ``None``
     when the sentence marks none.
 
@@ -295,7 +322,7 @@ def committed_value(sentence: str, hit: NumberMention) -> NumberMention | None:
         m
         for m in find_all_numbers(sentence)
         if not m.ambiguous
-        and _same_kind(m, hit)
+        and _same_kind(m, hit, money)
         and (m.start == hit.start or not restates(m, hit))
         and (outside[m.start] or not outside[hit.start])
         and (m.start == hit.start or not _clock_minutes(sentence, m))
@@ -323,9 +350,12 @@ def find_hedge(
     tol_abs: float,
     tol_rel: float,
     asked: frozenset[float] = frozenset(),
+    money: bool = False,
 ) -> str | None:
     """Why ``statement`` hedges between ``hit`` (the truth) and another value, or ``None``;
-    a time of day the question states (``asked``: :func:`question_numbers`) is no rival."""
+    a time of day the question states (``asked``: :func:`question_numbers`) is no rival.
+    A sentence after the committed one (or in a skipped trailing note) that states another
+    value with a word of correction (:data:`_CORRECTION_RE`) corrects the answer."""
     truth_is_year = 1900 <= expected <= 2100 and expected == int(expected)
 
     def competitors(text: str) -> list[NumberMention]:
@@ -333,7 +363,7 @@ def find_hedge(
             m
             for m in find_all_numbers(text)
             if not m.ambiguous
-            and _same_kind(m, hit)
+            and _same_kind(m, hit, money)
             and not math.isclose(m.value, hit.value, rel_tol=1e-9, abs_tol=1e-12)
             and not restates(m, hit)
             and not _REFERENCE_BEFORE_RE.search(m.before)
@@ -341,12 +371,22 @@ def find_hedge(
             and not (_clock_time(text, m) and m.value in asked)
         ]
 
-    sentences = [(statement.sentence, True), *((s, False) for s in statement.following)]
-    for text, committed in sentences:
+    sentences = [
+        (statement.sentence, "committed"),
+        *((s, "following") for s in statement.following),
+        *((s, "later") for s in statement.later),
+    ]
+    for text, place in sentences:
         others = competitors(text)
         if not others:
             continue
-        if committed:
+        correction = _CORRECTION_RE.search(text) if place != "committed" else None
+        if correction is not None:
+            values = ", ".join(m.text for m in others)
+            return f"a later sentence corrects it to {values} ({correction.group(0)!r})"
+        if place == "later":
+            continue
+        if place == "committed":
             first = min([hit.start, *(m.start for m in others)])
             for other in others:
                 lo, hi = sorted((hit, other), key=lambda m: m.start)
@@ -406,6 +446,17 @@ _ENDORSE_RE = re.compile(
     r"|although)\b",
     re.IGNORECASE,
 )
+_USES_RE = re.compile(r"\b(?:uses|used|using)\b", re.IGNORECASE)
+_UNLESS_IF_RE = re.compile(r"\b(?:if|whether|unless)\b", re.IGNORECASE)
+
+
+def _asserts_use(clause: str) -> bool:
+    """``under the fiscal definition the board uses``: the clause says which reading is in
+    use (the naive one is then the wanted one); ``if the board uses ...`` only supposes it."""
+    uses = _USES_RE.search(clause)
+    return uses is not None and not _UNLESS_IF_RE.search(clause[: uses.start()])
+
+
 _RELATIVE_RE = re.compile(r"\b(?:which|that|who)\b", re.IGNORECASE)
 _AFTER_NAIVE_RE = re.compile(r"\b(?:and|but|which|that|this|is|are|was|were)\b", re.IGNORECASE)
 _CONDITIONAL_WORD_RE = re.compile(r"\b(?:if|would|unless|depending|depends)\b", re.IGNORECASE)
@@ -471,6 +522,7 @@ def _caveat_clause(text: str, lo: int, hi: int, mention: NumberMention) -> bool:
         kin
         or _UNSURE_RE.search(clause)
         or _ENDORSE_RE.search(clause)
+        or _asserts_use(clause)
         or _RELATIVE_RE.search(clause)
         or _DOUBT_RE.search(clause)
         or _AFTER_NAIVE_RE.search(after)
@@ -556,6 +608,7 @@ def alternative_reading(
                 kin
                 or _UNSURE_RE.search(clause)
                 or _ENDORSE_RE.search(clause)
+                or _asserts_use(clause)
                 or _RELATIVE_RE.search(clause)
             ):
                 return None
@@ -601,6 +654,105 @@ def asked_currency(question: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _in_form(statement: Commitment, form: AskedForm) -> Commitment:
+    """``statement`` with every sentence :func:`normalised` and lone number words read in
+    the committed one."""
+    return replace(
+        statement,
+        sentence=words_read(normalised(statement.sentence, form)),
+        following=tuple(normalised(s, form) for s in statement.following),
+        preceding=tuple(normalised(s, form) for s in statement.preceding),
+        later=tuple(normalised(s, form) for s in statement.later),
+    )
+
+
+def _reads_as(
+    mention: NumberMention, expected: float, tols: tuple[float, float], form: AskedForm
+) -> bool:
+    """``_hits`` in the asked form: for a percentage ``405%`` reads as 405 only, and for a
+    count a percentage is never the answer."""
+    if mention.percent and form.count:
+        return False
+    if mention.percent and form.percent:
+        return not mention.ambiguous and within(mention.value, expected, *tols)
+    return _hits(mention, expected, *tols)
+
+
+_BOUND_BEFORE_RE = re.compile(
+    r"(?:\bat (?:least|most)|\b(?:more|less|fewer|greater|lower|higher) than|\bup to"
+    r"|\bno (?:more|fewer|less) than|\bupwards of|\bin excess of|[<>≤≥]=?)[ \t*_~]*$",
+    re.IGNORECASE,
+)
+_BOUND_AFTER_RE = re.compile(
+    r"^[ \t*_]*\(?[ \t]*(?:±|\+/-|\+-|plus or minus\b)|^\+(?!\d)|^[ \t]+or (?:more|fewer|less)\b",
+    re.IGNORECASE,
+)
+_APPROXIMATE_RE = re.compile(
+    r"\bsomewhere\b|\bballpark\b|\bgive or take\b|\bin the (?:low |mid |high )?\d+0s\b",
+    re.IGNORECASE,
+)
+_GUESS_RE = re.compile(
+    r"\b(?:guess\w*|don['’]?t know|do not know|no idea|not sure|unsure|maybe|perhaps"
+    r"|(?:can['’]?t|cannot|could not|couldn['’]?t) give (?:a |an |you )?(?:reliable|definitive"
+    r"|exact|accurate|firm)"
+    r"|(?:unable to|couldn['’]?t|could not|cannot|can['’]?t) (?:query|access|connect|run|reach"
+    r"|verify|check)\b)",
+    re.IGNORECASE,
+)
+_SUBSET_AFTER_RE = re.compile(r"^[ \t]+of[ \t]+(?:them|these|those|which)\b", re.IGNORECASE)
+_CORRECTION_RE = re.compile(
+    r"\b(?:correct(?:ed|ion)?|true|real|actual|wait|scratch|hmm|oops|mistake|wrong|incorrect"
+    r"|miscounted|double-counted|recount\w*|revised|should be|to use)\b",
+    re.IGNORECASE,
+)
+"""In a sentence after the committed one, with another value of the truth's kind: the answer
+is corrected (``Wait, ... The correct count is 10.``)."""
+
+
+def _unsure_single(sentence: str, hit: NumberMention) -> str | None:
+    """Why the committed ``sentence`` does not commit to ``hit`` although it states no other
+    value: a bound (``at least 12``, ``164 (± 10)``) or a declared guess (``If I had to
+    guess, 12``, ``I'm not sure - maybe 164``); else ``None``."""
+    if _BOUND_BEFORE_RE.search(sentence[: hit.start][-30:]) or _BOUND_AFTER_RE.match(
+        sentence[hit.end :]
+    ):
+        return f"states {hit.text} as a bound, not a value"
+    guess = _GUESS_RE.search(sentence)
+    if guess is not None:
+        return f"states {hit.text} as a guess ({guess.group(0)!r})"
+    return None
+
+
+def _part_of(sentence: str, hit: NumberMention, money: bool) -> NumberMention | None:
+    """``171 tickets ..., but only 164 of them ...``: the truth is a part (``of them``,
+    ``of these``) of an earlier value of its kind, which is the committed one."""
+    if not _SUBSET_AFTER_RE.match(sentence[hit.end :]):
+        return None
+    earlier = [
+        m
+        for m in find_all_numbers(sentence[: hit.start])
+        if not m.ambiguous and _same_kind(m, hit, money) and not _year_like(m)
+    ]
+    return earlier[-1] if earlier else None
+
+
+def _later_value(statement: Commitment, hit: NumberMention, money: bool) -> NumberMention | None:
+    """A value of the truth's kind right after a copula in a trailing paragraph skipped as a
+    supporting remark (``Based on the policy, revenue was $35,100.00.``): it may be the
+    corrected answer."""
+    for text in statement.later:
+        for m in find_all_numbers(text):
+            if (
+                not m.ambiguous
+                and _same_kind(m, hit, money)
+                and not _year_like(m)
+                and not math.isclose(m.value, hit.value, rel_tol=1e-9, abs_tol=1e-12)
+                and _COPULA_BEFORE_RE.search(text[: m.start][-40:])
+            ):
+                return m
+    return None
+
+
 _QUESTIONED_RE = re.compile(
     r"^[ \t*_`]*(?:(?:[^\W\d_]+[ \t*_`]*){0,3}|,[ \t]*(?:[^\W\d_]+[ \t*_`]*){1,2})\?"
 )
@@ -627,7 +779,9 @@ def check_numeric(
     text, whose own numbers (a window's ``18:00``, a threshold) restated in the answer are
     its parameters, not rival answers (:func:`question_numbers`)."""
     asked = question_numbers(question or "")
-    statement = commitment(answer)
+    form = asked_form(question or "")
+    original = commitment(answer)
+    statement = _in_form(original, form)
     where = statement.where
     mentions = find_all_numbers(statement.sentence)
     parsed = [m for m in mentions if not m.ambiguous and not _meta_count(statement.sentence, m)]
@@ -639,7 +793,7 @@ def check_numeric(
     )
     found = [m.text for m in mentions]
     unparsed = f" ({', '.join(ambiguous)}: ambiguous grouping, not read)" if ambiguous else ""
-    said = f"{where} ({statement.sentence[:100]!r})"
+    said = f"{where} ({original.sentence[:100]!r})"
 
     def fail(reason: str, *, uncertain: bool = False) -> GradeCheck:
         if uncertain:
@@ -661,7 +815,7 @@ def check_numeric(
         )
 
     tols = (tolerance_abs, tolerance_rel)
-    in_truth = [m for m in parsed if _hits(m, expected, *tols)]
+    in_truth = [m for m in parsed if _reads_as(m, expected, tols, form)]
     wanted = currency or WORLD_CURRENCY
 
     def in_wanted(m: NumberMention) -> bool:
@@ -684,6 +838,10 @@ def check_numeric(
         )
     if hit is not None and negated(statement.sentence, hit):
         return fail(f"{said} denies {hit.text} (the truth); expected {bound}")
+    if hit is not None:
+        unsure = _unsure_single(statement.sentence, hit)
+        if unsure is not None:
+            return fail(f"{said} {unsure}; expected {bound} stated as the answer")
     if hit is not None:
         caveats_out = blank_caveats(statement, hit)
         if caveats_out != statement:
@@ -752,21 +910,36 @@ def check_numeric(
             f"{said} ends the clause of {hit.text} with a question mark, which withdraws the "
             f"commitment; expected {bound} stated"
         )
-    hits = [m for m in parsed if _hits(m, expected, *tols)]
-    committed = committed_value(statement.sentence, hit)
+    hits = [m for m in parsed if _reads_as(m, expected, tols, form)]
+    committed = committed_value(statement.sentence, hit, form.money)
     if committed is not None and all(committed.start != m.start for m in hits):
         return fail(
             f"{said} commits to {committed.text}; {hit.text} appears only as an intermediate "
             f"figure; expected {bound}"
         )
-    hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel, asked)
+    part = _part_of(statement.sentence, hit, form.money)
+    if part is not None:
+        return fail(f"{said} commits to {part.text}; {hit.text} is a part of it; expected {bound}")
+    hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel, asked, form.money)
     if hedge is not None:
         return fail(f"{where} states {hit.text} but hedges: {hedge}; a hedge fails")
+    approximate = _APPROXIMATE_RE.search(statement.sentence)
+    if approximate is not None:
+        return fail(
+            f"{said} states {hit.text} as an approximation ({approximate.group(0)!r})",
+            uncertain=True,
+        )
+    later = _later_value(statement, hit, form.money)
+    if later is not None:
+        return fail(
+            f"{where} states {hit.text}, but a later remark states {later.text} after a copula",
+            uncertain=True,
+        )
     if _COMPARISON_RE.search(statement.sentence):
         rival = [
             m
             for m in parsed
-            if _same_kind(m, hit)
+            if _same_kind(m, hit, form.money)
             and not _hits(m, expected, *tols)
             and not restates(m, hit)
             and not (_year_like(m) and not _year_like(hit))
@@ -782,8 +955,9 @@ def check_numeric(
         rivals = [
             m
             for m in parsed
-            if _same_kind(m, hit)
+            if _same_kind(m, hit, form.money)
             and outside[m.start]
+            and not _SUBSET_AFTER_RE.match(statement.sentence[m.end :])
             and not _hits(m, expected, *tols)
             and not restates(m, hit)
             and not (_year_like(m) and not _year_like(hit))
