@@ -24,6 +24,11 @@ from dabench.sqlresult import (
 CORPUS = Path(__file__).parent / "data" / "sql_results"
 SERVERS = json.loads((CORPUS / "servers.json").read_text(encoding="utf-8"))
 AMBIGUOUS = json.loads((CORPUS / "ambiguous.json").read_text(encoding="utf-8"))
+MISREADS = json.loads((CORPUS / "misreads.json").read_text(encoding="utf-8"))
+"""Texts an adversarial review found read wrong without a word (truncation notices, error
+answers with empty rows, ``-`` rows, values holding newlines, two result sets, names that
+disagree with the rows, prose around CSV, ``...`` in reprs, quoted CSV NULLs, error texts
+without ``isError``), each with the table it must read as or the refusal it must raise."""
 TABLE = (["region", "revenue"], [["EU", 12.5], ["US", None]])
 
 
@@ -118,6 +123,54 @@ def test_ambiguous_and_constructed_results(entry: dict[str, Any]) -> None:
     _check(entry)
 
 
+@pytest.mark.parametrize("entry", MISREADS, ids=[e["case"].split(":")[0] for e in MISREADS])
+def test_results_once_misread_read_right_or_refuse(entry: dict[str, Any]) -> None:
+    _check(entry)
+
+
+def test_a_truncated_result_says_why_it_is_refused() -> None:
+    text = '{"rows": [{"n": 1}, {"n": 2}], "truncated": true, "total_rows": 502}'
+    with pytest.raises(UnreadableResult, match=r"\(truncated: true\); refusing to read a partial"):
+        read_sql_result(text)
+    with pytest.raises(UnreadableResult, match=r"says 5 rows \(rowCount\), 1 was read"):
+        read_sql_result('{"rowCount": 5, "rows": [{"n": 1}]}')
+    with pytest.raises(UnreadableResult, match=r"'\.\.\. 500 more rows'"):
+        read_sql_result("| n |\n|---|\n| 1 |\n| 2 |\n... 500 more rows")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Error: 3 rows",  # an error, not a value
+        "Catalog Error: Table with name foo does not exist!",
+        "duckdb.duckdb.CatalogException: Catalog Error: Table with name foo does not exist!",
+        "Query timed out after 30 seconds",
+        '{"status": "error", "message": "no such table: foo"}',
+        '{"errors": [{"message": "no such table"}], "data": null}',
+        '{"rows": [], "error": "no such table: foo"}',
+    ],
+)
+def test_error_answers_without_is_error_are_tool_errors(text: str) -> None:
+    assert server_error(text)
+    with pytest.raises(SqlToolError):
+        read_sql_result(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| note |\n|---|\n| Error: none |",
+        '[{"error": "no such table: foo"}]',
+        "status,message\nerror,timeout",
+        '{"status": "ok", "rows": [{"n": 1}]}',
+        '{"errors": [], "rows": [{"n": 1}]}',
+    ],
+)
+def test_error_words_inside_a_table_are_data(text: str) -> None:
+    assert server_error(text) is None
+    assert read_sql_result(text).rows
+
+
 def _check(entry: dict[str, Any]) -> None:
     expect = entry["expect"]
     if expect.get("tool_error"):
@@ -162,7 +215,7 @@ def test_the_corpus_covers_every_server_and_the_worst_case() -> None:
 def test_no_unreadable_result_is_ever_an_empty_table() -> None:
     """Every text of the corpus either reads as a table the corpus states, or raises a
     HarnessError (which the runner turns into an excluded episode); nothing in between."""
-    for entry in SERVERS + AMBIGUOUS:
+    for entry in SERVERS + AMBIGUOUS + MISREADS:
         try:
             table = read_sql_result(entry["text"])
         except HarnessError:

@@ -6,14 +6,24 @@ import re
 from typing import Any
 
 _ERROR_TEXT = re.compile(
-    r"^\s*(?:error|database error|query error|sql error|execution error|exception|"
-    r"failed to execute(?: query)?|query failed|error executing (?:query|sql)|"
-    r"error validating query)\b\s*[:\-]",
+    r"^\s*(?:(?:error|database error|query error|sql error|sqlite error|execution error|exception|"
+    r"failed to (?:execute|run)(?: (?:the )?(?:query|sql|statement))?|query failed|"
+    r"error executing (?:query|sql)|error validating query|an error occurred|"
+    r"(?:invalid|bad) (?:query|sql|statement)|permission denied|"
+    r"(?:[A-Za-z]+ ){1,3}error)\b\s*[:\-]"
+    r"|[A-Za-z_][\w.]*(?:Error|Exception)\s*:"
+    r"|traceback \(most recent call last\)"
+    r"|only (?:select|read-only|read only)\b[^\n]*\b(?:allowed|permitted|supported)"
+    r"|(?:the )?(?:query|statement|request) (?:timed out|was cancelled|was canceled)\b)",
     re.IGNORECASE,
 )
-"""Text answers of the servers in the corpus: postgres-mcp ``Error: ...``, mcp-alchemy
-``Error: (psycopg2.errors...)``, mcp-server-duckdb ``Database error: ...``, PostgreSQL's own
-``ERROR:  ...``."""
+"""Text answers of the servers in the corpus and of others seen: postgres-mcp ``Error:
+...``, mcp-alchemy ``Error: (psycopg2.errors...)``, mcp-server-duckdb ``Database error:
+...``, PostgreSQL's own ``ERROR:  ...``, DuckDB's ``Catalog Error:`` / ``Binder Error:`` /
+``Parser Error:``, ``SQLite error:``, ``Failed to run query:``, a Python exception
+(``sqlite3.OperationalError: ...``, a traceback), mcp-server-sqlite's ``Only SELECT queries
+are allowed ...`` and ``Query timed out ...``. Anchored at the start of the text, so a table
+holding such words in a cell is still data."""
 
 
 _DBT_FAILED = re.compile(
@@ -51,15 +61,31 @@ def without_dbt_log(text: str) -> str:
     return "\n".join(lines[rest:])
 
 
+_FAILED_STATUS = frozenset({"error", "failed", "failure", "fail", "aborted", "cancelled"})
+
+
 def error_in_json(body: Any) -> str | None:
     """The error of a JSON error answer: ``{"success": false, "error": ...}`` (dbhub,
-    mcp-server-motherduck), ``{"error": ...}`` or ``{"isError": true, ...}`` without rows."""
+    mcp-server-motherduck), ``{"ok": false}``, ``{"isError": true, ...}``, ``{"status":
+    "error" | "failed", ...}``, a non-empty ``errors`` list, or a non-empty ``error`` (even
+    beside rows: ``{"rows": [], "error": ...}`` is a failure, not an empty table)."""
     if not isinstance(body, dict):
         return None
+    errors = body.get("errors")
+    if errors and isinstance(errors, list | dict | str):
+        first = errors[0] if isinstance(errors, list) else errors
+        if isinstance(first, dict):
+            first = first.get("message") or first
+        return str(first)
     error = body.get("error") or body.get("message") or body.get("detail")
-    failed = body.get("success") is False or body.get("ok") is False or body.get("isError") is True
-    has_rows = any(k in body for k in ("rows", "data", "result", "results", "values", "records"))
-    if failed or (body.get("error") and not has_rows):
+    status = body.get("status")
+    failed = (
+        body.get("success") is False
+        or body.get("ok") is False
+        or body.get("isError") is True
+        or (isinstance(status, str) and status.strip().lower() in _FAILED_STATUS)
+    )
+    if failed or (body.get("error") and not isinstance(body.get("error"), bool)):
         if isinstance(error, dict):
             error = error.get("message") or error
         return str(error) if error else "the server reported failure"

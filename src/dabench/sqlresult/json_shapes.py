@@ -9,7 +9,15 @@ statement's), ``show`` (``dbt show --output json``), MCP content blocks
 (``[{"type": "text", "text": ...}]``, the shape FastMCP puts in ``structuredContent``) and
 JSON held in a string are opened, at most four deep. Text found inside (a content block's
 text) is handed back to the caller to read as text.
-Strings that read as numbers in canonical form (``"1000"``, ``"1.50"``) become numbers.
+Strings that are plain decimals (``"1000"``, ``"1.50"``: how drivers send PostgreSQL's
+``numeric`` and ``bigint``) become numbers; ``"007"``, ``"+7"`` and ``"1e3"`` stay text.
+
+Refused (:class:`UnreadableResult`), because reading them would grade a wrong table: an
+envelope that says the rows are partial (``truncated``/``has_more``/``partial`` true, a next
+page cursor, a note such as ``"warning": "Results limited to 3 rows"``, a row count such as
+``rowCount``/``total_rows``/``count`` that is not the number of rows); duplicate column names
+over row objects; row objects with keys that are not among the columns; a list of lists of
+row objects (several result sets).
 """
 
 from __future__ import annotations
@@ -18,7 +26,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from dabench.sqlresult.model import SqlTable, UnreadableResult, number_or_text, positional_columns
+from dabench.sqlresult.model import (
+    TRUNCATION,
+    SqlTable,
+    UnreadableResult,
+    json_number,
+    load_json,
+    miscount,
+    partial,
+    positional_columns,
+)
 
 ROW_KEYS = ("rows", "values", "data", "records", "items")
 COLUMN_KEYS = ("columns", "fields", "meta", "schema", "column_names", "headers")
@@ -26,13 +43,52 @@ ENVELOPES = (
     "data", "result", "results", "content", "output", "statements", "structuredContent", "show",
 )  # fmt: skip
 MAX_DEPTH = 4
+PARTIAL_FLAGS = (
+    "truncated", "is_truncated", "isTruncated", "has_more", "hasMore", "more", "partial",
+    "is_partial", "incomplete", "limited", "limit_reached", "row_limit_reached",
+    "rowLimitReached", "results_truncated",
+)  # fmt: skip
+NEXT_PAGE = (
+    "next_cursor", "nextCursor", "next_page", "nextPage", "next_page_token", "nextPageToken",
+)  # fmt: skip
+COUNT_KEYS = (
+    "rowCount", "row_count", "rowcount", "rows_count", "num_rows", "numRows", "nrows", "n_rows",
+    "total_rows", "totalRows", "total_count", "totalCount", "total", "count", "rows",
+)  # fmt: skip
+NOTE_KEYS = (
+    "warning", "warnings", "message", "messages", "note", "notes", "notice", "notices", "info",
+    "status", "detail",
+)  # fmt: skip
 
 ReadText = Callable[[str], SqlTable]
 
 
 def json_cell(value: Any) -> Any:
-    """A JSON cell: numeric strings in canonical form become numbers."""
-    return number_or_text(value) if isinstance(value, str) else value
+    """A JSON cell: strings that are plain decimals become numbers."""
+    return json_number(value) if isinstance(value, str) else value
+
+
+def _check_partial(body: dict[str, Any]) -> None:
+    """Refuse an envelope that says its rows are only part of the result."""
+    for key in PARTIAL_FLAGS:
+        if body.get(key) is True:
+            raise partial(f"{key}: true")
+    for key in NEXT_PAGE:
+        if body.get(key) not in (None, "", False):
+            raise partial(f"{key}: {str(body[key])[:40]!r}")
+    for key in NOTE_KEYS:
+        notes = body.get(key)
+        for note in notes if isinstance(notes, list) else [notes]:
+            if isinstance(note, str) and TRUNCATION.search(note):
+                raise partial(f"{key}: {note[:120]!r}")
+
+
+def _check_counts(body: dict[str, Any], table: SqlTable) -> None:
+    """Refuse a table whose envelope states another row count."""
+    for key in COUNT_KEYS:
+        count = body.get(key)
+        if isinstance(count, int) and not isinstance(count, bool) and count != len(table.rows):
+            raise miscount(count, key, len(table.rows))
 
 
 def _column_name(column: Any) -> str | None:
@@ -59,11 +115,24 @@ def rows_table(rows: list[Any], names: list[str] | None, fmt: str = "json") -> S
     if not rows:
         return SqlTable(names or [], [], fmt, positional=names is None)
     if all(isinstance(r, dict) for r in rows):
+        if names is not None and len(set(names)) != len(names):
+            raise UnreadableResult(
+                f"duplicate column names {names} over rows as objects: which value is which?"
+            )
         columns = list(names or [])
         for row in rows:
-            columns += [k for k in row if k not in columns]
+            extra = [k for k in row if k not in columns]
+            if names is not None and extra:
+                raise UnreadableResult(
+                    f"row keys {extra} not among the columns {names}: names and rows disagree"
+                )
+            columns += extra
         return SqlTable(columns, [[json_cell(r.get(c)) for c in columns] for r in rows], fmt)
     if all(isinstance(r, list | tuple) for r in rows):
+        if all(r and all(isinstance(c, dict) for c in r) for r in rows):
+            raise UnreadableResult(
+                "a list of lists of row objects: several result sets, not one table"
+            )
         widths = {len(r) for r in rows}
         if len(widths) != 1 or (names is not None and widths != {len(names)}):
             raise UnreadableResult(
@@ -103,7 +172,7 @@ def json_table(body: Any, read_text: ReadText, depth: int = 0) -> SqlTable | Non
         stripped = body.strip()
         if stripped[:1] in "[{":
             try:
-                return json_table(json.loads(stripped), read_text, depth + 1)
+                return json_table(load_json(stripped), read_text, depth + 1)
             except json.JSONDecodeError:
                 pass
         return read_text(body) if depth else None
@@ -116,6 +185,14 @@ def json_table(body: Any, read_text: ReadText, depth: int = 0) -> SqlTable | Non
         return rows_table(body, None)
     if not isinstance(body, dict):
         return None
+    _check_partial(body)
+    table = _table_in(body, read_text, depth)
+    if table is not None:
+        _check_counts(body, table)
+    return table
+
+
+def _table_in(body: dict[str, Any], read_text: ReadText, depth: int) -> SqlTable | None:
     names = _names(body)
     for key in ROW_KEYS:
         rows = body.get(key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +22,30 @@ NULL_WORDS = frozenset({"", "null", "none", "nil", "<null>", "∅"})
 _INT = re.compile(r"[+-]?(0|[1-9]\d*)")
 _ISO_T = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?")
 _FLOAT = re.compile(r"[+-]?(0|[1-9]\d*)?\.\d+([eE][+-]?\d+)?|[+-]?(0|[1-9]\d*)[eE][+-]?\d+")
+_PLAIN_DECIMAL = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?")
+"""A number sent as a JSON string: PostgreSQL's ``numeric``/``bigint`` as drivers send them
+(``"1000"``, ``"1.50"``); ``"+7"``, ``"1e3"`` or ``"007"`` stay text."""
+
+TRUNCATION = re.compile(
+    r"\btruncat|\blimited to\b|\blimit(?:ed)? (?:of|at) \d|\brow limit\b"
+    r"|\bmax(?:imum)?[ _]rows\b|\bmore (?:rows|results|records|data)\b|\b\d[\d,]* more\b"
+    r"|\bshowing (?:the )?(?:first|top|only)\b"
+    r"|\b(?:only|first) (?:the )?(?:first )?\d[\d,]* (?:of|rows?|results?|records?)\b"
+    r"|\b\d[\d,]* of \d[\d,]* (?:rows?|results?|records?)\b|\brows? (?:were |was )?omitted\b"
+    r"|\b(?:results?|output|rows?) (?:was |were |is |are |has been |have been )?"
+    r"(?:cut|capped|clipped)\b|\bpartial results?\b",
+    re.IGNORECASE,
+)
+"""A server's note that it sent only part of the result (``... 7 more rows``, ``Results
+limited to 1000 rows``, ``Showing first 2 of 502 rows``, ``(truncated)``, ``Row limit of 1
+reached``), found in the text around a table or in a JSON envelope's notes."""
+_COUNT_LINE = re.compile(
+    r"^\W*(?:(?:results?|total|query returned|returned|found|fetched|retrieved|selected)\s*:?\s*)?"
+    r"(\d[\d,]*)\s+(?:rows?|records?)\b",
+    re.IGNORECASE,
+)
+"""A line stating the row count: ``(2 rows)``, ``2 rows returned``, ``Result: 2 rows``,
+``1 row in set (0.00 sec)``."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +87,65 @@ class SqlToolError(HarnessError):
     ...``, ``{"success": false, "error": ...}``): a tool error, not data."""
 
 
+def partial(what: str) -> UnreadableResult:
+    """The refusal of a result the server says it cut short."""
+    return UnreadableResult(
+        f"the result says it is cut short ({what}); refusing to read a partial result"
+    )
+
+
+def check_notes(lines: list[str], rows: int) -> None:
+    """Refuse when a line around a table says the result was cut short, or states a row
+    count other than the ``rows`` read."""
+    for line in lines:
+        note = line.strip()
+        if TRUNCATION.search(note):
+            raise partial(repr(note[:120]))
+        count = _COUNT_LINE.match(note)
+        if count is not None and int(count.group(1).replace(",", "")) != rows:
+            raise miscount(int(count.group(1).replace(",", "")), repr(note[:120]), rows)
+
+
+def miscount(said: int, where: str, rows: int) -> UnreadableResult:
+    """The refusal of a result whose stated row count is not the rows read."""
+    read = f"{rows} {'was' if rows == 1 else 'were'} read"
+    return UnreadableResult(
+        f"the result says {said} rows ({where}), {read}; refusing to read a partial result"
+    )
+
+
+def count_line(line: str) -> int | None:
+    """The count of a line that is only a row count (``(2 rows)``, ``2 rows``)."""
+    found = re.fullmatch(r"\(?\s*(\d[\d,]*)\s+rows?\s*\)?", line.strip(), re.IGNORECASE)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
+class DuplicateKey(ValueError):
+    """A JSON object or Python dict with the same key twice: which value is the cell?"""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+JSON = json.JSONDecoder(object_pairs_hook=_unique)
+"""The decoder the reader uses: a key twice in one object is refused, not the last one kept."""
+
+
+def load_json(text: str) -> Any:
+    """``text`` as JSON (``json.JSONDecodeError`` when it is none); a duplicate key raises
+    :class:`UnreadableResult`."""
+    try:
+        return JSON.decode(text.strip())
+    except DuplicateKey as exc:
+        raise UnreadableResult(f"duplicate key {exc} in a JSON object") from None
+
+
 def sample(text: str) -> str:
     """The first characters of ``text`` for an error message."""
     return text.strip()[:SAMPLE_CHARS]
@@ -81,6 +165,22 @@ def number_or_text(value: str) -> Any:
     if _FLOAT.fullmatch(stripped):
         return float(stripped)
     return value
+
+
+def json_number(value: str) -> Any:
+    """A JSON string cell: a number when it is a plain decimal (see ``_PLAIN_DECIMAL``), else
+    the string."""
+    if _PLAIN_DECIMAL.fullmatch(value):
+        return int(value) if _INT.fullmatch(value) else float(value)
+    return value
+
+
+def quoted_cell(value: str) -> Any:
+    """A quoted CSV field: never NULL (``"NULL"`` is the text NULL, ``""`` the empty
+    string), else read like a text cell."""
+    if _ISO_T.fullmatch(value.strip()):
+        return value.strip().replace("T", " ")
+    return number_or_text(value) if value.strip() else value
 
 
 def text_cell(text: str) -> Any:

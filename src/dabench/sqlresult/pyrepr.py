@@ -6,7 +6,8 @@ datetime.date(2025, 1, 1))]``, no column names) or ``str(list_of_dicts)`` (postg
 lists and tuples, dicts with string keys, literals, unary minus, and the calls
 ``Decimal('...')``, ``datetime.date(...)``, ``datetime.datetime(...)``, ``datetime.time(...)``,
 ``datetime.timedelta(...)`` and ``UUID('...')`` with literal arguments. Anything else is
-refused; nothing is ever evaluated.
+refused; nothing is ever evaluated. ``...`` (a repr cut short by ``reprlib`` or by hand) and
+a dict with the same key twice are refused too.
 
 Decimals read as ``int``/``float`` like a text cell; dates and times as the ISO text DuckDB
 prints (``2025-01-01``, ``2025-01-02 03:04:05``).
@@ -79,6 +80,8 @@ def _call(node: ast.Call) -> Any:
 
 
 def _literal(node: ast.expr) -> Any:
+    if isinstance(node, ast.Constant) and node.value is Ellipsis:
+        raise _Refused("... (Ellipsis): a repr cut short")
     if isinstance(node, ast.Constant) and not isinstance(node.value, bytes | complex):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
@@ -94,6 +97,8 @@ def _literal(node: ast.expr) -> Any:
         keys = [_literal(k) for k in node.keys if k is not None]
         if not all(isinstance(k, str) for k in keys):
             raise _Refused("a dict key that is not a string")
+        if len(set(keys)) != len(keys):
+            raise _Refused(f"duplicate key in a dict: {sorted(keys)}")
         return dict(zip(keys, (_literal(v) for v in node.values), strict=True))
     if isinstance(node, ast.Call):
         return _call(node)

@@ -10,9 +10,14 @@ from dabench.sqlresult.adapter import ResultAdapter
 from dabench.sqlresult.errors_text import error_in_json, error_in_text, without_dbt_log
 from dabench.sqlresult.json_shapes import json_table
 from dabench.sqlresult.model import (
+    JSON,
+    TRUNCATION,
+    DuplicateKey,
     SqlTable,
     SqlToolError,
     UnreadableResult,
+    load_json,
+    partial,
     positional_columns,
     sample,
     text_cell,
@@ -27,6 +32,7 @@ _SCALAR_TEXT = re.compile(
     re.IGNORECASE,
 )
 _TEXT_FORMATS = frozenset({"markdown", "box", "psql", "aligned", "csv", "tsv"})
+_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 
 
 def read_sql_result(
@@ -47,13 +53,19 @@ def read_sql_result(
         ) from None
 
 
+def _trimmed(text: str) -> str:
+    """``text`` without blank lines around it and trailing spaces, the first line's
+    indentation kept (an aligned table's columns are positions)."""
+    return _BLANK_LINES.sub("", text).rstrip()
+
+
 def _read(text: str, adapter: ResultAdapter | None) -> SqlTable:
-    stripped = text.strip()
+    stripped = _trimmed(text)
     if not stripped:
         raise UnreadableResult("empty text")
     error = error_in_text(stripped)
     if error is None:
-        stripped = without_dbt_log(stripped).strip()
+        stripped = _trimmed(without_dbt_log(stripped))
         if not stripped:
             raise UnreadableResult("only dbt log lines")
     if error is not None:
@@ -65,7 +77,7 @@ def _read(text: str, adapter: ResultAdapter | None) -> SqlTable:
 
 def _parse_json(text: str) -> tuple[bool, Any]:
     try:
-        return True, json.loads(text)
+        return True, load_json(text)
     except json.JSONDecodeError:
         return False, None
 
@@ -77,14 +89,16 @@ def _scalar(value: Any) -> SqlTable:
 def _json_documents(text: str) -> list[Any] | None:
     """Two or more JSON objects or arrays one after the other (an MCP result of several text
     blocks, joined by newlines), else ``None``."""
-    decoder = json.JSONDecoder()
     docs: list[Any] = []
+    text = text.strip()
     at = 0
     while at < len(text):
         try:
-            doc, end = decoder.raw_decode(text, at)
+            doc, end = JSON.raw_decode(text, at)
         except json.JSONDecodeError:
             return None
+        except DuplicateKey as exc:
+            raise UnreadableResult(f"duplicate key {exc} in a JSON object") from None
         if not isinstance(doc, dict | list):
             return None
         docs.append(doc)
@@ -97,7 +111,8 @@ def _json_documents(text: str) -> list[Any] | None:
 def _from_documents(docs: list[Any]) -> SqlTable:
     """A result of several JSON blocks, as mcp-metricflow's ``query_tool`` sends
     (``{"info": ..., "error": ...}`` then the rows): an error in any block, or a block whose
-    text is an error answer, is the tool's error; the table is the last block that is a list."""
+    text is an error answer, is the tool's error; the table is the one block that is a list
+    (two lists are two result sets: refused)."""
     for doc in docs:
         error = error_in_json(doc)
         texts = doc.values() if isinstance(doc, dict) else ()
@@ -109,9 +124,20 @@ def _from_documents(docs: list[Any]) -> SqlTable:
     lists = [d for d in docs if isinstance(d, list)]
     if not lists:
         raise UnreadableResult("several JSON blocks and none is a list of rows")
+    if len(lists) > 1:
+        raise UnreadableResult(f"{len(lists)} JSON lists: several result sets, not one table")
     if not lists[-1]:
         return SqlTable([], [], "json", positional=False, notes=["no rows"])
     return _from_json(lists[-1])
+
+
+def _guess_inner(text: str) -> SqlTable:
+    """Text found inside JSON (a content block's text): an error answer there is the tool's
+    error too."""
+    error = error_in_text(text)
+    if error is not None:
+        raise SqlToolError(error)
+    return _guess(_trimmed(text))
 
 
 def _guess(text: str) -> SqlTable:
@@ -130,8 +156,11 @@ def _guess(text: str) -> SqlTable:
     table = text_table(text)
     if table is not None:
         return table
-    if "\n" not in text and _SCALAR_TEXT.fullmatch(text):
+    if "\n" not in text and _SCALAR_TEXT.fullmatch(text.strip()):
         return _scalar(text_cell(text))
+    notice = next((line for line in text.splitlines() if TRUNCATION.search(line)), None)
+    if notice is not None:
+        raise partial(f"{notice.strip()[:120]!r}, in a text of no known table shape")
     raise UnreadableResult("no known table shape")
 
 
@@ -141,7 +170,7 @@ def _from_json(body: Any) -> SqlTable:
         raise SqlToolError(error)
     if body is None or isinstance(body, bool | int | float):
         return _scalar(body)
-    table = json_table(body, _guess)
+    table = json_table(body, _guess_inner)
     if table is None:
         raise UnreadableResult("JSON with no table in it")
     return table
@@ -160,8 +189,10 @@ def _adapted(text: str, adapter: ResultAdapter) -> SqlTable:
         if selected is None:
             raise UnreadableResult(f"result.path {adapter.path!r} selects nothing")
         if isinstance(selected, str):
-            return _tag(_in_format(selected, fmt) if fmt else _guess(selected))
-        table = json_table(selected, _guess) if not isinstance(selected, int | float) else None
+            return _tag(_in_format(selected, fmt) if fmt else _guess_inner(selected))
+        table = (
+            json_table(selected, _guess_inner) if not isinstance(selected, int | float) else None
+        )
         if table is None:
             if isinstance(selected, int | float) and fmt in (None, "scalar"):
                 return _tag(_scalar(selected))
@@ -177,7 +208,7 @@ def _tag(table: SqlTable) -> SqlTable:
 
 def _in_format(text: str, fmt: str) -> SqlTable:
     """``text`` read only as ``fmt``."""
-    stripped = text.strip()
+    stripped = _trimmed(text)
     if fmt == "json":
         parsed, body = _parse_json(stripped)
         if not parsed:
