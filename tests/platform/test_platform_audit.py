@@ -51,8 +51,10 @@ def _post(
     user: str | None = "teacher",
     body: bytes | None = None,
     headers: list[tuple[str, str]] | None = None,
+    rpc_id: int | None = 1,
 ) -> httpx.Response:
-    """One raw MCP 2026-07-28 POST (the lean client's wire format), any body we like."""
+    """One raw MCP 2026-07-28 POST (the lean client's wire format), any body we like
+    (``rpc_id=None``: a JSON-RPC notification)."""
     sent: list[tuple[str, str]] = [
         ("Accept", "application/json, text/event-stream"),
         ("Content-Type", "application/json"),
@@ -65,7 +67,9 @@ def _post(
         sent.append(("Mcp-Name", params["name"]))
     if body is None:
         full = {**(params or {}), "_meta": META}
-        message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": full}
+        message = {"jsonrpc": "2.0", "method": method, "params": full}
+        if rpc_id is not None:
+            message["id"] = rpc_id
         body = json.dumps(message).encode()  # ensure_ascii: lone surrogates travel as \udXXX
     return HTTP.post(platform.base_url + "/mcp", content=body, headers=[*sent, *(headers or [])])
 
@@ -167,6 +171,101 @@ def test_every_mcp_request_writes_exactly_one_row(audit_platform: RunningPlatfor
     # the harness's own read-back of the session counts its 5 tool calls
     tool_calls = sum(1 for e in expected if e[0] == "tool_call" and e[3] == sid)
     assert len(_page(p, session_id=sid, event_kind="tool_call")["events"]) == tool_calls
+
+
+def test_a_tool_call_sent_as_a_notification_is_audited_as_not_run(
+    audit_platform: RunningPlatform,
+) -> None:
+    """Regression: a ``tools/call`` without an ``id`` is accepted (202) and never run, but
+    its row said it succeeded. Now the row says ``NOTIFICATION_IGNORED``; a real
+    notification's row still succeeds."""
+    p = audit_platform
+    sid = _session(p)
+    before = _total(p)
+    call = {"name": "list_tables", "arguments": {"session_id": sid}}
+    resp = _post(p, "tools/call", call, rpc_id=None)
+    assert resp.status_code == 202 and not resp.content
+    assert _post(p, "notifications/initialized", {}, rpc_id=None).status_code == 202
+    rows = _page(p, offset=before)["events"]
+    assert [(e["tool_name"], e["success"], e["error_code"]) for e in rows] == [
+        ("list_tables", False, "NOTIFICATION_IGNORED"),
+        ("notifications/initialized", True, None),
+    ]
+
+
+def test_refused_admin_requests_are_audited(audit_platform: RunningPlatform) -> None:
+    """Regression: a 401 or 403 on the admin API left no audit row."""
+    p = audit_platform
+    before = _total(p)
+    admin = p.base_url + "/api/v1/admin"
+    for key in (None, "guess-1", KEYS["learner"]):
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        assert HTTP.post(admin + "/state/reset", headers=headers).status_code in (401, 403)
+        episode = {"label": "x", "users": ["teacher"]}
+        assert HTTP.post(admin + "/episodes", json=episode, headers=headers).status_code in (
+            401,
+            403,
+        )
+    rows = _page(p, offset=before)["events"]
+    refused = [
+        ("POST /api/v1/admin/state/reset", "(unauthenticated)", "UNAUTHENTICATED"),
+        ("POST /api/v1/admin/episodes", "(unauthenticated)", "UNAUTHENTICATED"),
+    ] * 2 + [
+        ("POST /api/v1/admin/state/reset", "learner", "FORBIDDEN"),
+        ("POST /api/v1/admin/episodes", "learner", "FORBIDDEN"),
+    ]
+    assert [(e["tool_name"], e["user_id"], e["error_code"]) for e in rows] == refused
+    assert all(e["event_kind"] == "admin" and not e["success"] for e in rows)
+    assert "guess-1" not in json.dumps(rows)  # a key sent is never written
+
+
+def _legacy(
+    platform: RunningPlatform, user: str, session: str | None, message: dict[str, Any] | None
+) -> httpx.Response:
+    """One request of the legacy stateful handshake (``Mcp-Session-Id``); DELETE without
+    a message."""
+    headers = {
+        "Authorization": f"Bearer {KEYS[user]}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    if session:
+        headers["Mcp-Session-Id"] = session
+    url = platform.base_url + "/mcp"
+    if message is None:
+        return HTTP.delete(url, headers=headers)
+    return HTTP.post(url, json=message, headers=headers)
+
+
+def test_a_transport_session_serves_only_the_identity_that_started_it(
+    audit_platform: RunningPlatform,
+) -> None:
+    """Regression: another identity holding an ``Mcp-Session-Id`` could send calls on it or
+    DELETE it. It now gets 403 ``MCP_SESSION_NOT_YOURS``, audited as its own row."""
+    p = audit_platform
+    init = {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "x", "version": "1"}}  # fmt: skip
+    started = _legacy(p, "teacher", None, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                          "params": init})  # fmt: skip
+    assert started.status_code == 200, started.text
+    ms = started.headers["mcp-session-id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert _legacy(p, "teacher", ms, initialized).status_code == 202
+    before = _total(p)
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    for message in (None, listing):
+        resp = _legacy(p, "learner", ms, message)
+        assert resp.status_code == 403 and resp.json()["error"]["code"] == "MCP_SESSION_NOT_YOURS"
+    assert _legacy(p, "teacher", ms, listing).json()["result"]["tools"]  # still the teacher's
+    rows = _page(p, offset=before)["events"]
+    assert [(e["user_id"], e["tool_name"], e["error_code"]) for e in rows] == [
+        ("learner", "(DELETE)", "MCP_SESSION_NOT_YOURS"),
+        ("learner", "tools/list", "MCP_SESSION_NOT_YOURS"),
+        ("teacher", "tools/list", None),
+    ]
+    assert _legacy(p, "teacher", ms, None).status_code < 300  # the owner may end it
+    assert _legacy(p, "learner", ms, listing).status_code == 404  # gone: the SDK's answer
 
 
 async def test_refused_calls_are_the_callers_not_the_handle_owners(

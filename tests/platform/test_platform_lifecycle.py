@@ -306,3 +306,59 @@ async def test_memory_lookup_is_an_index_search(platform_a3: RunningPlatform) ->
         conn.close()
     searches = [p for p in plan if p.startswith(("SEARCH", "SCAN")) and "insights" in p]
     assert len(searches) == 2 and all(p.startswith("SEARCH") for p in searches), plan
+
+
+async def test_an_action_missing_its_id_is_invalid_arguments(platform_a3: RunningPlatform) -> None:
+    """Regression: ``forget``, ``update``, ``apply``, ``reject`` without ``insight_id`` said
+    ``INSIGHT_NOT_FOUND: no insight None``, ``rollback`` without an id
+    ``CHANGESET_NOT_FOUND``. They are ``INVALID_ARGUMENTS`` naming the missing field."""
+    missing = [
+        ("memory_manage", {"action": "forget"}, "insight_id"),
+        ("memory_manage", {"action": "update", "content": "x"}, "insight_id"),
+        (
+            "apply_knowledge",
+            {"action": "apply", "sink": "description", "target": "x"},
+            "insight_id",
+        ),
+        ("apply_knowledge", {"action": "reject"}, "insight_id"),
+        ("apply_knowledge", {"action": "rollback"}, "changeset_id or insight_id"),
+    ]
+    async with mcp_client(platform_a3, "reviewer") as reviewer:
+        sid = await open_session(reviewer)
+        for tool, args, field in missing:
+            is_error, body = await call(reviewer, tool, {"session_id": sid, **args})
+            assert is_error and body["error"]["code"] == "INVALID_ARGUMENTS", (args, body)
+            assert (
+                f"{field} is required when action is {args['action']!r}" in body["error"]["message"]
+            )
+    rows = platform_a3.audit(session_id=sid, event_kind="tool_call")
+    assert [r["error_code"] for r in rows] == ["INVALID_ARGUMENTS"] * len(missing)
+
+
+async def test_a_new_knowledge_page_needs_a_slug_id(platform_a3: RunningPlatform) -> None:
+    """Regression: ``sink=knowledge_page`` took ``../probe/x`` as a new page's id, a page
+    ``GET /knowledge/pages/{id}`` could not serve. A new page's id must be a slug."""
+    _reset(platform_a3)
+    async with mcp_client(platform_a3, "reviewer") as reviewer:
+        sid = await open_session(reviewer)
+        _, captured = await call(
+            reviewer, "memory_capture", {"session_id": sid, "content": "page id probe note"}
+        )
+        apply = {
+            "session_id": sid, "action": "apply", "insight_id": captured["insight"]["id"],
+            "sink": "knowledge_page", "title": "Probe",
+        }  # fmt: skip
+        for bad in ("../probe/x", "a/b", "Probe-Page", "probe--page", "-probe", "probe page"):
+            is_error, body = await call(reviewer, "apply_knowledge", {**apply, "target": bad})
+            assert is_error and body["error"]["code"] == "INVALID_ARGUMENTS", (bad, body)
+            assert body["error"]["message"].startswith(f"target: {bad!r}")
+        is_error, body = await call(
+            reviewer, "apply_knowledge", {**apply, "target": "probe-page-2"}
+        )
+        assert not is_error, body
+    resp = httpx.get(
+        platform_a3.base_url + "/api/v1/admin/knowledge/pages/probe-page-2",
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+    )
+    assert resp.status_code == 200 and resp.json()["page"]["title"] == "Probe", resp.text
+    _reset(platform_a3)

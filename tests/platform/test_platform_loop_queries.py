@@ -9,13 +9,15 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from dabench.platform.admin.audit import AuditQuery
-from dabench.platform.admin.auth import DEV_AUTH
+from dabench.platform.admin.auth import DEV_AUTH, Identity
 from dabench.platform.errors import ToolError
 from dabench.platform.fair_share import QueryScheduler
 from dabench.platform.profile import load_profile
@@ -289,7 +291,7 @@ def test_acall_runs_sql_on_the_loop_and_audits_every_call(service: PlatformServi
     assert rows[2].error_code == "SQL_FUNCTION_NOT_ALLOWED"
 
 
-def test_acall_waits_on_a_thread_when_every_slot_is_busy(service: PlatformService) -> None:
+def test_acall_waits_for_a_busy_slot_on_the_loop(service: PlatformService) -> None:
     identity = DEV_AUTH.identities[0]
     sid = json.loads(service.call(identity, "platform_info", {}).text)["session_id"]
     held = [service.scheduler.slot(f"other{i}", f"s{i}", 1.0) for i in range(4)]
@@ -306,6 +308,76 @@ def test_acall_waits_on_a_thread_when_every_slot_is_busy(service: PlatformServic
     assert not outcome.is_error and outcome.payload["rows"] == [[8]]
     rows = service.audit.events(AuditQuery(tool_name="sql_query")).events
     assert len(rows) == 1 and rows[0].queue_ms is not None and rows[0].queue_ms > 0
+
+
+def _sessions(service: PlatformService, identity: Identity, count: int) -> list[str]:
+    return [
+        json.loads(service.call(identity, "platform_info", {}).text)["session_id"]
+        for _ in range(count)
+    ]
+
+
+def test_a_penalized_identitys_waiting_queries_hold_no_thread(service: PlatformService) -> None:
+    """Regression: a penalized identity's queries waited for their slot on SQL threads, so
+    a flood of them held every thread and another identity's query (needing a thread) waited
+    behind them. Now every query waits for its slot on the loop: with two threads and five
+    of its queries waiting, no thread is held and the other identity is admitted first."""
+    service.scheduler = QueryScheduler(slots=2, per_user=1, per_session=1)
+    hostile, other = DEV_AUTH.identities[0], DEV_AUTH.identities[1]
+    hostile_sids, (other_sid,) = _sessions(service, hostile, 5), _sessions(service, other, 1)
+    for identity in (hostile, other):  # both run at low priority: on a thread once admitted
+        service.scheduler.strike(f"user:{identity.user}", "QUERY_MEMORY_LIMIT")
+    assert service.scheduler.try_slot(hostile.user, "held")  # the hostile's only slot
+
+    async def scenario() -> tuple[ToolOutcome, list[ToolOutcome], int]:
+        limiter = anyio.CapacityLimiter(2)
+
+        def query(n: int, sid: str) -> Coroutine[Any, Any, ToolOutcome]:
+            args = {"session_id": sid, "sql": f"SELECT {n}"}
+            return service.acall(hostile, "sql_query", args, limiter=limiter)
+
+        waiting = [asyncio.create_task(query(n, sid)) for n, sid in enumerate(hostile_sids)]
+        while len(service.scheduler._queues.get(hostile.user, ())) < len(waiting):
+            await asyncio.sleep(0.01)
+        held_threads = limiter.borrowed_tokens
+        admitted = await service.acall(
+            other, "sql_query", {"session_id": other_sid, "sql": "SELECT 42"}, limiter=limiter
+        )
+        assert not any(task.done() for task in waiting)
+        service.scheduler.release(hostile.user, "held")
+        return admitted, list(await asyncio.gather(*waiting)), held_threads
+
+    admitted, hostile_outcomes, held_threads = asyncio.run(asyncio.wait_for(scenario(), 120.0))
+    assert held_threads == 0
+    assert admitted.payload["rows"] == [[42]]
+    assert [o.payload["rows"] for o in hostile_outcomes] == [[[n]] for n in range(5)]
+    rows = service.audit.events(AuditQuery(tool_name="sql_query")).events
+    assert [r.user_id for r in rows] == [other.user] + [hostile.user] * 5  # admission order
+    assert all(r.success and r.queue_ms is not None for r in rows)
+    assert all(r.queue_ms is not None and r.queue_ms > 0 for r in rows[1:])
+
+
+@pytest.mark.parametrize("penalized", [False, True])
+def test_a_query_refused_sql_busy_records_its_wait(
+    service: PlatformService, penalized: bool
+) -> None:
+    """Regression: a query that waited for its slot until ``SQL_BUSY`` had no ``queue_ms``."""
+    sql = service.profile.sql.model_copy(update={"queue_timeout_s": 0.05})
+    service.profile = service.profile.model_copy(update={"sql": sql})
+    service.scheduler = QueryScheduler(slots=2, per_user=1, per_session=1)
+    identity = DEV_AUTH.identities[0]
+    (sid,) = _sessions(service, identity, 1)
+    if penalized:
+        service.scheduler.strike(f"user:{identity.user}", "QUERY_TIMEOUT")
+    assert service.scheduler.try_slot(identity.user, "held")
+    args = {"session_id": sid, "sql": "SELECT 1"}
+    outcome = asyncio.run(service.acall(identity, "sql_query", args))
+    assert outcome.payload["error"]["code"] == "SQL_BUSY"
+    (row,) = service.audit.events(AuditQuery(tool_name="sql_query")).events
+    assert row.error_code == "SQL_BUSY" and row.queue_ms is not None and row.queue_ms > 0
+    sync = service.call(identity, "sql_query", args)  # the thread path records it too
+    assert sync.payload["error"]["code"] == "SQL_BUSY"
+    assert service.audit.events(AuditQuery(tool_name="sql_query")).events[-1].queue_ms
 
 
 def test_concurrent_loop_queries_never_take_the_thread_path(

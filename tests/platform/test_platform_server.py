@@ -115,6 +115,31 @@ async def test_invalid_arguments(platform_a0: RunningPlatform) -> None:
         assert is_error and body["error"]["code"] == "UNKNOWN_TOOL"
 
 
+async def test_arguments_are_not_coerced(platform_a3: RunningPlatform) -> None:
+    """Regression: ``limit`` (an integer) took ``true`` as 1 and ``"5"`` as 5. Arguments are
+    strict now: a value of the wrong JSON type is ``INVALID_ARGUMENTS`` naming the field."""
+    wrong = [
+        ("sql_query", {"sql": "SELECT 1", "limit": True}, "limit"),
+        ("sql_query", {"sql": "SELECT 1", "limit": "5"}, "limit"),
+        ("sql_query", {"sql": "SELECT 1", "limit": " 7 "}, "limit"),
+        ("search", {"query": "orders", "limit": "3"}, "limit"),
+        ("list_tables", {"pattern": 5}, "pattern"),
+        ("memory_capture", {"content": "x", "confidence": "0.5"}, "confidence"),
+        ("memory_capture", {"content": "x", "related_ids": "sales.orders"}, "related_ids"),
+    ]
+    async with mcp_client(platform_a3) as client:
+        sid = await open_session(client)
+        for tool, args, field in wrong:
+            is_error, body = await call(client, tool, {"session_id": sid, **args})
+            assert is_error and body["error"]["code"] == "INVALID_ARGUMENTS", (tool, args, body)
+            assert body["error"]["message"].startswith(f"{tool}: {field}:"), body
+        await call(client, "search", {"session_id": sid, "query": "orders"})
+        is_error, body = await call(
+            client, "sql_query", {"session_id": sid, "sql": "SELECT 1", "limit": 3}
+        )
+        assert not is_error and body["limit"] == 3, body
+
+
 async def test_tool_not_allowed_for_persona(platform_a3: RunningPlatform) -> None:
     async with mcp_client(platform_a3, "learner") as client:
         sid = await open_session(client)

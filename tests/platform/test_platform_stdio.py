@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import select
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,3 +57,61 @@ async def test_stdio_round_trip(
     ]
     assert rows[1].error_code == "SEARCH_REQUIRED"
     assert all(r.user_id == "learner" for r in rows)
+
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "stdio-test", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def _answer(proc: subprocess.Popen[bytes], line: bytes) -> dict[str, Any]:
+    """Send one line; the next line the server writes (a hang fails after 120 s)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(line + b"\n")
+    proc.stdin.flush()
+    ready, _, _ = select.select([proc.stdout], [], [], 120.0)
+    assert ready, f"no answer to {line[:80]!r}"
+    return dict(json.loads(proc.stdout.readline()))
+
+
+def test_stdio_answers_and_audits_what_the_sdk_cannot_read(
+    world_dir: Path, auth_file: Path, tmp_path: Path
+) -> None:
+    """Regression: a request holding a lone surrogate escape got no answer and no audit row
+    (the client hung); an unparseable line or a batch got no parse error. Each now gets a
+    JSON-RPC error (its id where one can be read, else null) and one audit row."""
+    argv = [
+        sys.executable, "-m", "dabench.cli", "platform", "serve", "--world", str(world_dir),
+        "--profile", "a0", "--transport", "stdio", "--auth", str(auth_file),
+        "--state-dir", str(tmp_path),
+    ]  # fmt: skip
+    env = {**env_without_key(), "DABENCH_API_KEY": KEYS["teacher"]}
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    params = {"name": "sql_query", "arguments": {"sql": "SELECT '\ud800'"}, "_meta": META}
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+    batch = [{"jsonrpc": "2.0", "id": 8, "method": "tools/list"}]
+    clean = {"jsonrpc": "2.0", "id": "c", "method": "tools/list", "params": {"_meta": META}}
+    try:
+        surrogate = _answer(proc, json.dumps(call).encode())
+        garbage = _answer(proc, b"not json")
+        batched = _answer(proc, json.dumps(batch).encode())
+        listed = _answer(proc, json.dumps(clean).encode())
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(60)
+    assert (surrogate["id"], surrogate["error"]["code"]) == (7, -32602)
+    assert (garbage["id"], garbage["error"]["code"]) == (None, -32700)
+    assert (batched["id"], batched["error"]["code"]) == (None, -32600)
+    assert listed["id"] == "c" and listed["result"]["tools"]
+    store = AuditStore(Database(sqlite_path=tmp_path / "audit.sqlite"))
+    rows = store.events(AuditQuery()).events
+    assert [(r.tool_name, r.error_code, r.user_id) for r in rows] == [
+        ("sql_query", "INVALID_ARGUMENTS", "teacher"),
+        ("(unparseable)", "PARSE_ERROR", "teacher"),
+        ("(invalid request)", "INVALID_REQUEST", "teacher"),
+    ]

@@ -105,13 +105,21 @@ class QueryScheduler:
     def slot(self, user: str, session: str, queue_timeout_s: float) -> Iterator[float]:
         """Hold one slot for ``user``'s ``session``; yields the seconds waited for it.
         Raises ``SQL_BUSY`` after ``queue_timeout_s`` without a slot."""
-        started = time.perf_counter()
-        if not self.try_slot(user, session):  # no waiter (and no event) on the usual path
-            self._wait(user, session, queue_timeout_s)
+        waited = self.acquire(user, session, queue_timeout_s)
         try:
-            yield time.perf_counter() - started
+            yield waited
         finally:
             self.release(user, session)
+
+    def acquire(self, user: str, session: str, queue_timeout_s: float) -> float:
+        """:meth:`slot` without the context: take one slot for ``user``'s ``session``,
+        waiting on this thread; the seconds waited (``SQL_BUSY`` after ``queue_timeout_s``).
+        The caller gives the slot back with :meth:`release`."""
+        if self.try_slot(user, session):  # no waiter (and no event) on the usual path
+            return 0.0
+        started = time.perf_counter()
+        self._wait(user, session, queue_timeout_s)
+        return time.perf_counter() - started
 
     def _wait(self, user: str, session: str, queue_timeout_s: float) -> None:
         """Queue for a slot and wait for it (``SQL_BUSY`` after ``queue_timeout_s``)."""

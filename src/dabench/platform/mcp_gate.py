@@ -12,21 +12,25 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from collections import OrderedDict
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dabench.platform.admin.audit import EventKind
 from dabench.platform.admin.auth import Identity, bearer_key
+from dabench.platform.admin.episodes import episode_of
 from dabench.platform.admin.resource_metadata import HOW, challenge
+from dabench.platform.rpc_audit import AuditedRequest, describe_message
 from dabench.platform.service import PlatformService
 
 IDENTITY_STATE_KEY = "dabench_identity"
 AUDITED_STATE_KEY = "dabench_audited"
 SESSION_HEADER = "x-dps-session"
+TRANSPORT_SESSION_HEADER = b"mcp-session-id"
+MAX_TRANSPORT_SESSIONS = 100_000
+"""Transport sessions whose owner the gate remembers (:class:`TransportSessions`)."""
 MAX_BODY_BYTES = 2 * 1024 * 1024
 """Request bodies above this are refused with HTTP 413 (``INPUT_TOO_LARGE``), unread."""
 
@@ -41,16 +45,6 @@ _RPC_CODES = {
 }
 
 
-@dataclass
-class _Request:
-    """What the gate understood of one request body."""
-
-    tool_name: str
-    event_kind: EventKind = "protocol"
-    parameters: dict[str, Any] = field(default_factory=dict)
-    session: str | None = None
-
-
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope["headers"]:
         if key.lower() == name:
@@ -58,7 +52,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _describe(scope: Scope, body: bytes, complete: bool) -> _Request:
+def _describe(scope: Scope, body: bytes, complete: bool) -> AuditedRequest:
     """The audit view of a request: JSON-RPC method, tool and arguments when there are any.
 
     A body that cannot be read (unparseable, or cut off because it is too large) is named by
@@ -66,7 +60,7 @@ def _describe(scope: Scope, body: bytes, complete: bool) -> _Request:
     """
     header_session = _header(scope, SESSION_HEADER.encode())
     if not body and complete:
-        return _Request(f"({scope['method']})", session=header_session)
+        return AuditedRequest(f"({scope['method']})", session=header_session)
     try:
         message = json.loads(body) if complete else None
     except (ValueError, RecursionError):
@@ -76,28 +70,9 @@ def _describe(scope: Scope, body: bytes, complete: bool) -> _Request:
         named = _header(scope, b"mcp-name")
         if _header(scope, b"mcp-method") == "tools/call" and named:
             kind: EventKind = "session_start" if named == "platform_info" else "tool_call"
-            return _Request(named, kind, shown, header_session)
-        return _Request("(unparseable)", parameters=shown, session=header_session)
-    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-        return _Request("(invalid request)", parameters={"body": message}, session=header_session)
-    method = str(message["method"])
-    params = message.get("params")
-    params = params if isinstance(params, dict) else {}
-    if method != "tools/call":
-        shown = {k: v for k, v in params.items() if k != "_meta"}
-        return _Request(method, parameters=shown, session=header_session)
-    name = params.get("name")
-    arguments = params.get("arguments")
-    if isinstance(arguments, dict):
-        arguments = dict(arguments)
-        sent = arguments.pop("session_id", None)
-    else:
-        arguments = {} if arguments is None else {"arguments": arguments}
-        sent = None
-    tool = name if isinstance(name, str) else "(no tool name)"
-    kind = "session_start" if tool == "platform_info" else "tool_call"
-    session = sent if isinstance(sent, str) and sent else header_session
-    return _Request(tool, kind, arguments, session if tool != "platform_info" else None)
+            return AuditedRequest(named, kind, shown, header_session)
+        return AuditedRequest("(unparseable)", parameters=shown, session=header_session)
+    return describe_message(message, header_session)
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
@@ -117,8 +92,58 @@ async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
             return b"".join(chunks), False
 
 
+def _failure(status: int, response: bytes, request: AuditedRequest) -> str | None:
+    """The error code of a request the gate audits from its response (``None``: success)."""
+    rpc = _RPC_ERROR.search(response)
+    if rpc is not None:
+        number = int(rpc.group(1))
+        return _RPC_CODES.get(number, f"JSONRPC_{number}")
+    if status == 0 or status >= 400:
+        return f"HTTP_{status}" if status else "NO_RESPONSE"
+    if request.unanswerable:  # accepted (202), never run
+        return "NOTIFICATION_IGNORED"
+    return None
+
+
 def _error_body(code: str, message: str, hint: str) -> bytes:
     return json.dumps({"error": {"code": code, "message": message, "hint": hint}}).encode()
+
+
+class TransportSessions:
+    """Who started each transport session (``Mcp-Session-Id``, the SDK's legacy stateful
+    handshake): only that identity (the same user and episode) may use or delete it. A
+    session is bound when the SDK's response names it, forgotten when it is deleted or the
+    SDK no longer knows it (404); at most :data:`MAX_TRANSPORT_SESSIONS` are remembered
+    (the oldest forgotten first)."""
+
+    def __init__(self) -> None:
+        self._owners: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
+
+    def may_use(self, session: str | None, identity: Identity) -> bool:
+        """Whether ``identity`` may send a request naming ``session`` (an unknown one goes
+        on to the SDK, which refuses it)."""
+        owner = self._owners.get(session) if session else None
+        return owner is None or owner == _owner(identity)
+
+    def track(
+        self, scope: Scope, start: Message, identity: Identity, presented: str | None
+    ) -> None:
+        """Bind the session a response names to the caller; forget a deleted or gone one."""
+        status = int(start["status"])
+        if presented and (status == 404 or (scope["method"] == "DELETE" and status < 300)):
+            self._owners.pop(presented, None)
+            return
+        for key, value in start.get("headers", ()):
+            if key.lower() == TRANSPORT_SESSION_HEADER and status < 300:
+                session = value.decode("latin-1")
+                if session not in self._owners:
+                    self._owners[session] = _owner(identity)
+                    if len(self._owners) > MAX_TRANSPORT_SESSIONS:
+                        self._owners.popitem(last=False)
+
+
+def _owner(identity: Identity) -> tuple[str, str | None]:
+    return identity.user, episode_of(identity)
 
 
 class McpAuditGate:
@@ -129,6 +154,29 @@ class McpAuditGate:
     def __init__(self, app: ASGIApp, service: PlatformService) -> None:
         self.app = app
         self.service = service
+        self.transport_sessions = TransportSessions()
+
+    def _refusal(
+        self,
+        authorizations: int,
+        identity: Identity | None,
+        too_large: bool,
+        transport_session: str | None,
+    ) -> tuple[int, str, str, str] | None:
+        """``(status, code, message, hint)`` of a request the gate refuses, else ``None``."""
+        if authorizations > 1:
+            return (400, "DUPLICATE_AUTHORIZATION", "more than one Authorization header",
+                    "send exactly one Authorization: Bearer <key>")  # fmt: skip
+        if identity is None:
+            return (401, "UNAUTHENTICATED", "a valid API key is required", HOW)
+        if too_large:
+            return (413, "INPUT_TOO_LARGE", f"the body exceeds {MAX_BODY_BYTES} bytes",
+                    "send less")  # fmt: skip
+        if not self.transport_sessions.may_use(transport_session, identity):
+            return (403, "MCP_SESSION_NOT_YOURS",
+                    "this Mcp-Session-Id was started by another identity",
+                    "initialize a session of your own and send its Mcp-Session-Id")  # fmt: skip
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -141,15 +189,8 @@ class McpAuditGate:
         if len(auth) <= 1:
             identity = self.service.identify(bearer_key(auth[0] if auth else None))
         body, too_large = await _read_body(receive, MAX_BODY_BYTES)
-        refusal: tuple[int, str, str, str] | None = None
-        if len(auth) > 1:
-            refusal = (400, "DUPLICATE_AUTHORIZATION", "more than one Authorization header",
-                       "send exactly one Authorization: Bearer <key>")  # fmt: skip
-        elif identity is None:
-            refusal = (401, "UNAUTHENTICATED", "a valid API key is required", HOW)
-        elif too_large:
-            refusal = (413, "INPUT_TOO_LARGE", f"the body exceeds {MAX_BODY_BYTES} bytes",
-                       "send less")  # fmt: skip
+        transport_session = _header(scope, TRANSPORT_SESSION_HEADER)
+        refusal = self._refusal(len(auth), identity, too_large, transport_session)
         if refusal is not None:
             status, code, message, hint = refusal
             payload = _error_body(code, message, hint)
@@ -184,14 +225,8 @@ class McpAuditGate:
             if written or state.get(AUDITED_STATE_KEY):
                 return
             written = True
-            rpc = _RPC_ERROR.search(bytes(out))
-            failure: str | None = None
-            if rpc is not None:
-                number = int(rpc.group(1))
-                failure = _RPC_CODES.get(number, f"JSONRPC_{number}")
-            elif status == 0 or status >= 400:
-                failure = f"HTTP_{status}" if status else "NO_RESPONSE"
             request = _describe(scope, body, True)  # only now: a tool call's is never needed
+            failure = _failure(status, bytes(out), request)
             with anyio.CancelScope(shield=True):
                 await self._audit(
                     identity, request, started, timestamp, failure, len(body), sent_bytes
@@ -201,6 +236,8 @@ class McpAuditGate:
             nonlocal status, sent_bytes
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                assert identity is not None
+                self.transport_sessions.track(scope, message, identity, transport_session)
             elif message["type"] == "http.response.body":
                 chunk = message.get("body", b"")
                 sent_bytes += len(chunk)
@@ -218,7 +255,7 @@ class McpAuditGate:
     async def _audit(
         self,
         identity: Identity | None,
-        request: _Request,
+        request: AuditedRequest,
         started: float,
         timestamp: datetime,
         error_code: str | None,

@@ -48,10 +48,10 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
     """A low-level MCP server exposing ``service``'s tools for the caller's persona.
 
     Calls go through :meth:`PlatformService.acall`: ``platform_info`` and a query that finds
-    a slot and an idle SQL worker run on the event loop; other ``sql_query`` calls run on
-    threads of their own (:data:`SQL_THREADS` at most; a query waiting for its slot holds
-    one), so tools that run no SQL never wait behind SQL for a thread of anyio's default
-    pool."""
+    a slot and an idle SQL worker run on the event loop; other ``sql_query`` calls wait for
+    their slot on the loop too, then run on threads of their own (:data:`SQL_THREADS` at
+    most; only a query holding its slot holds one), so tools that run no SQL never wait
+    behind SQL for a thread of anyio's default pool."""
     sql_limiter: list[anyio.CapacityLimiter] = []
 
     async def list_tools(

@@ -11,7 +11,8 @@ import fnmatch
 import json
 import logging
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -346,10 +347,10 @@ class PlatformService:
         run on the loop itself: their own work is short (a session row, the audit row, the
         result's JSON), and a query runs on an idle SQL worker awaited through the loop's
         selector (:meth:`.DuckDBWarehouse.guarded_run_async`), so no thread is handed the
-        call. A query that must wait for a slot or a worker, or a low-priority or large one,
-        or any other tool runs on a thread of ``limiter`` (anyio's default pool without
-        one), as :meth:`call` does. Shield the caller from cancellation: the audit row is
-        written whatever happens."""
+        call. Every query waits for its slot on the loop; once it holds it, a query that
+        waited too long for a worker, or a low-priority or large one, runs on a thread of
+        ``limiter`` (anyio's default pool without one), as does any other tool. Shield the
+        caller from cancellation: the audit row is written whatever happens."""
         if tool not in _LOOP_TOOLS or sniffio.current_async_library() != "asyncio":
             return await anyio.to_thread.run_sync(
                 self.call, identity, tool, arguments, header_session, limiter=limiter
@@ -372,14 +373,25 @@ class PlatformService:
         """Run a query the steps of a call asked for: a slot of the fair-sharing scheduler,
         then a worker (waiting for either when none is free); a query that cost its worker
         penalizes its caller."""
-        sql_cfg = self.profile.sql
-        with self.scheduler.slot(work.user, work.session, sql_cfg.queue_timeout_s) as waited:
-            work.stats["queue_ms"] = waited * 1000.0
-            try:
-                return self._run_with_slot(work)
-            except ToolError as exc:  # a query that cost its worker: its caller yields
-                self.scheduler.strike(work.culprit, exc.code)
-                raise
+        with _refused_wait_recorded(work):
+            waited = self.scheduler.acquire(
+                work.user, work.session, self.profile.sql.queue_timeout_s
+            )
+        work.stats["queue_ms"] = waited * 1000.0
+        with self._holding_slot(work):
+            return self._run_with_slot(work)
+
+    @contextmanager
+    def _holding_slot(self, work: _SqlWork) -> Iterator[None]:
+        """Around a query that holds its slot: a query that cost its worker penalizes its
+        caller (``fair_share``); the slot is given back whatever happens."""
+        try:
+            yield
+        except ToolError as exc:
+            self.scheduler.strike(work.culprit, exc.code)
+            raise
+        finally:
+            self.scheduler.release(work.user, work.session)
 
     def _run_with_slot(self, work: _SqlWork) -> _Ran:
         """The query once its slot is held: a worker or connection (waiting for one when
@@ -399,36 +411,51 @@ class PlatformService:
             work.stats["queue_ms"] = work.stats.get("queue_ms", 0.0) + wait_ms
 
     async def _arun_query(self, work: _SqlWork, limiter: anyio.CapacityLimiter | None) -> _Ran:
-        """:meth:`_run_query` on the loop: the slot and then a worker are waited for on the
-        loop (no thread waits) and the query runs on the worker through the loop's
-        selector. A low-priority query, a large one, one on PostgreSQL, and one whose wait
-        for a worker outlasts the point where the pool would start another run on a
-        thread of ``limiter`` (the slot already held in the last case)."""
+        """:meth:`_run_query` on the loop: the slot is waited for on the loop for every query
+        (a waiting query holds no thread; ``queue_ms`` is written even when the wait ends in
+        ``SQL_BUSY``). Then a small normal-priority DuckDB query waits for a worker on the
+        loop and runs on it through the loop's selector; a low-priority or large one, one on
+        PostgreSQL, and one whose wait for a worker outlasts the point where the pool would
+        start another run on a thread of ``limiter``, the slot held (the wait for that
+        thread counts in ``queue_ms`` too)."""
+        with _refused_wait_recorded(work):
+            waited = await self.scheduler.acquire_async(
+                work.user, work.session, self.profile.sql.queue_timeout_s
+            )
+        work.stats["queue_ms"] = waited * 1000.0
+        with self._holding_slot(work):
+            done = await self._run_on_loop(work)
+            if done is None:
+                done = await self._run_on_thread(work, limiter)
+            return done
+
+    async def _run_on_loop(self, work: _SqlWork) -> _Ran | None:
+        """The query on an idle DuckDB worker awaited through the loop, or ``None`` when
+        it must run on a thread (low priority, large, PostgreSQL, or no worker in time)."""
         warehouse = self.warehouse
         if not isinstance(warehouse, DuckDBWarehouse) or work.low_priority:
-            return await anyio.to_thread.run_sync(self._run_query, work, limiter=limiter)
+            return None
         sql_cfg = self.profile.sql
-        waited = await self.scheduler.acquire_async(
-            work.user, work.session, sql_cfg.queue_timeout_s
+        return await warehouse.guarded_run_async(
+            work.sql,
+            sql_cfg.max_sql_chars,
+            work.limit,
+            sql_cfg.timeout_s,
+            sql_cfg.max_result_bytes,
+            stats=work.stats,
         )
-        work.stats["queue_ms"] = waited * 1000.0
-        try:
-            done = await warehouse.guarded_run_async(
-                work.sql,
-                sql_cfg.max_sql_chars,
-                work.limit,
-                sql_cfg.timeout_s,
-                sql_cfg.max_result_bytes,
-                stats=work.stats,
-            )
-            if done is None:
-                done = await anyio.to_thread.run_sync(self._run_with_slot, work, limiter=limiter)
-        except ToolError as exc:  # as in _run_query
-            self.scheduler.strike(work.culprit, exc.code)
-            raise
-        finally:
-            self.scheduler.release(work.user, work.session)
-        return done
+
+    async def _run_on_thread(self, work: _SqlWork, limiter: anyio.CapacityLimiter | None) -> _Ran:
+        """:meth:`_run_with_slot` on a thread of ``limiter``; the wait for the thread is
+        added to ``queue_ms``."""
+        asked = time.perf_counter()
+
+        def run() -> _Ran:
+            waited_ms = (time.perf_counter() - asked) * 1000.0
+            work.stats["queue_ms"] = work.stats.get("queue_ms", 0.0) + waited_ms
+            return self._run_with_slot(work)
+
+        return await anyio.to_thread.run_sync(run, limiter=limiter)
 
     def _call_steps(
         self,
@@ -881,6 +908,18 @@ class PlatformService:
         self.warehouse.close()
         self.audit.db.close()
         self.state.db.close()
+
+
+@contextmanager
+def _refused_wait_recorded(work: _SqlWork) -> Iterator[None]:
+    """Around a wait for a query slot: when it ends in ``SQL_BUSY`` (or is cancelled), the
+    time waited is still the call's ``queue_ms``."""
+    started = time.perf_counter()
+    try:
+        yield
+    except BaseException:
+        work.stats["queue_ms"] = (time.perf_counter() - started) * 1000.0
+        raise
 
 
 def _culprit(session: PlatformSession) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dabench.platform.profile import SearchKind
 from dabench.platform.state import InsightType, Sink
@@ -21,7 +21,26 @@ MAX_TEXT = 20000
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Arguments as their schema states them: no unknown keys, and strict types (``true``
+    or ``"5"`` is no integer, ``5`` no string), so a schema violation is
+    ``INVALID_ARGUMENTS`` naming the field instead of a silent coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _ActionArgs(_Args):
+    """Arguments of a tool with an ``action``: some actions need a field (any one of
+    :attr:`REQUIRED`'s names), refused by name when it is missing."""
+
+    REQUIRED: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    @model_validator(mode="after")
+    def _required_for_action(self) -> Self:
+        action = getattr(self, "action", None)
+        needed = self.REQUIRED.get(action) if isinstance(action, str) else None
+        if needed and all(getattr(self, name) is None for name in needed):
+            raise ValueError(f"{' or '.join(needed)} is required when action is {action!r}")
+        return self
 
 
 class PlatformInfoArgs(_Args):
@@ -77,7 +96,11 @@ class MemoryCaptureArgs(_Args):
     )
 
 
-class MemoryManageArgs(_Args):
+class MemoryManageArgs(_ActionArgs):
+    REQUIRED: ClassVar[dict[str, tuple[str, ...]]] = {
+        "update": ("insight_id",),
+        "forget": ("insight_id",),
+    }
     action: Literal["list", "update", "forget"]
     insight_id: str | None = Field(default=None, max_length=64)
     content: str | None = Field(default=None, min_length=1, max_length=4000)
@@ -86,7 +109,12 @@ class MemoryManageArgs(_Args):
     status: Literal["pending", "approved", "rejected", "superseded", "forgotten"] | None = None
 
 
-class ApplyKnowledgeArgs(_Args):
+class ApplyKnowledgeArgs(_ActionArgs):
+    REQUIRED: ClassVar[dict[str, tuple[str, ...]]] = {
+        "apply": ("insight_id",),
+        "reject": ("insight_id",),
+        "rollback": ("changeset_id", "insight_id"),
+    }
     action: Literal["list", "apply", "reject", "rollback"]
     insight_id: str | None = Field(default=None, max_length=64)
     changeset_id: str | None = Field(default=None, max_length=64)

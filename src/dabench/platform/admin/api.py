@@ -1,7 +1,8 @@
 """The admin REST API (``/api/v1/admin/...``), the health endpoint and the OpenAPI schema.
 
 Every admin route needs ``Authorization: Bearer <admin key>``: 401 without a (known) key,
-403 for an identity key that is not an admin key. Every route refuses an unknown, repeated or
+403 for an identity key that is not an admin key (each refusal writes an ``admin`` audit
+row). Every route refuses an unknown, repeated or
 invalid query parameter with 400; unknown paths (404) and methods (405) answer JSON errors
 too, and :class:`SingleAuthorization` refuses a request with more than one
 ``Authorization`` header (400) on every route.
@@ -10,7 +11,9 @@ too, and :class:`SingleAuthorization` refuses a request with more than one
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -391,6 +394,41 @@ HTTP_ERROR_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response
 """``exception_handlers`` of the app: Starlette's HTTP errors as JSON."""
 
 
+def _content_length(request: Request) -> int:
+    length = request.headers.get("content-length", "")
+    return int(length) if length.isdigit() else 0
+
+
+async def _refuse_non_admin(service: PlatformService, request: Request) -> Response | None:
+    """``None`` for a request with an admin key; else its 401 (no or unknown key) or 403
+    (an identity's key), audited as an ``admin`` row of the caller (or unauthenticated)."""
+    started, timestamp = time.perf_counter(), datetime.now(UTC)
+    key = bearer_key(request.headers.get("authorization"))
+    if service.auth.is_admin(key):
+        return None
+    identity = service.identify(key)
+    if identity is not None:
+        status, code, message = 403, "FORBIDDEN", "this key is not an admin key"
+    else:
+        status, code, message = 401, "UNAUTHENTICATED", "an admin key is required (Bearer)"
+    response = _error(status, code, message)
+    await anyio.to_thread.run_sync(
+        lambda: service.record_request(
+            identity,
+            timestamp=timestamp,
+            duration_ms=(time.perf_counter() - started) * 1000.0,
+            tool_name=f"{request.method} {request.url.path}",
+            event_kind="admin",
+            parameters=dict(request.query_params),
+            presented_session=None,
+            error_code=code,
+            request_chars=_content_length(request),
+            response_chars=len(response.body),
+        )
+    )
+    return response
+
+
 def admin_routes(service: PlatformService) -> list[Route]:
     """The admin API, health and OpenAPI routes for ``service``."""
 
@@ -403,11 +441,9 @@ def admin_routes(service: PlatformService) -> list[Route]:
     ) -> Route:
         async def endpoint(request: Request) -> Response:
             if admin:
-                key = bearer_key(request.headers.get("authorization"))
-                if not service.auth.is_admin(key):
-                    if service.identify(key) is not None:
-                        return _error(403, "FORBIDDEN", "this key is not an admin key")
-                    return _error(401, "UNAUTHENTICATED", "an admin key is required (Bearer)")
+                refused = await _refuse_non_admin(service, request)
+                if refused is not None:
+                    return refused
             query = _query(request, model)
             if isinstance(query, JSONResponse):
                 return query

@@ -24,6 +24,7 @@ that status (it is never revived).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +44,21 @@ def _refuse_nul(args: BaseModel) -> None:
             raise ToolError(
                 "INVALID_ARGUMENTS", f"{name}: must not contain NUL", "remove the NUL character"
             )
+
+
+PAGE_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+"""A ``knowledge_page`` target that is not one of the world's own pages: a slug like theirs
+(``fiscal-calendar``), so ``GET /knowledge/pages/{id}`` and ``fetch page:{id}`` can serve
+it."""
+
+
+def _refuse_page_id(target: str) -> None:
+    raise ToolError(
+        "INVALID_ARGUMENTS",
+        f"target: {target!r} is not a knowledge page id (lowercase letters and digits "
+        "in words joined by single hyphens, e.g. fiscal-calendar)",
+        "name the page with a slug, or give a world page's id",
+    )
 
 
 def _not_found(kind: str, ident: str | None) -> ToolError:
@@ -220,6 +236,10 @@ class MemoryService:
             after = {"description": f"{current}\n\nNote: {insight.content}".strip()}
         else:
             target = args.target
+            if PAGE_ID.fullmatch(target) is None and all(
+                page.id != target for page in self.view.base_pages
+            ):  # not even a promoted page left behind by an older version
+                _refuse_page_id(target)
             page = self.view.page(target)
             related = [r for r in insight.related_ids if self.view.dataset(r) is not None]
             if page is not None:
