@@ -17,16 +17,26 @@ class BulkWriteError(DabenchError):
     were refused, and the first one's id and cause)."""
 
 
+MISSING_CLIENT = "the elasticsearch client is not installed: pip install 'dabench[elastic]'"
+
+
+def require_elasticsearch() -> None:
+    """Raise a one-line :class:`UserInputError` naming the ``elastic`` extra when the
+    ``elasticsearch`` client is not installed."""
+    try:
+        import elastic_transport  # noqa: F401
+        import elasticsearch  # noqa: F401
+    except ImportError as exc:
+        raise UserInputError(MISSING_CLIENT) from exc
+
+
 def connect_elasticsearch(
     url: str, api_key: str | None, *, verify_certs: bool = True, timeout_s: float = 60.0
 ) -> Elasticsearch:
     """An ``elasticsearch`` client (the ``elastic`` extra) for ``url``."""
-    try:
-        from elasticsearch import Elasticsearch
-    except ImportError as exc:  # pragma: no cover - the dev install has it
-        raise UserInputError(
-            "the elasticsearch client is not installed: pip install 'dabench[elastic]'"
-        ) from exc
+    require_elasticsearch()
+    from elasticsearch import Elasticsearch
+
     return Elasticsearch(
         url, api_key=api_key or None, verify_certs=verify_certs, request_timeout=timeout_s
     )

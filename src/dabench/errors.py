@@ -17,6 +17,13 @@ class UserInputError(DabenchError):
     """Input from the user (a flag, a file, a directory) is not acceptable."""
 
 
+class UnreachableError(DabenchError):
+    """A server the command needs (a model provider, a target) did not answer (exit code 3:
+    infrastructure, not bad input)."""
+
+    exit_code = 3
+
+
 class HarnessError(Exception):
     """An infrastructure failure during an episode (provider outage after retries, a target
     that died or timed out, a missing recording). The runner records the episode with

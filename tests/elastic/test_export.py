@@ -5,6 +5,7 @@ the index and bulk contract the official client uses."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,16 @@ def test_command_output_and_errors(world_dir: Path, fake_es: FakeElasticsearch) 
     assert "HTTP 401: authentication failed (check --api-key" in denied.output
     missing = runner.invoke(app, [*args[:3], str(world_dir / "nope"), *args[4:]])
     assert missing.exit_code == 2 and "error:" in missing.output
+
+
+def test_without_the_elastic_extra_the_export_names_it(
+    world_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("elasticsearch", "elastic_transport"):
+        monkeypatch.setitem(sys.modules, module, None)  # `import` fails as when not installed
+    args = ["world", "export", "--world", str(world_dir), "--elasticsearch", "http://127.0.0.1:9"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        "error: the elasticsearch client is not installed: pip install 'dabench[elastic]'"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,30 @@ def test_example_experiment_loads(path: Path, monkeypatch: pytest.MonkeyPatch) -
         if arm.target.get("kind") == "reference":
             profile = load_profile(str(arm.target["profile"]))
             assert profile.name
+
+
+WORLDS = [
+    p for p in [*EXAMPLES, ROOT / "examples" / "flights" / "probe.yaml"] if "dir:" in p.read_text()
+]
+
+
+def _set_up_paths(path: Path) -> set[Path]:
+    """The folders the example's set-up comments build or export from (``--out X``,
+    ``--world X``, run from the repository root; else docs/targets.md's ``worlds/w930``); the
+    flights example's world sits beside it."""
+    if path.parent.name == "flights":
+        return {path.parent / "world"}  # docs/own-data.md, step 7
+    comments = "\n".join(ln for ln in path.read_text().splitlines() if ln.lstrip().startswith("#"))
+    named = re.findall(r"--(?:out|world) (worlds/[\w.-]+)", comments)
+    return {ROOT / m for m in named} or {ROOT / "worlds" / "w930"}  # docs/targets.md set-up
+
+
+@pytest.mark.parametrize("path", WORLDS, ids=lambda p: p.name)
+def test_example_world_dir_is_where_its_set_up_puts_it(path: Path) -> None:
+    exp = load_experiment(path)
+    assert exp.world.dir is not None
+    where = (path.parent / exp.world.dir).resolve()
+    assert where in _set_up_paths(path), f"{path.name}: world.dir resolves to {where}"
 
 
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.name)

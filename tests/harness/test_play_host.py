@@ -223,3 +223,26 @@ def test_an_experiment_file_brings_its_own_tasks(
         server = read_state(whole).server
         if server is not None and pid_alive(server.pid):
             stop_pid(server.pid)
+
+
+def test_later_commands_do_not_need_the_start_environment(
+    real_world: Path, run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``${VAR}`` of the target is expanded once, by play start (its host inherits that
+    environment); next, call and finish in a shell without the variable still work."""
+    exp = _experiment(tmp_path, real_world)
+    data = yaml.safe_load(exp.read_text())
+    data["arms"][1]["target"]["env"] = {"DABENCH_PLAY_VAR": "${DABENCH_PLAY_VAR}"}
+    exp.write_text(yaml.safe_dump(data, sort_keys=False))
+    monkeypatch.setenv("DABENCH_PLAY_VAR", "set-at-start")
+    play("start", "--run", str(run_dir), "--experiment", str(exp), "--arm", "stdio",
+         "--task", TASKS[1])  # fmt: skip
+    monkeypatch.delenv("DABENCH_PLAY_VAR")
+    try:
+        first = play("next", "--run", str(run_dir))
+        assert "sql_query" in first["tools"]
+        listed = play("call", "--run", str(run_dir), "list_tables", "{}")
+        assert not listed["is_error"]
+    finally:
+        finished = play("finish", "--run", str(run_dir), "--abandon")
+    assert finished["played"] == 1

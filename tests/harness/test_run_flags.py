@@ -59,6 +59,21 @@ def test_next_command() -> None:
     assert next_command(model, smoke=True).startswith("dabench run --smoke --model fake")
 
 
+def test_next_command_of_an_experiment_file_runs_that_file() -> None:
+    probe = apply_overrides(adhoc_experiment(["a0", "a2"]), agent="probe")
+    assert next_command(probe, smoke=False, experiment_file=Path("probe.yaml")).startswith(
+        "dabench run probe.yaml --model PROVIDER:MODEL --k 3"
+    )
+    model = apply_overrides(probe, model="openai:gpt-4.1")
+    assert next_command(model, smoke=False, experiment_file=Path("probe.yaml")).startswith(
+        "dabench run probe.yaml --model openai:gpt-4.1 --k 3"
+    )
+    three = apply_overrides(model, k=3)
+    assert next_command(three, smoke=False, experiment_file=Path("probe.yaml")).startswith(
+        "dabench history runs"
+    )
+
+
 @pytest.mark.slow
 def test_adhoc_run_prints_summary_on_stdout(tmp_path: Path, real_world: Path) -> None:
     """The closing summary goes to stdout (so `> log` keeps it), progress and logs to stderr."""
@@ -83,3 +98,29 @@ def test_adhoc_run_prints_summary_on_stdout(tmp_path: Path, real_world: Path) ->
     assert f"        {out / 'report.html'}" in lines
     assert lines[-1].startswith("next:   dabench run --suite s3 --arms a0,a2 --model ")
     assert "episode(s) run" in done.stderr and "episode(s) run" not in done.stdout
+
+
+def test_a_fake_provider_run_ends_with_a_note_and_an_experiment_hint(
+    tmp_path: Path, mini_world: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    from dabench.cli import main
+
+    from .conftest import DATA
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "probe.yaml").write_text(
+        f"name: f\nworld: {{dir: {mini_world}}}\n"
+        f"tasks: {{builtin: false, files: [{DATA / 'tasks_basic.yaml'}]}}\n"
+        "arms:\n- name: a0\n  target: {kind: reference, profile: a0}\n"
+        "  agent: {kind: llm, model: 'fake:calls=1'}\n"
+    )
+    argv = ["dabench", "run", "probe.yaml", "--out", "run", "--no-progress", "--no-grade"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    out = capsys.readouterr()
+    assert exit_info.value.code in (0, None), out
+    text = " ".join((out.out + out.err).split())
+    assert "no model used by a0: the fake provider's replies are scripted" in text
+    assert "next: dabench run probe.yaml --model fake:calls=1 --k 3" in text

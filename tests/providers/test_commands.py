@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from dabench.errors import UserInputError
+from dabench.errors import UnreachableError, UserInputError
 from dabench.providers.commands import app
 
-from .servers import Reply, WireServer, openai_completion
+from .servers import Reply, WireServer, closed_port_url, openai_completion
 
 runner = CliRunner()
 
@@ -57,3 +57,11 @@ def test_ping_unknown_kind_is_a_user_error() -> None:
     assert isinstance(result.exception, UserInputError)
     with pytest.raises(UserInputError, match="unknown kind"):
         raise result.exception
+
+
+def test_ping_an_unreachable_server_is_one_error_with_the_url() -> None:
+    url = f"{closed_port_url()}/v1"
+    result = runner.invoke(app, ["ping", "ollama:llama3", "--base-url", url, "--timeout", "3"])
+    assert isinstance(result.exception, UnreachableError), result.output
+    assert result.exception.exit_code == 3
+    assert f"ollama:llama3 at {url}: ollama: connection error" in str(result.exception)

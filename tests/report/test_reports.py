@@ -244,3 +244,22 @@ def test_caveats_say_what_each_agent_kind_measures(tmp_path: Path) -> None:
     assert "validate" not in probe
     assert oracle.startswith("Arm o uses the oracle agent") and "validate the tasks" in oracle
     assert not any("Arm m " in c for c in caveats)
+
+
+def test_a_fake_provider_run_says_it_measures_the_harness(tmp_path: Path) -> None:
+    from tests.stats.builders import outcome_run
+
+    agents = {
+        "f": {"kind": "llm", "provider": "fake", "model": "calls=2"},
+        "m": {"kind": "llm", "provider": "anthropic", "model": "claude-sonnet-4-5"},
+    }
+    run = outcome_run(
+        tmp_path / "r", {arm: {"t1": [True], "t2": [False]} for arm in agents}, k=1, agents=agents
+    )
+    caveats = write_reports(run, resamples=0).stats.caveats
+    fake = [c for c in caveats if "fake provider" in c]
+    assert fake == [
+        "Arm f uses the scripted fake provider (no model: the LLM agent's replies are "
+        "scripted, e.g. `fake:calls=2`): the numbers measure the harness, not a model."
+    ]
+    assert not any("Arm m " in c for c in caveats)

@@ -395,3 +395,23 @@ def test_careless_readings_of_a_user_policy_are_checked(external: Path, tmp_path
     _, issues = static_checks(tasks, external)
     assert [(i.item, i.check) for i in issues] == [("t.revenue", "tolerance")], issues
     assert "variant 'cents.rounding' (divides by 100.01)" in issues[0].detail
+
+
+def test_a_trap_class_no_rule_defines_is_an_issue(external: Path, tmp_path: Path) -> None:
+    """``trap_classes`` names the ``trap_class`` of a rule in the world's rules.yaml: a
+    mistyped class (``cent`` for ``cents``) is reported, the right one passes."""
+    from dabench.validation.tasks import static_checks
+
+    path = _tasks(tmp_path)
+    path.write_text(path.read_text().replace("- cents", "- cent"))
+    _, issues = static_checks(load_tasks([path]), external)
+    traps = [(i.item, i.check, i.detail) for i in issues if i.check == "trap"]
+    assert traps == [
+        (
+            "t.revenue",
+            "trap",
+            "trap class(es) cent defined by no rule of the world (its classes: cents)",
+        )
+    ]
+    _, issues = static_checks(load_tasks([_tasks(tmp_path)]), external)
+    assert not [i for i in issues if i.check == "trap"]

@@ -14,6 +14,7 @@ and :attr:`Journal.retried` keeps the harness errors that a retry replaced.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -26,10 +27,15 @@ from pydantic import BaseModel, ValidationError
 from dabench.errors import DabenchError
 from dabench.journal.records import Episode, Grade, RunManifest
 from dabench.recordfile import first_error, read_record_file
+from dabench.redaction import redact_data
+from dabench.secretfile import write_private
 
 EPISODES_FILE = "episodes.jsonl"
 GRADES_FILE = "grades.jsonl"
 MANIFEST_FILE = "manifest.json"
+PRIVATE_EXPERIMENT_FILE = "experiment.private.json"
+"""The experiment with the URL passwords that ``manifest.json`` masks (mode 0600; only when
+there are any): what ``run --resume`` and ``play`` re-run."""
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -203,9 +209,20 @@ class Journal:
 
 
 def write_manifest(run_dir: Path | str, manifest: RunManifest) -> Path:
-    """Write ``manifest.json`` atomically (temp file, fsync, rename)."""
+    """Write ``manifest.json`` atomically (temp file, fsync, rename), URL passwords masked
+    (the experiment as given goes to the private :data:`PRIVATE_EXPERIMENT_FILE`)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    masked = manifest.model_copy(
+        update={
+            "experiment": redact_data(manifest.experiment),
+            "arms": redact_data(manifest.arms),
+        }
+    )
+    if masked.experiment != manifest.experiment:
+        data = json.dumps(manifest.experiment, indent=2, sort_keys=True).encode()
+        write_private(run_dir / PRIVATE_EXPERIMENT_FILE, data + b"\n")
+    manifest = masked
     path = run_dir / MANIFEST_FILE
     tmp = path.with_suffix(".json.tmp")
     with tmp.open("w", encoding="utf-8") as fh:
@@ -217,16 +234,25 @@ def write_manifest(run_dir: Path | str, manifest: RunManifest) -> Path:
     return path
 
 
-def read_manifest(run_dir: Path | str) -> RunManifest:
-    """Read ``manifest.json`` of a run directory."""
+def read_manifest(run_dir: Path | str, *, with_secrets: bool = False) -> RunManifest:
+    """Read ``manifest.json`` of a run directory; ``with_secrets``: with the experiment as
+    given (its URL passwords unmasked), to run it again."""
     path = Path(run_dir) / MANIFEST_FILE
-    return read_record_file(
+    manifest = read_record_file(
         path,
         RunManifest,
         what="manifest",
         missing=f"{path}: no manifest (is {Path(run_dir)} a run directory?)",
         error=DabenchError,
     )
+    private = Path(run_dir) / PRIVATE_EXPERIMENT_FILE
+    if with_secrets and private.is_file():
+        try:
+            experiment = json.loads(private.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DabenchError(f"{private}: unreadable ({exc})") from exc
+        manifest = manifest.model_copy(update={"experiment": experiment})
+    return manifest
 
 
 def append_grades(run_dir: Path | str, grades: Iterable[Grade]) -> None:

@@ -6,6 +6,7 @@ MCP on stdio is :mod:`dabench.platform.stdio`, which imports none of the HTTP st
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from types import FrameType
 from typing import cast
@@ -17,6 +18,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from dabench.errors import UserInputError
 from dabench.keepalive import SERVER_KEEP_ALIVE_S
 from dabench.platform.admin.api import HTTP_ERROR_HANDLERS, SingleAuthorization, admin_routes
 from dabench.platform.admin.resource_metadata import resource_metadata_routes
@@ -70,11 +72,30 @@ class _GracefulServer(uvicorn.Server):
         self._captured_signals.clear()  # do not re-raise the signal after shutting down
 
 
+def bind_http_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (port 0: a free one; ``getsockname()`` tells which),
+    for :func:`serve_http` to listen on."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UserInputError(f"--host {host} --port {port}: cannot listen: {exc}") from exc
+    return sock
+
+
 def serve_http(
-    service: PlatformService, host: str, port: int, keep_alive_s: float = SERVER_KEEP_ALIVE_S
+    service: PlatformService,
+    host: str,
+    port: int,
+    keep_alive_s: float = SERVER_KEEP_ALIVE_S,
+    sock: socket.socket | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn shuts down gracefully, then the stores close).
-    ``keep_alive_s``: idle keep-alive connections are closed after this many seconds."""
+    ``keep_alive_s``: idle keep-alive connections are closed after this many seconds;
+    ``sock``: listen on this bound socket (:func:`bind_http_socket`) instead of ``port``."""
     app = build_http_app(service, host)
     config = uvicorn.Config(
         app,
@@ -87,4 +108,4 @@ def serve_http(
         # typed int, but uvicorn only hands it to loop.call_later: fractions work
         timeout_keep_alive=cast(int, keep_alive_s),
     )
-    _GracefulServer(config).run()
+    _GracefulServer(config).run(sockets=[sock] if sock is not None else None)

@@ -106,14 +106,16 @@ def serve(
 
         serve_stdio(service, stdio_identity(auth_config, dev_default=dev_keys))
         return
+    from dabench.platform.app import bind_http_socket, serve_http
+
+    sock = bind_http_socket(host, port)  # port 0: the free port it got is the one printed
+    bound = sock.getsockname()[1]
     err.print(
-        f"dabench platform [bold]{prof.name}[/] on http://{host}:{port}/mcp "
+        f"dabench platform [bold]{prof.name}[/] on http://{host}:{bound}/mcp "
         f"(admin API /api/v1/admin, health /healthz)"
     )
     sys.stderr.flush()
-    from dabench.platform.app import serve_http
-
-    serve_http(service, host, port, keep_alive_s)
+    serve_http(service, host, bound, keep_alive_s, sock=sock)
 
 
 @app.command("pg-role")

@@ -115,6 +115,7 @@ def start_cmd(
     --sandbox, then run the player program sealed)."""
     from dabench.errors import UserInputError
     from dabench.play.session import PlayOptions, start_play
+    from dabench.tasks.selection import suite_names
 
     program = list(ctx.args)
     if program and not sandbox:
@@ -128,10 +129,9 @@ def start_cmd(
         require_bwrap("play start --sandbox")
         check_ro_binds(ro_bind, protected_paths(run_dir.resolve()), "play start --sandbox")
 
-    suites: list[Any] = [s.strip() for item in suite for s in item.split(",") if s.strip()]
     opts = PlayOptions(
         profile=profile,
-        suites=suites,
+        suites=suite_names(suite),
         tasks=[t.strip() for item in task for t in item.split(",") if t.strip()],
         smoke=smoke,
         k=k,
@@ -402,12 +402,13 @@ def interactive(
 
     from dabench.play.human import play_interactively, terminal_reader
     from dabench.play.session import PlayOptions
+    from dabench.tasks.selection import suite_names
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     target = run_dir or Path("runs") / f"{stamp}-play-human"
     opts = PlayOptions(
         profile=profile,
-        suites=[s.strip() for item in suite for s in item.split(",") if s.strip()],  # type: ignore[misc]
+        suites=suite_names(suite),
         tasks=[t.strip() for item in task for t in item.split(",") if t.strip()],
         smoke=smoke,
         world_dir=world,

@@ -380,7 +380,7 @@ def _experiment_dir(state: PlayState) -> Path:
 def _load(run_dir: Path) -> _Play:
     """The run's state, experiment, tasks, and its platform attached (not started)."""
     state = read_state(run_dir)
-    manifest = read_manifest(run_dir)
+    manifest = read_manifest(run_dir, with_secrets=True)
     if manifest is None:
         raise UserInputError(f"{run_dir}: play run without a manifest")
     exp = Experiment.model_validate(manifest.experiment)
@@ -403,7 +403,10 @@ def _load(run_dir: Path) -> _Play:
             keys.admin_key if keys else "",
             server.pid if server else None,
         )
-        target = HostTarget(make_host_target(spec), client)
+        from dabench.targets.mcp import unexpanded_env
+
+        with unexpanded_env():  # the host started it with play start's environment
+            target = HostTarget(make_host_target(spec), client)
     else:
         target = _make_target(exp, run_dir, Path(exp.world.dir), _experiment_dir(state))
         if server is not None and keys is not None:
@@ -443,7 +446,7 @@ def _run(play: _Play, work: Callable[[], Awaitable[T]]) -> T:
 def start_play(run_dir: Path, opts: PlayOptions) -> PlayState:
     """Prepare a play run: plan the episodes, start the platform, write the manifest. Nothing
     is written before the selection is valid."""
-    with locked(run_dir):
+    with locked(run_dir, start=True):
         if state_path(run_dir).exists():
             raise UserInputError(
                 f"{run_dir}: a play run already exists; continue with `dabench play next --run "
@@ -951,7 +954,7 @@ def finish_play(
         if state.server is not None:
             stop_pid(state.server.pid)
             keys_path(Path(state.server.work_dir)).unlink(missing_ok=True)  # dead with it
-        manifest = read_manifest(run_dir)
+        manifest = read_manifest(run_dir, with_secrets=True)
         if manifest is not None:
             write_manifest(run_dir, manifest.model_copy(update={"finished_at": datetime.now(UTC)}))
         state.finished = True

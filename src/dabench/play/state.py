@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -161,13 +162,26 @@ def write_state(run_dir: Path, state: PlayState) -> None:
 
 
 @contextlib.contextmanager
-def locked(run_dir: Path) -> Iterator[None]:
-    """Hold the run's play lock (commands on one run directory run one at a time)."""
+def locked(run_dir: Path, *, start: bool = False) -> Iterator[None]:
+    """Hold the run's play lock (commands on one run directory run one at a time). Only
+    ``start`` creates the directory, and a start that fails removes what it created (the
+    directory when it was new, else the lock file); any other command on a directory that is
+    not a play run fails before creating anything."""
+    if not start:
+        read_state(run_dir)  # not a play run: its error, and nothing written
+    lock = run_dir / LOCK_FILE
+    new_dir, new_lock = not run_dir.exists(), not lock.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    except BaseException:
+        if start and new_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        elif start and new_lock:
+            lock.unlink(missing_ok=True)
+        raise
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

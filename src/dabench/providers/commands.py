@@ -98,6 +98,9 @@ def ping_cmd(
     """Make one model call and print the reply, usage, cost and latency."""
     import asyncio
 
+    from dabench.errors import UnreachableError
+    from dabench.providers.base import ProviderError
+    from dabench.providers.builtin import endpoint_url
     from dabench.providers.ping import ping
     from dabench.providers.registry import make_provider
 
@@ -105,7 +108,11 @@ def ping_cmd(
     if base_url:
         settings["base_url"] = base_url
     provider = make_provider(spec, **settings)
-    response = asyncio.run(ping(provider, prompt))
+    try:
+        response = asyncio.run(ping(provider, prompt))
+    except ProviderError as exc:
+        url = endpoint_url(provider.name, base_url)
+        raise UnreachableError(f"{spec} at {url}: {exc}") from None
     usage = response.usage
     cost = "unknown" if response.cost_usd is None else f"${response.cost_usd:.6f}"
     console = stdout_console()

@@ -37,6 +37,17 @@ TO_RUN_A_MODEL = (
 )
 
 
+def fake_model_note(exp: Experiment) -> str | None:
+    """The end-of-run note of a run with arms on the scripted ``fake`` provider, else ``None``."""
+    arms = [a.name for a in exp.arms if str(a.agent.get("model", "")).split(":")[0] == "fake"]
+    if not arms:
+        return None
+    return (
+        f"no model used by {', '.join(arms)}: the fake provider's replies are scripted, so "
+        f"the run measures the harness, not a model.\n{TO_RUN_A_MODEL}"
+    )
+
+
 def no_model_note(exp: Experiment) -> str:
     """The end-of-run note of a run whose agents call no model: which agents, what they do."""
     kinds = sorted({str(a.agent.get("kind")) for a in exp.arms})
@@ -79,7 +90,7 @@ def _resolve(
     if resume is not None:
         if experiment is not None or smoke:
             raise UserInputError("--resume RUN_DIR takes the experiment from the run's manifest")
-        manifest = read_manifest(resume)
+        manifest = read_manifest(resume, with_secrets=True)
         exp = Experiment.model_validate(manifest.experiment)
         # The manifest holds the experiment with its paths made absolute.
         return exp, Path.cwd(), resume
@@ -117,10 +128,15 @@ def _post_run(run_dir: Path, console: Console, grade: bool) -> Any:
     return result
 
 
-def next_command(exp: Experiment, smoke: bool) -> str:
-    """The next command worth trying after a run of ``exp``."""
+def next_command(exp: Experiment, smoke: bool, experiment_file: Path | None = None) -> str:
+    """The next command worth trying after a run of ``exp`` (of ``experiment_file``, when
+    the run was of one: the same file with a model, rather than a built-in suite)."""
     kinds = {str(a.agent.get("kind")) for a in exp.arms}
     model = next((str(a.agent["model"]) for a in exp.arms if a.agent.get("model")), None)
+    if experiment_file is not None and (model is None or exp.k < 3):
+        with_model = f"dabench run {experiment_file} --model {model or 'PROVIDER:MODEL'} --k 3"
+        why = "k >= 3 gives pass^k and tighter CIs" if model else "every arm's agent a model"
+        return f"{with_model}  ({why})"
     if kinds <= {"oracle", "replay"}:
         return "dabench run --suite s3 --arms a0,a2 --agent probe --k 3"
     if kinds == {"probe"}:
@@ -135,7 +151,12 @@ def next_command(exp: Experiment, smoke: bool) -> str:
 
 
 def _print_closing(
-    files: Any, run_dir: Path, exp: Experiment, smoke: bool, console: Console
+    files: Any,
+    run_dir: Path,
+    exp: Experiment,
+    smoke: bool,
+    console: Console,
+    experiment_file: Path | None = None,
 ) -> None:
     """The closing summary on stdout (plain text, so ``> log`` keeps it whole)."""
     from dabench.journal.sequential import read_sequential
@@ -146,7 +167,7 @@ def _print_closing(
         lines = closing_summary(files.stats, paths, read_sequential(run_dir))
     else:
         lines = [f"run {run_dir}: not graded; grade and report with `dabench report {run_dir}`"]
-    lines.append(f"next:   {next_command(exp, smoke)}")
+    lines.append(f"next:   {next_command(exp, smoke, experiment_file)}")
     if console.is_terminal:
         console.print()
     sys.stdout.write("\n".join(lines) + "\n")
@@ -377,9 +398,10 @@ def run(
     files = None
     if summary.finished or summary.already_done:
         files = _post_run(run_dir, console, grade)
-    if summary.no_model:
-        console.print(f"[bold]{no_model_note(exp)}[/bold]", soft_wrap=True)
-    _print_closing(files, run_dir, exp, smoke, console)
+    note = no_model_note(exp) if summary.no_model else fake_model_note(exp)
+    if note is not None:
+        console.print(f"[bold]{note}[/bold]", soft_wrap=True)
+    _print_closing(files, run_dir, exp, smoke, console, experiment)
     if summary.audit_gaps and not exp.allow_audit_gaps:
         console.print(
             f"[red]{len(summary.audit_gaps)} episode(s) with audit gaps; failing the run "

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,7 +21,7 @@ from typing import Any
 
 from dabench.agents.base import Agent, AgentContext, EpisodeRequest, EpisodeTranscript
 from dabench.agents.registry import make_agent
-from dabench.errors import HarnessError
+from dabench.errors import HarnessError, UserInputError
 from dabench.journal.records import AuditCheck, Episode, EpisodeStatus, StepRecord, episode_key
 from dabench.runner.experiment import ArmConfig
 from dabench.runner.protocols import ProtocolRequest, protocol_runner, protocol_slot
@@ -57,25 +57,27 @@ def build_arm(
     run_dir: Path,
     shared: dict[str, object] | None = None,
     unsealed: bool = False,
+    locate: Callable[[str, str], str] | None = None,
 ) -> ArmRuntime:
-    """The arm's target (not started) and agent; ``index`` names it in config errors."""
+    """The arm's target (not started) and agent; ``index`` names it in config errors, and
+    ``locate(part, message)`` puts the experiment file's line of ``target``/``agent`` on them."""
     ctx = TargetContext(
         world_dir=world_dir,
         work_dir=work_dir,
         experiment_dir=experiment_dir,
         shared=shared if shared is not None else {},
     )
-    target = make_target(arm.target, ctx, f"arms[{index}].target")
-    agent = make_agent(
-        arm.agent,
-        AgentContext(
-            experiment_dir=experiment_dir,
-            run_dir=run_dir,
-            world_dir=world_dir,
-            unsealed=unsealed,
-        ),
-        f"arms[{index}].agent",
+    agent_ctx = AgentContext(
+        experiment_dir=experiment_dir, run_dir=run_dir, world_dir=world_dir, unsealed=unsealed
     )
+    try:
+        target = make_target(arm.target, ctx, f"arms[{index}].target")
+    except UserInputError as exc:
+        raise UserInputError(locate("target", str(exc)) if locate else str(exc)) from exc
+    try:
+        agent = make_agent(arm.agent, agent_ctx, f"arms[{index}].agent")
+    except UserInputError as exc:
+        raise UserInputError(locate("agent", str(exc)) if locate else str(exc)) from exc
     return ArmRuntime(arm, target, agent)
 
 

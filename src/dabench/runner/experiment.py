@@ -24,18 +24,21 @@ from __future__ import annotations
 import copy
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from dabench.agents.registry import validate_agent_config
 from dabench.errors import UserInputError
 from dabench.fields import Seconds
-from dabench.targets.registry import validate_target_config
+from dabench.targets.registry import ConfigError, validate_target_config
 from dabench.tasks.hashing import canonical_hash
 from dabench.tasks.model import Suite
-from dabench.tasks.selection import TaskSelection
-from dabench.tasks.yaml_source import compose_file, node_data, validation_message
+from dabench.tasks.selection import TaskSelection, suite_names
+from dabench.tasks.yaml_source import compose_file, line_of, node_at, node_data, validation_message
+
+Loc = tuple[str | int, ...]
 
 
 class _Spec(BaseModel):
@@ -130,6 +133,25 @@ class Experiment(_Spec):
     unsealed: bool = False
     """Agent programs (``command``, ``claude-cli``) run without the bubblewrap sandbox
     (``--unsealed``; the manifest and every report then carry a caveat)."""
+    _origin: tuple[Path, yaml.Node] | None = PrivateAttr(default=None)
+    """The file the experiment was loaded from and its YAML nodes (for error lines)."""
+
+    def located(self, message: str, *loc: str | int, value: Any = None) -> str:
+        """``FILE:LINE: message`` when the experiment's file sets ``loc`` (an arm by index or
+        by name: ``("arms", "a0", "target")``) and, given ``value``, sets it to that value (not
+        a command-line override); else ``message``."""
+        if self._origin is None:
+            return message
+        path, root = self._origin
+        parts = list(loc)
+        if len(parts) > 1 and parts[0] == "arms" and isinstance(parts[1], str):
+            names = [a.get("name") for a in node_data(root, path).get("arms") or []]
+            if parts[1] not in names:
+                return message
+            parts[1] = names.index(parts[1])
+        if value is not None and _value_at(root, parts) != value:
+            return message
+        return f"{path}:{line_of(node_at(root, parts))}: {message}"
 
     @model_validator(mode="after")
     def _unique_arms(self) -> Experiment:
@@ -163,11 +185,31 @@ MODEL_AGENT_KINDS = frozenset({"llm", "kibana", "claude-cli", "command"})
 ``claude-cli`` agent's inside the claude CLI, a ``command`` agent's inside its program)."""
 
 
+def _value_at(root: yaml.Node, loc: list[str | int]) -> Any:
+    """The scalar the YAML sets at ``loc`` (``None`` when it sets none there)."""
+    node: yaml.Node | None = root
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            return None
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
 def validate_arms(exp: Experiment, where: str) -> None:
-    """Validate every arm's target and agent config against the registries."""
+    """Validate every arm's target and agent config against the registries; an error names
+    the experiment's file and line (else ``where``)."""
     for i, arm in enumerate(exp.arms):
-        validate_target_config(arm.target, f"{where}: arms[{i}].target")
-        validate_agent_config(arm.agent, f"{where}: arms[{i}].agent")
+        for part, check in (("target", validate_target_config), ("agent", validate_agent_config)):
+            try:
+                check(getattr(arm, part), f"arms[{i}].{part}")
+            except ConfigError as exc:
+                located = exp.located(str(exc), "arms", arm.name, part, *exc.loc)
+                if located == str(exc):
+                    located = f"{where}: {exc}"
+                raise UserInputError(located) from exc
 
 
 def load_experiment(path: Path) -> Experiment:
@@ -182,6 +224,7 @@ def load_experiment(path: Path) -> Experiment:
         exp = Experiment.model_validate(data)
     except ValidationError as exc:
         raise UserInputError(validation_message(exc, path, root, "experiment")) from exc
+    exp._origin = (path, root)
     validate_arms(exp, str(path))
     return exp
 
@@ -246,13 +289,7 @@ def apply_overrides(
     """
     data = copy.deepcopy(exp.model_dump(mode="json"))
     if suites:
-        unknown = [x for x in suites if x not in get_args(Suite)]
-        if unknown:
-            raise UserInputError(
-                f"--suite: unknown suite(s) {', '.join(unknown)}; "
-                f"expected some of {', '.join(get_args(Suite))}"
-            )
-        data["tasks"]["suites"] = suites
+        data["tasks"]["suites"] = suite_names(suites)
         kept = []
         for arm in data["arms"]:
             if arm["suites"]:
@@ -300,5 +337,6 @@ def apply_overrides(
         out = Experiment.model_validate(data)
     except ValidationError as exc:
         raise UserInputError(f"invalid override: {exc.errors()[0]['msg']}") from exc
+    out._origin = exp._origin
     validate_arms(out, "command line")
     return out

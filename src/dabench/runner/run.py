@@ -143,8 +143,12 @@ def resolve_world(exp: Experiment, experiment_dir: Path) -> Path:
         path = path if path.is_absolute() else experiment_dir / path
         if not is_world_dir(path):
             raise UserInputError(
-                f"world.dir {path}: not a built world (no world.json) nor an external world "
-                f"(no {SOURCE_FILE})"
+                exp.located(
+                    f"world.dir {path}: not a built world (no world.json) nor an external "
+                    f"world (no {SOURCE_FILE})",
+                    *("world", "dir"),
+                    value=exp.world.dir,
+                )
             )
         return path
     from dabench.world.cache import default_world  # builds (once) on demand
@@ -175,6 +179,10 @@ def inline_world_dir(spec: Any, experiment_dir: Path) -> Path:
 def load_task_set(exp: Experiment, experiment_dir: Path) -> TaskSet:
     """The experiment's selected tasks (built-in suites plus its extra files)."""
     paths = [p if Path(p).is_absolute() else experiment_dir / p for p in exp.tasks.files]
+    for i, (given, path) in enumerate(zip(exp.tasks.files, paths, strict=True)):
+        if not Path(path).exists():
+            message = f"tasks.files[{i}] {path}: no such task file or folder"
+            raise UserInputError(exp.located(message, "tasks", "files", i, value=given))
     base = load_builtin_tasks() if exp.tasks.builtin else TaskSet()
     if paths:
         extra = load_tasks(paths)
@@ -325,6 +333,10 @@ class ExperimentRun:
     def _build_arms(self, world_dir: Path) -> None:
         shared: dict[str, object] = {}
         for i, arm in enumerate(self.exp.arms):
+
+            def locate(part: str, message: str, name: str = arm.name) -> str:
+                return self.exp.located(message, "arms", name, part)
+
             self.arms.append(
                 build_arm(
                     arm,
@@ -335,6 +347,7 @@ class ExperimentRun:
                     run_dir=self.run_dir,
                     shared=shared,
                     unsealed=self.exp.unsealed,
+                    locate=locate,
                 )
             )
 
@@ -386,7 +399,7 @@ class ExperimentRun:
             built = read_world_manifest(world_dir)
             self.world_seed, self.world_scale = built.seed, built.scale
         tasks = load_task_set(self.exp, self.experiment_dir)
-        previous = read_manifest(self.run_dir) if self.resume else None
+        previous = read_manifest(self.run_dir, with_secrets=True) if self.resume else None
         if previous is not None:
             if previous.world_hash != world_hash:
                 raise UserInputError(

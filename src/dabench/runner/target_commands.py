@@ -14,6 +14,7 @@ from rich.console import Console
 
 from dabench.errors import DabenchError, HarnessError, UserInputError
 from dabench.listing import stderr_console, stdout_console
+from dabench.redaction import redact
 
 if TYPE_CHECKING:
     from dabench.providers.base import ToolSpec
@@ -35,7 +36,6 @@ def _headers(raw: list[str]) -> dict[str, str]:
 
 
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
-_URL_SECRET = re.compile(r"(?P<head>[a-z][a-z0-9+.\-]*://[^/\s:@]*:)(?P<secret>[^@\s/]+)@", re.I)
 
 
 def _env(raw: list[str]) -> dict[str, str]:
@@ -72,11 +72,6 @@ def _target(
         if not words:
             raise UserInputError("-- env K=V ...: no command after the assignments")
     return {"command": words, "env": variables, "cwd": str(Path.cwd())}
-
-
-def redact(text: str) -> str:
-    """``text`` with the password of every ``scheme://user:password@`` URL replaced."""
-    return _URL_SECRET.sub(lambda m: m.group("head") + "***@", text)
 
 
 def _source(target: dict[str, Any]) -> str:

@@ -147,7 +147,7 @@ def _fixed_design(episodes: list[Episode], max_rounds: int) -> int:
 
 def _pin_design(run_dir: Path, max_rounds: int) -> None:
     """Keep the manifest's k at the fixed design's (a round runs with a smaller k)."""
-    manifest = read_manifest(run_dir)
+    manifest = read_manifest(run_dir, with_secrets=True)
     if manifest.k == max_rounds:
         return
     experiment = {**manifest.experiment, "k": max_rounds}

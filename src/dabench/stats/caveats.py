@@ -42,7 +42,14 @@ def _judge_caveat(run: RunData, frame: EpisodeFrame) -> str | None:
     )
 
 
+FAKE_PROVIDER = "fake-provider"
+"""The :data:`AGENT_CAVEATS` key of an LLM agent whose provider is ``fake``."""
+
 AGENT_CAVEATS: dict[str, str] = {
+    FAKE_PROVIDER: (
+        "the scripted fake provider (no model: the LLM agent's replies are scripted, e.g. "
+        "`fake:calls=2`): the numbers measure the harness, not a model."
+    ),
     "oracle": (
         "the oracle agent (no model: it answers from each task's gold SQL through the "
         "platform's tools): the numbers validate the tasks, graders and audit trail, not a "
@@ -59,14 +66,23 @@ AGENT_CAVEATS: dict[str, str] = {
         "numbers say whether the recorded runs reproduce, not how a model does now."
     ),
 }
-"""What the numbers of an arm mean for each agent kind that calls no model."""
+"""What the numbers of an arm mean for each agent kind that calls no model (and for the LLM
+agent on the scripted ``fake`` provider, :data:`FAKE_PROVIDER`)."""
+
+
+def agent_caveat_kind(agent: dict[str, Any]) -> str:
+    """The :data:`AGENT_CAVEATS` key of a manifest arm's agent: its kind, or
+    :data:`FAKE_PROVIDER` for an LLM agent on the ``fake`` provider."""
+    kind = str(agent.get("kind", ""))
+    return FAKE_PROVIDER if kind == "llm" and agent.get("provider") == "fake" else kind
 
 
 def _agent_caveats(run: RunData) -> list[str]:
-    """One caveat per model-less agent kind in the run, naming its arms."""
+    """One caveat per model-less agent kind in the run (and the fake provider), naming its
+    arms."""
     by_kind: dict[str, list[str]] = {}
     for arm in run.manifest.arms:
-        kind = str((arm.get("agent") or {}).get("kind", ""))
+        kind = agent_caveat_kind(arm.get("agent") or {})
         if kind in AGENT_CAVEATS:
             by_kind.setdefault(kind, []).append(str(arm.get("name")))
     out = []

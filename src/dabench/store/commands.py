@@ -51,8 +51,14 @@ def publish_cmd(
         for run_dir in runs:
             progress.update(bar, description=str(run_dir))
             stored = collect_run(run_dir)
-            written = target.publish(stored)
             progress.advance(bar)
+            if not stored.episodes:  # e.g. its target never started: kept, not published
+                err.print(
+                    f"skipped {run_dir}: no episodes (the run ended before its first one)",
+                    markup=False, highlight=False, soft_wrap=True,
+                )  # fmt: skip
+                continue
+            written = target.publish(stored)
             out.print(
                 f"published {stored.run.run_id} -> {label}: {written['episodes']} episodes, "
                 f"{written['arm_stats']} arm statistics"

@@ -23,6 +23,8 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +37,7 @@ from dabench.fields import Seconds
 from dabench.journal.records import AuditCheck
 from dabench.keepalive import DEFAULT_CLIENT_IDLE_S
 from dabench.providers.base import ToolSpec
+from dabench.redaction import redact
 from dabench.roles import REFERENCE_ROLES, ToolRoles
 from dabench.sqlresult import server_error
 from dabench.targets.audit import AuditReaderConfig, http_client, httpx_get, read_audit_http
@@ -52,18 +55,33 @@ from dabench.targets.registry import Kind
 from dabench.targets.warm_pool import WarmPool
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_KEEP_UNSET: ContextVar[bool] = ContextVar("keep_unset_env", default=False)
 
 
 def expand_env(value: str) -> str:
-    """Replace ``${VAR}`` with the environment variable (missing -> a clear error)."""
+    """Replace ``${VAR}`` with the environment variable (missing -> a clear error, or kept
+    as written inside :func:`unexpanded_env`)."""
 
     def sub(m: re.Match[str]) -> str:
         name = m.group(1)
-        if name not in os.environ:
-            raise UserInputError(f"environment variable {name} is not set (used in {value!r})")
-        return os.environ[name]
+        if name in os.environ:
+            return os.environ[name]
+        if _KEEP_UNSET.get():
+            return m.group(0)
+        raise UserInputError(f"environment variable {name} is not set (used in {value!r})")
 
     return _ENV_REF.sub(sub, value)
+
+
+@contextlib.contextmanager
+def unexpanded_env() -> Iterator[None]:
+    """Build targets that are only described, never started here (a play command's view of
+    the target its play host runs): an unset ``${VAR}`` stays as written."""
+    token = _KEEP_UNSET.set(True)
+    try:
+        yield
+    finally:
+        _KEEP_UNSET.reset(token)
 
 
 SESSION_PLACEHOLDER = "{session}"
@@ -101,6 +119,8 @@ class McpTargetConfig(BaseModel):
     name: str = "mcp"
     """Label used in episodes (``mcp:<name>``)."""
     command: list[str] = Field(default_factory=list)
+    """A stdio server's command line; ``${VAR}`` is expanded (give a password that way: the
+    manifest masks a literal ``user:password@`` but the experiment file still holds it)."""
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     """HTTP headers; ``${VAR}`` is expanded from the environment."""
@@ -222,9 +242,9 @@ class McpTarget(Target):
         if cwd and not Path(cwd).is_absolute():
             cwd = str(context.experiment_dir / cwd)
         self.endpoint = McpEndpoint(
-            url=config.url,
+            url=expand_env(config.url) if config.url else None,
             headers={k: expand_env(v) for k, v in config.headers.items()},
-            command=list(config.command),
+            command=[expand_env(word) for word in config.command],
             env={k: expand_env(v) for k, v in config.env.items()},
             cwd=cwd,
             errlog=context.work_dir / "server.log" if config.command else None,
@@ -311,7 +331,7 @@ class McpTarget(Target):
         return {
             "kind": self.kind,
             "label": self.label,
-            "endpoint": self.config.url or " ".join(self.config.command),
+            "endpoint": redact(self.config.url or " ".join(self.config.command)),
             "mcp_sessions": self._session_model(),
             "session_handle": self.config.session_tool.name
             if self.config.session_tool

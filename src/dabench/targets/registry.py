@@ -36,6 +36,15 @@ class Kind(Generic[T, C]):
     factory: Callable[[Any, C], T]
 
 
+class ConfigError(UserInputError):
+    """A component mapping that its kind's config model refuses; ``loc`` is the field's path
+    inside the mapping (``("temperature",)``), for locating it in the file."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...]) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
 class KindRegistry(Generic[T, C]):
     """Named kinds of one component (targets, agents)."""
 
@@ -75,16 +84,18 @@ class KindRegistry(Generic[T, C]):
         name = raw.get("kind")
         kind = self.get(name) if isinstance(name, str) else None
         if kind is None:
-            raise UserInputError(
+            raise ConfigError(
                 f"{where}.kind: unknown {self.component} kind {name!r}; "
-                f"expected one of {self.names()}"
+                f"expected one of {self.names()}",
+                ("kind",),
             )
         try:
             return kind.config_model.model_validate(raw)
         except ValidationError as exc:
             err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err.get("loc", ()))
-            raise UserInputError(f"{where}.{loc}: {err.get('msg')}") from exc
+            parts = tuple(err.get("loc", ()))
+            loc = ".".join(str(p) for p in parts)
+            raise ConfigError(f"{where}.{loc}: {err.get('msg')}", parts) from exc
 
     def make(self, raw: dict[str, Any], context: C, where: str) -> T:
         """Build a component from its mapping."""

@@ -58,11 +58,10 @@ def list_cmd(
     fmt: ListFormat = FORMAT_OPTION,
 ) -> None:
     """List tasks with suite, category and difficulty, and the task-set hash."""
-    from dabench.tasks.selection import TaskSelection, select_tasks
+    from dabench.tasks.selection import TaskSelection, select_tasks, suite_names
 
-    ts = select_tasks(
-        load_task_paths(tasks), TaskSelection.model_validate({"suites": suite, "smoke": smoke})
-    )
+    selection = TaskSelection(suites=suite_names(suite), smoke=smoke)
+    ts = select_tasks(load_task_paths(tasks), selection)
     columns = [
         Column("id", "id"),
         Column("suite", "suite"),

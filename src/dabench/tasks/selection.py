@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import get_args
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from dabench.errors import UserInputError
@@ -26,6 +29,19 @@ class TaskSelection(BaseModel):
     """Only tasks marked ``smoke: true``."""
     categories: list[Category] = Field(default_factory=list)
     difficulty: list[Difficulty] = Field(default_factory=list)
+
+
+def suite_names(values: Iterable[str], flag: str = "--suite") -> list[Suite]:
+    """The suites named by a repeatable, comma-separated option; an unknown name is an error
+    that lists the known ones."""
+    names = [s.strip() for value in values for s in value.split(",") if s.strip()]
+    known: tuple[Suite, ...] = get_args(Suite)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UserInputError(
+            f"{flag}: unknown suite(s) {', '.join(unknown)}; expected some of {', '.join(known)}"
+        )
+    return [suite for name in names for suite in known if suite == name]
 
 
 def _matches(item: SuiteItem, sel: TaskSelection) -> bool:

@@ -63,11 +63,12 @@ def validate_cmd(
 ) -> None:
     """Run the oracle over every task on every arm it applies to; check gold, graders, traps'
     naive answers, entity ids and duplicates. Exits 1 on any failure."""
-    from dabench.tasks.selection import TaskSelection, select_tasks
+    from dabench.tasks.selection import TaskSelection, select_tasks, suite_names
     from dabench.validation.tasks import default_world, render_report, validate
 
+    selection = TaskSelection(suites=suite_names(suite), smoke=smoke)
     loaded = load_task_paths(tasks)
-    ts = select_tasks(loaded, TaskSelection.model_validate({"suites": suite, "smoke": smoke}))
+    ts = select_tasks(loaded, selection)
     if warehouse is not None and (Path(warehouse) / "dbt_project.yml").is_file():
         from dabench.tasks.metric_parity_command import report_parity
 

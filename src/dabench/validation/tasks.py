@@ -185,8 +185,11 @@ def _referenced_ids(item: SuiteItem) -> list[tuple[str, str]]:
     return refs
 
 
-def _trap_issues(item: SuiteItem, rubric_ids: set[str], judged: set[str]) -> list[ValidationIssue]:
-    """A trap task needs a naive SQL, and a ``caveat.<class>`` rubric item for each of its
+def _trap_issues(
+    item: SuiteItem, rubric_ids: set[str], judged: set[str], classes: set[str]
+) -> list[ValidationIssue]:
+    """A trap task needs a naive SQL, trap classes the world defines (``classes``: its planted
+    traps' or its ``rules.yaml`` rules'), and a ``caveat.<class>`` rubric item for each of its
     classes the judge rubric has one for (``judged``); other ids must be in ``rubric_ids``."""
     issues: list[ValidationIssue] = []
     if not isinstance(item, Task):
@@ -199,6 +202,16 @@ def _trap_issues(item: SuiteItem, rubric_ids: set[str], judged: set[str]) -> lis
     if item.trap_classes:
         if not item.grading.naive_sql:
             issues.append(ValidationIssue(item.id, "trap", "a trap task needs grading.naive_sql"))
+        undefined = [c for c in item.trap_classes if c not in classes]
+        if undefined:
+            issues.append(
+                ValidationIssue(
+                    item.id,
+                    "trap",
+                    f"trap class(es) {', '.join(undefined)} defined by no rule of the world "
+                    f"(its classes: {', '.join(sorted(classes)) or 'none'})",
+                )
+            )
         missing = [
             c
             for c in item.trap_classes
@@ -252,13 +265,14 @@ def static_checks(
     # A hidden rule of the world may have a judged caveat; one is required only where the
     # judge rubric defines it.
     rubric_ids = judged | {f"caveat.{r.trap_class}" for r in world.rules}
+    classes = {t.trap_class for t in world.traps}
     for item in task_set.items:
         for what, ref in _referenced_ids(item):
             if ref not in ids:
                 issues.append(
                     ValidationIssue(item.id, "entity", f"{what}: {ref!r} is not in the catalog")
                 )
-        issues += _trap_issues(item, rubric_ids, judged)
+        issues += _trap_issues(item, rubric_ids, judged, classes)
         issues += _policy_issues(item, world)
     issues += duplicate_issues(task_set.items)
     issues += knowledge_issues(world)

@@ -200,16 +200,25 @@ def init(
     force: bool = typer.Option(False, "--force", help="Write into a non-empty directory."),
 ) -> None:
     """Introspect a warehouse and write a knowledge-directory skeleton (an external world)."""
+    from dabench.redaction import without_password
     from dabench.world.init import init_world
 
     catalog = init_world(source, out, force=force)
     columns = sum(len(d.columns) for d in catalog.datasets)
-    stdout_console().print(
+    console = stdout_console()
+    console.print(
         f"wrote {out}: {len(catalog.datasets)} tables, {columns} columns; fill in the "
         "descriptions, pages, policies.yaml and rules.yaml (docs/own-data.md)",
         highlight=False,
         soft_wrap=True,
     )
+    if without_password(source) != source:
+        console.print(
+            "world.yaml holds the DSN without its password: give it through PGPASSWORD or "
+            "~/.pgpass",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 app.command("export")(_one_line_errors(export_command))

@@ -27,7 +27,12 @@ import duckdb
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dabench.elastic import bulk_write, connect_elasticsearch, describe_api_error
+from dabench.elastic import (
+    bulk_write,
+    connect_elasticsearch,
+    describe_api_error,
+    require_elasticsearch,
+)
 from dabench.errors import DabenchError, UserInputError
 from dabench.listing import stdout_console
 from dabench.world.load import World, load_world
@@ -314,6 +319,7 @@ def run_elasticsearch_export(
 ) -> None:
     """Index the world's tables (explicit mappings, catalog in _meta) and its knowledge pages
     into Elasticsearch; re-runs overwrite the same documents."""
+    require_elasticsearch()
     from elastic_transport import TransportError
     from elasticsearch import ApiError
 

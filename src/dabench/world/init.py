@@ -19,6 +19,7 @@ import yaml
 
 from dabench.defaults import POSTGRES_PREFIXES
 from dabench.errors import UserInputError
+from dabench.redaction import without_password
 from dabench.world.files import CATALOG_FILE, KNOWLEDGE_DIR, POLICIES_FILE, canonical_json
 from dabench.world.knowledge import render_page
 from dabench.world.model import Catalog, ColumnMeta, DatasetMeta, KnowledgePage, LineageEdge
@@ -40,19 +41,53 @@ Column = tuple[str, str]
 """(name, type)."""
 
 
+EXPECTED_SOURCES = (
+    "expected a DuckDB file, a directory of <schema>/<table>.parquet files or a postgresql:// DSN"
+)
+_DUCKDB_MAGIC = (8, b"DUCK")
+"""Where a DuckDB database file says what it is (after an 8-byte checksum)."""
+_OTHER_FILES = {
+    b"SQLite format 3\x00": "a SQLite database (export it to DuckDB or Parquet first)",
+    b"PAR1": "a Parquet file (give the directory of <schema>/<table>.parquet files)",
+}
+
+
+def _not_duckdb(path: Path) -> str | None:
+    """What ``path`` is when it is not a DuckDB database file, else ``None``."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    offset, magic = _DUCKDB_MAGIC
+    if head[offset : offset + len(magic)] == magic:
+        return None
+    for prefix, what in _OTHER_FILES.items():
+        if head.startswith(prefix):
+            return what
+    return "not a DuckDB database file"
+
+
 def detect_engine(source: str) -> EngineName:
-    """``postgres`` for a DSN, ``parquet`` for a directory, ``duckdb`` for a file."""
+    """``postgres`` for a DSN, ``parquet`` for a directory, ``duckdb`` for a DuckDB file."""
     if source.startswith(POSTGRES_PREFIXES):
         return "postgres"
     path = Path(source)
     if path.is_dir():
         return "parquet"
-    if path.is_file():
-        return "duckdb"
-    raise UserInputError(
-        f"--from {source!r}: expected a DuckDB file, a directory of <schema>/<table>.parquet "
-        "files or a postgresql:// DSN"
-    )
+    if not path.is_file():
+        raise UserInputError(f"--from {source!r}: {EXPECTED_SOURCES}")
+    found = _not_duckdb(path)
+    if found is not None:
+        raise UserInputError(f"--from {source!r}: {found}; {EXPECTED_SOURCES}")
+    return "duckdb"
+
+
+def _open_duckdb(source: str) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(source, read_only=True, config=dict(OFFLINE_CONFIG))
+    except duckdb.Error as exc:
+        raise UserInputError(f"--from {source!r}: cannot open the DuckDB file: {exc}") from exc
 
 
 def _introspect_duckdb(
@@ -138,10 +173,7 @@ def introspect(source: str) -> tuple[EngineName, Catalog]:
         def run(sql: str) -> Any:
             return pg.execute(sql.encode()).fetchone()
     else:
-        if engine == "parquet":
-            con = parquet_views(Path(source))
-        else:
-            con = duckdb.connect(source, read_only=True, config=dict(OFFLINE_CONFIG))
+        con = parquet_views(Path(source)) if engine == "parquet" else _open_duckdb(source)
         tables, keys, fks = _introspect_duckdb(con)
 
         def run(sql: str) -> Any:
@@ -209,8 +241,10 @@ _RULES_HEAD = """\
 
 
 def _location(source: str, engine: EngineName) -> str:
+    """What ``world.yaml`` records: a DSN without its password (libpq reads it from
+    ``PGPASSWORD`` or ``~/.pgpass``), else the absolute path."""
     if engine == "postgres":
-        return source
+        return without_password(source)
     return str(Path(source).resolve())
 
 
