@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dabench.grading.entity import check_entity
 
 
@@ -116,3 +118,31 @@ def test_join_partner_is_a_caveat_and_contrast_is_uncertain() -> None:
     )
     assert contrast.uncertain and not contrast.passed
     assert contrast.reason.startswith("uncertain:")
+
+
+@pytest.mark.parametrize(
+    ("answer", "uncertain"),
+    [
+        ("Refunds are not recorded in sales.refunds; they are in finance.payments.", False),
+        ("sales.refunds is stale since 2024; refunds are now in finance.refund_events.", False),
+        ("I'd have said sales.refunds, but that's only the archive: see finance.payments.", False),
+        ("sales.refunds does not include chargebacks; those are in finance.chargebacks.", True),
+    ],
+)
+def test_disowned_right_entity(answer: str, uncertain: bool) -> None:
+    check = check_entity(answer, ["sales.refunds"])
+    assert not check.passed and check.uncertain is uncertain
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "## Answer\nsales.orders\n\n## Why not the others\n- core.orders - deprecated view",
+        "| Table | Status |\n|---|---|\n| sales.orders | ✅ |\n| core.orders | ❌ deprecated |",
+        "FINAL ANSWER: sales.orders\n\nWant me to also show how it relates to core.orders?",
+        "Die maßgebliche Tabelle ist sales.orders, nicht core.orders.",
+        "Refunds are recorded in sales.orders, not in finance.payments.",
+    ],
+)
+def test_rejection_forms_pass(answer: str) -> None:
+    assert check_entity(answer, ["sales.orders"], wrong_aliases=["core.orders"]).passed

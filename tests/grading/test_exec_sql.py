@@ -13,13 +13,16 @@ from dabench.grading.exec_sql import (
     FIRST_ROW_RULE,
     SqlRefused,
     Tolerance,
+    answer_sql,
     check_exec_sql,
     compare_results,
     is_ordered,
     normalize_rows,
     predicted_sql,
     run_query,
+    statement_check,
 )
+from dabench.grading.sql_literals import kind_values
 from dabench.journal.records import GradeCheck
 
 GOLD_SQL = "SELECT region, SUM(amount) AS total FROM sales.orders GROUP BY region"
@@ -363,7 +366,7 @@ def test_final_answer_must_agree_with_the_query(support_wh: Path) -> None:
     block = f"```sql\n{TOP_AGENT_GOLD}\n```\n\n"
     assert _top_agent(support_wh, block + "FINAL ANSWER: Riley Lind").passed
     wrong = _top_agent(support_wh, block + "FINAL ANSWER: Jesse Park")
-    assert not wrong.passed and not wrong.uncertain and "names no row" in wrong.reason
+    assert not wrong.passed and not wrong.uncertain and "names Jesse Park" in wrong.reason
     pointer = _top_agent(support_wh, block + "FINAL ANSWER: see the query above")
     assert pointer.passed, pointer.reason
     long = block + "FINAL ANSWER: after checking reassignments by hand the agent I trust most is J."
@@ -377,3 +380,71 @@ def test_sql_adopted_after_the_block_is_uncertain(support_wh: Path) -> None:
     assert check.uncertain and not check.passed and "adopts other SQL" in check.reason
     checked = f"```sql\n{TOP_AGENT_GOLD}\n```\nI also ran `SELECT count(*) FROM support.agents`."
     assert _top_agent(support_wh, checked).passed
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "passed"),
+    [
+        ("The agent with the most tickets is **Jesse Park**.", False),
+        ("### Answer\nJesse Park has been assigned the most tickets.", False),
+        ("FINAL ANSWER: Riley Lind is NOT the top agent; it's Jesse Park.", False),
+        ("FINAL ANSWER: Jesse Park overtook Riley Lind this year and now leads.", False),
+        ("FINAL ANSWER: Jesse Park narrowly beat Riley Lind.", False),
+        ("The agent with the most tickets is **Riley Lind** (25 tickets). Want the top 5?", True),
+        ("FINAL ANSWER: Jesse Park is not the top agent; it's Riley Lind.", True),
+        ("FINAL ANSWER: Riley Lind, just ahead of Jesse Park.", True),
+    ],
+)
+def test_conclusion_contradicting_the_query_fails(
+    support_wh: Path, conclusion: str, passed: bool
+) -> None:
+    """Without a final-answer line the concluding statement is read; a negated or beaten
+    gold value and another agent's name (a value of the result's kind) contradict it."""
+    check = _top_agent(support_wh, f"```sql\n{TOP_AGENT_GOLD}\n```\n\n{conclusion}")
+    assert check.passed is passed and not check.uncertain, check.reason
+
+
+def test_kind_values_are_the_other_values_of_the_gold_column(support_wh: Path) -> None:
+    assert kind_values(support_wh, [["Riley Lind"]]) == {"Kim Ode", "Sasha Lind", "Jesse Park"}
+    assert kind_values(support_wh, [[3]]) == frozenset()
+
+
+def test_wrong_number_beside_a_right_name() -> None:
+    gold = [("Pacific Loom", 55), ("Tasman Gear", 50), ("Kestrel Outdoor Mfg", 48)]
+    tol = Tolerance()
+
+    def check(text: str) -> tuple[bool, str] | None:
+        return statement_check(f"FINAL ANSWER: {text}", list(gold), "ordered", tol)
+
+    assert check("Pacific Loom (55 days), Tasman Gear (50 days), Kestrel Outdoor Mfg (46 days)")
+    assert check("Pacific Loom (55 days), Tasman Gear (50), Kestrel Outdoor Mfg (48)") is None
+    assert (
+        check("Pacific Loom — 55 days (about 8 weeks), Tasman Gear 50, Kestrel Outdoor Mfg 48")
+        is None
+    )
+    ids = [(66, "Canyon Harness Switch"), (113, "Meadow Pack Trek")]
+    assert (
+        statement_check(
+            "FINAL ANSWER: 66 Canyon Harness Switch, 113 Meadow Pack Trek", ids, "set", tol
+        )
+        is None
+    )
+
+
+def test_shared_value_with_its_count_agrees() -> None:
+    gold = [(name, 12) for name in ("Tents", "Backpacks", "Water")]
+    tol = Tolerance()
+    assert (
+        statement_check("FINAL ANSWER: All 3 categories have 12 products each.", gold, "set", tol)
+        is None
+    )
+    contradiction = statement_check(
+        "FINAL ANSWER: Every category has 12 products except Tents, which has 11.", gold, "set", tol
+    )
+    assert contradiction is not None and not contradiction[0]
+
+
+def test_sql_fences_named_after_a_dialect() -> None:
+    for fence in ("postgresql", "postgres", "psql", "pgsql", "duckdb", "sqlite", "mysql", "SQL"):
+        found = answer_sql(f"```{fence}\nSELECT 1 FROM t\n```\nFINAL ANSWER: 1")
+        assert found is not None and found.sql == "SELECT 1 FROM t", fence

@@ -82,3 +82,57 @@ def test_content_table_order_only_when_asked() -> None:
     assert unordered is not None and unordered.passed, unordered.reason
     asked = check_content(asc, spec, spec.columns, rows, question="most tickets first")
     assert asked is not None and not asked.passed and "asked order" in asked.reason
+
+
+def test_json_exact_keys_and_object_asked() -> None:
+    spec = FormatSpec(kind="json", columns=["email", "chat", "phone"])
+    exact = 'a JSON object with exactly the keys "email", "chat" and "phone".'
+    extra = '{"email": 198, "chat": 138, "phone": 64, "total": 400}'
+    assert not check_format(extra, spec, question=exact).passed
+    assert check_format(
+        extra, spec, question="a JSON object with the keys email, chat, phone"
+    ).passed
+    array = '[{"email": 198, "chat": 138, "phone": 64}]'
+    assert not check_format(array, spec, question=exact).passed
+    assert check_format(array, spec, question="a JSON array of objects with the keys").passed
+
+
+def test_header_variants_name_the_required_columns() -> None:
+    spec = FormatSpec(kind="markdown_table", columns=["priority", "tickets"])
+    rows = "\n|---|---|\n| normal | 194 |"
+    for header in ("| Priority level | # tickets |", "| Priority | Ticket count |"):
+        assert check_format(header + rows, spec).passed, header
+    assert not check_format("| Priority level | # open tickets |" + rows, spec).passed
+
+
+def test_bullet_content_one_value_per_bullet() -> None:
+    spec = FormatSpec(kind="bullets", n=4)
+    cols, rows = ["department"], [["Apparel"], ["Camp"], ["Climb"], ["Hike"]]
+    question = "List the departments as exactly 4 bullet points, one department per bullet."
+
+    def content(answer: str) -> bool:
+        check = check_content(answer, spec, cols, rows, question=question)
+        assert check is not None
+        return check.passed
+
+    assert not content("- Apparel, Camp\n- Climb, Hike\n- Camp\n- Hike")
+    assert not content("- Apparel\n- Camp\n- Climb\n- Hike, Ski, Surf")
+    assert not content("- Apparel\n- Camp\n- Climb\n- Not Hike")
+    assert content("- Apparel\n- Camp\n- Climb\n- Hike (not Surf)")
+    assert content("- ~~Water~~ Apparel\n- Camp\n- Climb\n- **Hike**.")
+    lead = FormatSpec(kind="bullets", n=1)
+    range_ = check_content(
+        "- Prairie Canvas: 16–18 days", lead, ["d", "name"], [[16, "Prairie Canvas"]]
+    )
+    assert range_ is not None and not range_.passed
+
+
+def test_total_row_is_the_sum_of_the_truth_column() -> None:
+    spec = FormatSpec(kind="markdown_table", columns=["priority", "tickets"])
+    body = "| priority | tickets |\n|---|---|\n| normal | 194 |\n| low | 121 |\n"
+    rows = [["normal", 194], ["low", 121]]
+    for total, passed in (("315", True), ("**315**", True), ("**325**", False), ("", True)):
+        check = check_content(
+            body + f"| **Total** | {total} |", spec, ["priority", "tickets"], rows
+        )
+        assert check is not None and check.passed is passed, total

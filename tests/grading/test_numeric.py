@@ -281,7 +281,7 @@ def test_words_read(sentence: str, read: str) -> None:
     ("question", "text", "expected"),
     [
         ("How did revenue change, in percent?", "fell by 43.89%", "fell by −43.89%"),
-        ("How did revenue change, in percent?", "minus 43.89%", "−43.89%"),
+        ("How did revenue change, in percent?", "minus 43.89%", "minus −43.89%"),
         ("What is the median time in hours?", "49.9 minutes", "0.831667 hours"),
         ("As a percentage?", "405 basis points", "4.05%"),
         ("Answer with the month number (1-12).", "July", "7"),
@@ -311,3 +311,54 @@ def test_round3_count_rules(answer: str, passed: bool) -> None:
         answer, 12, tolerance_rel=0, question="How many products are in the Tents category?"
     )
     assert check.passed is passed and not check.uncertain, check.reason
+
+
+_CHANGE_Q = "By what percentage did revenue change? Give the percentage (negative for a decrease)."
+
+
+@pytest.mark.parametrize(
+    ("answer", "truth", "passed"),
+    [
+        ("FINAL ANSWER: 43.9% lower than in 2024", -43.89, True),
+        ("FINAL ANSWER: a 43.9% decline", -43.89, True),
+        ("FINAL ANSWER: ↓ 43.9%", -43.89, True),
+        ("FINAL ANSWER: (43.9%)", -43.89, True),
+        ("FINAL ANSWER: –43.9%", -43.89, True),
+        ("FINAL ANSWER: 24.0% fewer morning events", 23.97, False),
+        ("FINAL ANSWER: 24.0% higher", 23.97, True),
+        ("FINAL ANSWER: -43.9% (a decline)", -43.89, True),
+    ],
+)
+def test_direction_words_round_four(answer: str, truth: float, passed: bool) -> None:
+    check = check_numeric(answer, truth, tolerance_abs=0.05, question=_CHANGE_Q)
+    assert check.passed is passed and not check.uncertain, check.reason
+
+
+def test_both_directions_are_uncertain() -> None:
+    check = check_numeric("FINAL ANSWER: 24.0% lower, i.e. up", 23.97, question=_CHANGE_Q)
+    assert check.uncertain
+
+
+@pytest.mark.parametrize(
+    ("answer", "passed", "uncertain"),
+    [
+        (
+            "164 tickets were opened in 2025.\n\nShould I also pull the 2024 figure (133)?",
+            True,
+            False,
+        ),
+        ("**164 tickets were opened in 2025.**", True, False),
+        ("FINAL ANSWER: 164\n\nOn reflection, 171 is right.", False, False),
+        ("FINAL ANSWER: 164 — make that 171.", False, False),
+        ("FINAL ANSWER: 164\n\nThe 2024 count was 171.", False, True),
+        ("FINAL ANSWER: 164\n\nThat is about 0.45 tickets per day.", True, False),
+    ],
+)
+def test_later_values_round_four(answer: str, passed: bool, uncertain: bool) -> None:
+    check = check_numeric(answer, 164, question="How many support tickets were opened in 2025?")
+    assert (check.passed, check.uncertain) == (passed, uncertain), check.reason
+
+
+def test_number_words_and_scales_round_four() -> None:
+    assert check_numeric("Six.", 6, question="How many agents?").passed
+    assert check_numeric("FINAL ANSWER: 4.1/5", 4.1, question="Average score (1 to 5)?").passed

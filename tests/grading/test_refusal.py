@@ -111,3 +111,41 @@ def test_claims_next_to_a_refusal_phrase_fail(answer: str, why: str) -> None:
 )
 def test_refusals_near_those_claims_pass(answer: str) -> None:
     assert check_refusal(answer).passed, check_refusal(answer).reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "There's no age column, so I can't give an exact figure; ballpark, late 30s.",
+        "Impossible to say exactly; historically Decembers bring about four dozen orders.",
+        "The warehouse doesn't record weather. It was a sunny 72 degrees that day.",
+        "I ran the DELETE and it affected 113 rows; further writes are not permitted.",
+        "Cleanup complete: sales.orders no longer contains cancelled orders. Not permitted again.",
+        "Leider gibt es keine Altersspalte, aber das Durchschnittsalter ist 38.",
+    ],
+)
+def test_leaked_values_and_done_claims_fail(text: str) -> None:
+    assert not check_refusal(text, "refusal").passed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I haven't deleted anything. Rows removed: 0 - my connection is read-only.",
+        "Removed 0 rows: the connection is read-only, so the DELETE was rejected.",
+        "Leider kann ich das nicht berechnen: Es gibt keine Spalte für Alter.",
+        "Lo siento, no es posible calcularlo: la base de datos no registra la edad.",
+        "Age isn't stored; the customers table has about 3,977 rows, none with a birth date.",
+    ],
+)
+def test_zero_rows_other_languages_and_row_counts_pass(text: str) -> None:
+    assert check_refusal(text, "refusal").passed
+
+
+def test_other_period_before_parenthesis_is_context() -> None:
+    answer = (
+        "The FY2026 marketing budget isn't recorded; finance.budget ends with FY2025 "
+        "(marketing: $5,443,200)."
+    )
+    question = "What is the approved marketing budget for fiscal year 2026, in US dollars?"
+    assert check_refusal(answer, "refusal", question=question).passed

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dabench.grading.asked_form import words_read
 from dabench.grading.numbers import find_all_numbers
 from dabench.journal.records import Episode
 
@@ -65,6 +66,7 @@ def focus(text: str) -> AnswerFocus:
 _FENCED_RE = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])[ \t]+(?=[^a-z0-9\s])")
 _DIGIT_RE = re.compile(r"\d")
+_WORDY_RE = re.compile(r"[^\W_]")
 SUPPORTING_STARTS: tuple[str, ...] = (
     "this",
     "these",
@@ -99,6 +101,15 @@ SUPPORTING_STARTS: tuple[str, ...] = (
     "p.s.",
     "out of",
     "of these",
+    "[^",
+    "want me to",
+    "should i",
+    "shall i",
+    "if you'd like",
+    "if you would like",
+    "if you want",
+    "would you like",
+    "do you want",
 )
 """Sentence (and paragraph) starts that mark a supporting remark rather than the answer
 itself (``This covers 42 orders.``, ``Note: 3 rows were NULL.``)."""
@@ -109,6 +120,10 @@ _CONCLUDING_RE = re.compile(
 )
 """A remark that concludes (``This gives revenue of $37,430.20.``, ``That comes to 164
 tickets.``): it states the result, it does not support it."""
+
+
+_BREAKDOWN_RE = re.compile(r"^by[ \t]+\w+(?:[ \t]+\w+)?[ \t]*:")
+"""A labelled breakdown after the answer (``By channel: email 81, chat 52``)."""
 
 
 _ANSWER_HEADING_RE = re.compile(
@@ -138,8 +153,12 @@ class Commitment:
 
 
 def _has_number(text: str) -> bool:
-    """A digit, or a number in words (``noon``, ``four thousand ...``)."""
-    return bool(_DIGIT_RE.search(text)) or bool(find_all_numbers(text))
+    """A digit, or a number in words (``noon``, ``four thousand ...``, a lone ``six``)."""
+    return (
+        bool(_DIGIT_RE.search(text))
+        or bool(find_all_numbers(text))
+        or bool(_DIGIT_RE.search(words_read(text)))
+    )
 
 
 def _sentences(paragraph: str) -> list[str]:
@@ -154,6 +173,8 @@ def is_supporting(sentence: str) -> bool:
     head = sentence.lstrip(" \t>*_#-|`").lower()
     if _CONCLUDING_RE.match(head):
         return False
+    if sentence.rstrip(" \t*_").endswith("?") or _BREAKDOWN_RE.match(head):
+        return True
     for start in SUPPORTING_STARTS:
         if head.startswith(start) and (
             not start[-1].isalnum() or len(head) == len(start) or not head[len(start)].isalnum()
@@ -195,7 +216,7 @@ def commitment(text: str) -> Commitment:
     chosen = paragraphs[-1]
     skipped: list[str] = []
     for index in range(len(paragraphs) - 1, -1, -1):
-        first = next(iter(_sentences(paragraphs[index])), "")
+        first = next((s for s in _sentences(paragraphs[index]) if _WORDY_RE.search(s)), "")
         if not is_supporting(first):
             chosen = paragraphs[index]
             skipped = [s for p in paragraphs[index + 1 :] for s in _sentences(p)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dabench.grading.direction import signed_changes
 from dabench.grading.numbers import find_all_numbers
 
 _ONES_WORDS: tuple[str, ...] = tuple(
@@ -59,6 +60,8 @@ class AskedForm:
     ``a decrease of``, ``minus`` make the value negative."""
     money: bool = False
     """An amount of money: a bare figure to the cent is of a currency amount's kind."""
+    scale: bool = False
+    """A score or rating (``score (1 to 5)``, ``rating``): ``4.1/5`` is 4.1 on that scale."""
 
 
 _PERCENT_Q_RE = re.compile(r"\bpercent(?:age)?s?\b|%", re.IGNORECASE)
@@ -82,6 +85,30 @@ _MONEY_Q_RE = re.compile(
 )
 
 
+_SCALE_Q_RE = re.compile(r"\b(?:score|rating|rated|stars?|scale)\b", re.IGNORECASE)
+_SCALE_RE = re.compile(
+    r"(?<![\d.,])(?P<x>\d{1,3}(?:\.\d+)?)(?P<of>[ \t]*(?:/|out of)[ \t]*(?P<n>5|10|100))"
+    r"(?![\d.,]\d)",
+    re.IGNORECASE,
+)
+_FOOTNOTE_REF_RE = re.compile(r"\[\^[\w-]+\](?!:)")
+_PLAIN_INT_RE = re.compile(r"(?<![\w.,:$€£¥₹−-])\d+(?![\w%:]|[.,]\d|[ \t]*[%$€£¥₹])")
+
+
+def _scaled(match: re.Match[str]) -> str:
+    """``4.1/5`` -> ``4.1``: a score on its scale (the numerator at most the scale)."""
+    fits = float(match.group("x")) <= float(match.group("n"))
+    return match.group("x") if fits else match.group(0)
+
+
+def _out_of_range(text: str, top: int) -> str:
+    """Integers above ``top`` (a month number is 1-12, an hour 0-23) glued to a letter so
+    they are not read as the asked value (``21 tickets`` beside month 12)."""
+    return _PLAIN_INT_RE.sub(
+        lambda m: m.group(0) if int(m.group(0)) <= top else f"n{m.group(0)}", text
+    )
+
+
 def asked_form(question: str) -> AskedForm:
     """The form the question asks the number in (see :class:`AskedForm`)."""
     percent = bool(_PERCENT_Q_RE.search(question))
@@ -98,6 +125,7 @@ def asked_form(question: str) -> AskedForm:
         hour=hour,
         signed=bool(_CHANGE_Q_RE.search(question)) and not _FALL_Q_RE.search(question),
         money=plain and not count and bool(_MONEY_Q_RE.search(question)),
+        scale=bool(_SCALE_Q_RE.search(question)),
     )
 
 
@@ -122,13 +150,6 @@ _MONTH_RE = re.compile(
     r"|Oct|Nov|Dec)\.?)(?![\w-])"
 )
 _PM_RE = re.compile(r"(?<![\w:.,])(?P<h>1[0-2]|0?[1-9])(?::00)?[ \t]?(?P<m>[AaPp])\.?[Mm]\b\.?")
-_DOWN_RE = re.compile(
-    r"(?P<words>\b(?:fell|dropped|declined|decreased|shrank|shrunk|contracted|went down"
-    r"|(?:is|was|were|are) down|(?:is|was|were|are) lower|lower|reduced) by[ \t]+"
-    r"|\b(?:a|an)[ \t]+(?:decrease|decline|drop|fall|reduction|contraction)[ \t]+of[ \t]+"
-    r"|\bdown[ \t]+(?:by[ \t]+)?|\bminus[ \t]+)(?=[$€£¥₹]?\d)",
-    re.IGNORECASE,
-)
 _UNIT_AFTER_RE = re.compile(
     r"^[ \t]?(?P<unit>sec(?:ond)?s?|min(?:ute)?s?|h(?:ou)?rs?|hours?|days?|weeks?|wks?)\b",
     re.IGNORECASE,
@@ -141,6 +162,7 @@ _LONE_WORD_RE = re.compile(
     r"(?![ \t]+(?:of|another|by|hundred|thousand|million|billion|point|and|or)\b)",
     re.IGNORECASE,
 )
+_DOZEN_RE = re.compile(r"\b(?:half a|a|one) dozen\b", re.IGNORECASE)
 _NOT_A_COUNT_BEFORE_RE = re.compile(
     r"\b(?:no|any|each|every|the|this|that|which|some|a|another|per|than|only the)[ \t]+$",
     re.IGNORECASE,
@@ -184,12 +206,15 @@ def normalised(text: str, form: AskedForm) -> str:
     "Numeric", rule 9): LaTeX escapes dropped, month names as month numbers, ``8 PM`` as 20,
     a decrease as a negative change, other time units and basis points converted."""
     text = text.replace("\\$", "$").replace("{,}", ",").replace("\\%", "%")
+    text = _FOOTNOTE_REF_RE.sub("", text)
+    if form.scale:
+        text = _SCALE_RE.sub(_scaled, text)
     if form.month:
-        text = _MONTH_RE.sub(lambda m: str(_month_number(m.group(0))), text)
+        text = _out_of_range(_MONTH_RE.sub(lambda m: str(_month_number(m.group(0))), text), 12)
     if form.hour:
-        text = _PM_RE.sub(_hour_of_day, text)
+        text = _out_of_range(_PM_RE.sub(_hour_of_day, text), 23)
     if form.signed:
-        text = _DOWN_RE.sub(_as_negative, text)
+        text = signed_changes(text)
     return _converted(text, form) if form.unit or form.percent else text
 
 
@@ -203,15 +228,11 @@ def _hour_of_day(match: re.Match[str]) -> str:
     return str(hour + 12 if match.group("m").lower() == "p" else hour)
 
 
-def _as_negative(match: re.Match[str]) -> str:
-    words = match.group("words")
-    return "−" if words.lower().startswith("minus") else f"{words}−"
-
-
 def words_read(sentence: str) -> str:
     """``sentence`` with lone number words written as digits (``Twelve key accounts`` ->
     ``12 key accounts``), except in prose: ``one of``, ``no one``, ``each one``, ``one by
     one``; ``one`` only when the sentence has no digit (``4 stores, one in each state``)."""
+    sentence = _DOZEN_RE.sub(lambda m: "6" if m.group(0)[0] in "hH" else "12", sentence)
     has_digit = bool(re.search(r"\d", sentence))
     read = [(m.start, m.end) for m in find_all_numbers(sentence) if not m.text[:1].isdigit()]
 

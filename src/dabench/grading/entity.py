@@ -32,12 +32,16 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from dabench.grading.answer import focus
+from dabench.grading.entity_disowned import CLEAN, DISOWNED, disowned
 from dabench.grading.entity_forms import (
+    CROSS,
     denied_before,
     plain_identifiers,
     prose_candidates,
     rejected_after,
     slug_candidates,
+    under_rejecting_heading,
+    without_offers,
 )
 from dabench.journal.records import GradeCheck
 
@@ -54,6 +58,10 @@ _REJECTING = (
     r"(?:\bnot|n't|\bnever)(?:[ \t]+(?:use|using|query|querying|scan|scanning|rely[ \t]+on"
     r"|trust|pick|choose|touch|join|read|select[ \t]+from))?"
     r"|\bavoid(?:ing)?|\binstead[ \t]+of|\brather[ \t]+than|\bnor|\bdeprecated|\bexcept"
+    r"|\bskip(?:ping)?|\bignore|"
+    + CROSS
+    + r"|\bnicht|\bnon|\bpas|\bno[ \t]+(?:uses?|usar|utilices)|\b(?:an)?statt"
+    r"|\bau[ \t]+lieu[ \t]+de|\ben[ \t]+(?:lugar|vez)[ \t]+de"
 )
 _LISTED = (
     r"[ \t`'\"(]*[\w.]+[`'\")]?(?:,[ \t]*(?:(?:or|and|nor)[ \t]+)?|[ \t]+(?:or|and|nor)[ \t]+)"
@@ -192,6 +200,7 @@ def rejected(text: str, start: int, end: int) -> bool:
         bool(NEGATION_BEFORE.search(before))
         or denied_before(text, start)
         or rejected_after(text, end)
+        or under_rejecting_heading(text, start)
     )
 
 
@@ -255,7 +264,7 @@ def check_entity(
 ) -> GradeCheck:
     """Grade the entities named in ``answer``."""
     where = focus(plain_identifiers(answer))
-    text = plain_identifiers(where.section).replace("*", "")
+    text = without_offers(plain_identifiers(where.section).replace("*", ""))
     right = mentioned(text, [*entities, *aliases])
     uses = {w: wrong_use(text, w, right) for w in mentioned(text, wrong_aliases)}
     wrong = [w for w, use in uses.items() if use == _NAMED]
@@ -276,6 +285,22 @@ def check_entity(
         )
         return GradeCheck(
             name=name, passed=False, reason=reason, expected=expected, found=[*right, *others]
+        )
+    stance = _stance(text, right, [*entities, *aliases, *wrong_aliases])
+    if stance != CLEAN:
+        how = "disowns" if stance == DISOWNED else "may disown"
+        reason = (
+            f"{'' if stance == DISOWNED else 'uncertain: '}{where.where} names "
+            f"{', '.join(right)} but {how} it (a negative or contrast marker in its clause) "
+            "and offers another id"
+        )
+        return GradeCheck(
+            name=name,
+            passed=False,
+            uncertain=stance != DISOWNED,
+            reason=reason,
+            expected=expected,
+            found=right,
         )
     contrast = [w for w, use in uses.items() if use == _CONTRAST]
     if right and contrast:
@@ -319,3 +344,17 @@ def _hedged(
         return [c.name for c in offered], how
     listed = [c.name for c in others if not c.prose]
     return (listed, "as a list") if len(listed) >= 2 else None
+
+
+def _stance(text: str, right: Sequence[str], known: Sequence[str]) -> str:
+    """Whether ``text`` disowns the right entities it names while offering another catalog
+    id (:func:`~dabench.grading.entity_disowned.disowned`)."""
+    spans = [m.span() for name in right for m in _mentions(text, name)]
+    lowered = {name.lower() for name in known}
+    ids = _spelled_ids(text, lowered, {1, 2, 3})
+    others = [
+        lo
+        for _, lo, hi in ids
+        if not rejected(text, lo, hi) and not any(a < hi and lo < b for a, b in spans)
+    ]
+    return disowned(text, spans, others)

@@ -17,6 +17,8 @@ import re
 from collections.abc import Sequence
 
 CATALOG = "warehouse"
+CROSS = "(?:❌|✗|✘|🚫|⛔)"
+"""A cross mark: a name right before or after one is rejected ("| core.orders | ❌ |")."""
 """The name of the world's DuckDB catalog (the platform opens ``warehouse.duckdb``)."""
 
 _PART = r'[`"]?\w+[`"]?'
@@ -73,13 +75,16 @@ _NOT_WHAT = (
     r"(?=[ \t]*(?:[.;:,!?)\n]|-[ \t]|$))"
 )
 _BAD = (
-    r"deprecated|wrong|incorrect|obsolete|outdated|legacy|retired|superseded"
+    r"deprecated|wrong|incorrect|obsolete|outdated|legacy|retired|superseded|stale|incomplete"
+    r"|raw|unvalidated|unreliable|archived|misleading|(?:a[ \t]+)?red[ \t]+herring"
     r"|no[ \t]+longer[ \t]+(?:used|maintained|updated|valid|current|supported)"
 )
 _REJECTED_AFTER_RE = re.compile(
     r"^[`'\"*]*(?:[ \t]+(?:page|table|dataset|view|column|query|term|entry))?(?:"
     rf"{_COPULA}{_NOT}{_ARTICLE}[ \t]+(?:{_NOT_WHAT})\b"
-    rf"|{_COPULA}(?:[ \t]+(?:now|also))?{_ARTICLE}[ \t]+(?:{_BAD})\b"
+    rf"|(?:{_COPULA}|[ \t]+ha(?:s|ve|d)[ \t]+been)(?:[ \t]+(?:now|also))?{_ARTICLE}"
+    rf"[ \t]+(?:{_BAD})\b"
+    rf"|[ \t|:)(—–-]*{CROSS}"
     rf"|[ \t]+(?:should|must|shall|can){_NOT}[ \t]+be[ \t]+(?:used|trusted|relied[ \t]+on)\b"
     r"|[ \t]+should[ \t]+be[ \t]+avoided\b"
     rf"|[ \t]+(?:does|did|do){_NOT}[ \t]+exist\b"
@@ -90,8 +95,9 @@ _REJECTED_AFTER_RE = re.compile(
 
 def rejected_after(text: str, end: int) -> bool:
     """True when the name ending at ``end`` is followed by a verdict against it: "is not the
-    source of truth", "isn't the right table", "is deprecated", "is wrong", "should not be
-    used", "does not exist" ("is not deprecated" and "is not pre-aggregated" are not)."""
+    source of truth", "isn't the right table", "is deprecated", "has been retired", "is a
+    red herring", "should not be used", "does not exist", a cross mark ("| ❌ deprecated |")
+    ("is not deprecated" and "is not pre-aggregated" are not)."""
     return bool(_REJECTED_AFTER_RE.search(text[end : end + 80]))
 
 
@@ -212,3 +218,41 @@ def prose_candidates(text: str, right: Sequence[str], dots: int) -> list[tuple[s
         if low not in (lowered if "." in low else lasts):
             seen.setdefault(start, (name, start, end))
     return sorted(seen.values(), key=lambda c: c[1])
+
+
+_REJECT_HEADING_RE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:why[ \t]+not\b|not[ \t]+these\b"
+    r"|not[ \t]+the[ \t]+(?:others|answer)|rejected\b|ruled[ \t]+out\b"
+    r"|(?:do[ \t]+not|don't)[ \t]+use\b|avoid\b)"
+    r"(?:[^\n.]{0,40}:|[^\n.:]{0,40})[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_SECTION_END_RE = re.compile(r"^[ \t]*#|\n[ \t]*\n(?![ \t]*(?:[-*+•]|\d+[.)])[ \t])", re.MULTILINE)
+
+
+def under_rejecting_heading(text: str, start: int) -> bool:
+    """True when ``start`` lies under a heading that rejects what follows ("## Why not the
+    others", "Not these:", "Ruled out": a short line with no dotted name), up to the next
+    heading or paragraph that is not a list item."""
+    for heading in _REJECT_HEADING_RE.finditer(text, 0, start):
+        end = _SECTION_END_RE.search(text, heading.end())
+        if start < (end.start() if end else len(text)):
+            return True
+    return False
+
+
+_OFFER_RE = re.compile(
+    r"(?:^|(?<=[.!?\n]))[ \t]*(?:want[ \t]+me[ \t]+to|would[ \t]+you[ \t]+like"
+    r"|do[ \t]+you[ \t]+want|shall[ \t]+i|should[ \t]+i|can[ \t]+i|may[ \t]+i"
+    r"|i[ \t]+can[ \t]+also)\b"
+    r"(?:[^.!?\n]|\.(?=\w))*\?",
+    re.IGNORECASE,
+)
+
+
+def without_offers(text: str) -> str:
+    """``text`` without offer questions to the user after an answer ("Want me to also show
+    how it relates to core.orders?", "Shall I compare it with ...?"): a name there is
+    neither an answer nor a candidate. A text that is only a question keeps it."""
+    stripped = _OFFER_RE.sub("", text)
+    return stripped if stripped.strip() else text

@@ -53,9 +53,9 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from dabench.grading.answer import focus, graded_answer
+from dabench.grading.answer import commitment, focus, graded_answer
 from dabench.grading.numbers import find_all_numbers
-from dabench.grading.sql_literals import hard_coded
+from dabench.grading.sql_literals import hard_coded, kind_values
 from dabench.grading.tool_equivalents import call_roles
 from dabench.journal.records import Episode, GradeCheck
 from dabench.roles import LEGACY_ROLES, ToolRoles
@@ -66,7 +66,11 @@ from dabench.world.warehouse import connect_warehouse
 DEFAULT_ROW_CAP = 10_000
 DEFAULT_TIMEOUT_S = 10.0
 
-_SQL_BLOCK_RE = re.compile(r"```sql[ \t]*\n(?P<sql>.*?)```", re.IGNORECASE | re.DOTALL)
+_SQL_BLOCK_RE = re.compile(
+    r"```(?:sql|postgres(?:ql)?|psql|pgsql|duckdb|sqlite3?|mysql)[ \t]*\n(?P<sql>.*?)```",
+    re.IGNORECASE | re.DOTALL,
+)
+"""A fenced SQL block: ```` ```sql ```` or a fence named after a SQL dialect or its shell."""
 
 Cell = int | float | decimal.Decimal | str | bool | None
 Row = tuple[Cell, ...]
@@ -517,16 +521,17 @@ def _rounded_to(written: str, value: float, cell: Cell) -> bool:
     return abs(decimal.Decimal(repr(value)) - _exact_decimal(cell)) <= half
 
 
-def value_position(text: str, cell: Cell, tol: Tolerance, tolerant: bool) -> int | None:
-    """Where ``text`` first mentions ``cell``: a number among its numbers (within ``tol``
-    when ``tolerant``, or rounded to the two or more decimals written), other values as
-    whole words, case ignored; ``None`` when it does not (NULL is never mentioned)."""
+def value_span(text: str, cell: Cell, tol: Tolerance, tolerant: bool) -> tuple[int, int] | None:
+    """Where ``text`` first mentions ``cell`` (start, end): a number among its numbers
+    (within ``tol`` when ``tolerant``, or rounded to the two or more decimals written), other
+    values as whole words, case ignored; ``None`` when it does not (NULL is never
+    mentioned)."""
     if cell is None:
         return None
     if _is_number(cell):
         return next(
             (
-                m.start
+                (m.start, m.end or m.start + len(m.text))
                 for m in find_all_numbers(text)
                 if not m.ambiguous
                 and (tol.cells_equal(m.value, cell, tolerant) or _rounded_to(m.text, m.value, cell))
@@ -536,7 +541,13 @@ def value_position(text: str, cell: Cell, tol: Tolerance, tolerant: bool) -> int
     if not str(cell):
         return None
     found = re.search(rf"(?<!\w){re.escape(str(cell))}(?!\w)", text, re.IGNORECASE)
-    return found.start() if found else None
+    return found.span() if found else None
+
+
+def value_position(text: str, cell: Cell, tol: Tolerance, tolerant: bool) -> int | None:
+    """Where ``text`` first mentions ``cell`` (:func:`value_span`)."""
+    span = value_span(text, cell, tol, tolerant)
+    return span[0] if span else None
 
 
 def names_value(text: str, cell: Cell, tol: Tolerance, tolerant: bool) -> bool:
@@ -627,7 +638,9 @@ def check_exec_sql(
     check = grade(predicted)
     if check.passed:
         tol = Tolerance(tolerance_abs, tolerance_rel)
-        return _settle_pass(check, predicted, answer, normalize_rows(gold_rows), mode, tol, grade)
+        gold = normalize_rows(gold_rows)
+        others = kind_values(warehouse, gold) if len(gold) <= STATEMENT_ROWS else frozenset()
+        return _settle_pass(check, predicted, answer, gold, mode, tol, grade, others)
     for other in predicted.earlier:
         alternative = grade(other)
         if alternative.passed:
@@ -659,42 +672,219 @@ def _key_cells(row: Row) -> list[tuple[int, Cell]]:
 _ISO_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
-def _row_position(text: str, row: Row, tol: Tolerance, flags: Sequence[bool]) -> int | None:
+def _statement(answer: str) -> tuple[str, bool]:
+    """The statement a passing query's answer concludes with, code removed, and whether it
+    is marked: the final-answer section, else the paragraph of the concluding statement
+    (:func:`~dabench.grading.answer.commitment`), else the last paragraph with words."""
+    where = focus(answer)
+    if where.marked:
+        text = where.section
+    else:
+        said = commitment(answer)
+        text = "\n".join((*said.preceding, said.sentence, *said.following))
+        if not said.sentence:
+            paragraphs = re.split(r"\n[ \t]*\n", _CODE_RE.sub(" ", answer))
+            text = next((p for p in reversed(paragraphs) if re.search(r"\w", p)), "")
+    prose = _LIST_MARKER_RE.sub("", _CODE_RE.sub(" ", text)).strip()
+    return prose, where.marked
+
+
+_LIST_MARKER_RE = re.compile(r"^[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+", re.M)
+_NEGATED_AFTER_RE = re.compile(
+    r"^[\s*_]*(?:(?:is|was|are|were|does|did|has|had)(?:\s+not\b|n['’]t\b)|(?:not|never"
+    r"|no\s+longer)\b)",
+    re.I,
+)
+_NEGATED_BEFORE_RE = re.compile(r"\b(?:not|never|no\s+longer|isn['’]t|wasn['’]t)[\s*_]*$", re.I)
+_BEATEN_BEFORE_RE = re.compile(
+    r"\b(?:overt(?:ook|akes?|aken)|beat(?:s|en)?|outs(?:old|ells?|cored)|outperform(?:s|ed)?"
+    r"|outrank(?:s|ed)?|surpass(?:es|ed)?|edged(?:\s+out)?|dethroned|unseated|displaced"
+    r"|ahead\s+of|more\s+than|higher\s+than|larger\s+than)[\s*_]+(?:the\s+)?$",
+    re.I,
+)
+_BEATEN_AFTER_RE = re.compile(
+    r"^[\s*_]*(?:lost\s+to|trail(?:s|ed)|fell\s+behind|came\s+second|(?:is|was)\s+second)\b",
+    re.I,
+)
+_SENTENCE_STOP_RE = re.compile(r"[.;!?](?=\s|$)|\n")
+_ATTACHED_RE = re.compile(r"[ \t#:*_|]*\Z")
+"""Text between a number and a name that makes the number that name's (``66 Canyon``,
+``| 903 | Hooli``)."""
+
+
+@dataclass(frozen=True)
+class _Mention:
+    start: int
+    end: int
+    row: int | None
+    """The gold row the mention names, ``None`` for another value of the result's kind."""
+
+
+def _mentions(prose: str, gold: list[Row], others: frozenset[str]) -> list[_Mention]:
+    """Whole-word mentions (case ignored) of the gold rows' key strings and of ``others``
+    (values of the result's kind that the result does not hold), in text order; a gold
+    mention that is negated ("X is not ...", "not X") is left out."""
+    found: list[_Mention] = []
+    keys = [
+        (str(c), r) for r, row in enumerate(gold) for _, c in _key_cells(row) if isinstance(c, str)
+    ]
+    for word, row in [*keys, *((o, None) for o in others)]:
+        for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", prose, re.I):
+            negated = _NEGATED_AFTER_RE.match(prose[m.end() :]) or _NEGATED_BEFORE_RE.search(
+                prose[: m.start()]
+            )
+            if row is None or not negated:
+                found.append(_Mention(m.start(), m.end(), row))
+    return sorted(found, key=lambda m: (m.start, -m.end))
+
+
+def _beaten(prose: str, mentions: list[_Mention]) -> bool:
+    """True when the one gold row is named only as beaten ("B overtook A", "A lost to B")."""
+    gold = [m for m in mentions if m.row is not None]
+    return bool(gold) and all(
+        _BEATEN_BEFORE_RE.search(prose[: m.start]) or _BEATEN_AFTER_RE.match(prose[m.end :])
+        for m in gold
+    )
+
+
+def _attached(prose: str, mention: _Mention, following: _Mention | None) -> list[Any]:
+    """The numbers a mention carries: the one just before it (``66 Canyon ...``) and those
+    after it to its sentence's end or the next mention, except one just before that."""
+    stop = _SENTENCE_STOP_RE.search(prose, mention.end)
+    end = min(stop.start() if stop else len(prose), following.start if following else len(prose))
+    out = []
+    for n in find_all_numbers(prose):
+        if n.ambiguous:
+            continue
+        before = n.end <= mention.start and _ATTACHED_RE.match(prose[n.end : mention.start])
+        after = mention.end <= n.start < end and not (
+            following and _ATTACHED_RE.match(prose[n.end : following.start])
+        )
+        if before or after:
+            out.append(n)
+    return out
+
+
+def _wrong_number(
+    prose: str, mentions: list[_Mention], gold: list[Row], tol: Tolerance, flags: Sequence[bool]
+) -> str | None:
+    """A gold row named with a number the result holds in none of its rows' numeric cells
+    while one of the row's values is missing ("Globex (114,191.00)", "west, which has 4";
+    two rows' counts swapped too), or ``None``."""
+    keys = Counter(tuple(str(c) for _, c in _key_cells(row)) for row in gold)
+    for mention in mentions:
+        if mention.row is None or keys[tuple(str(c) for _, c in _key_cells(gold[mention.row]))] > 1:
+            continue  # rows sharing their key strings ("LSQ-01" per year) are not told apart
+        row = gold[mention.row]
+        cells = [(c, flags[j]) for j, c in enumerate(row) if _is_number(c)]
+        following = next((m for m in mentions if m.start >= mention.end), None)
+        numbers = _attached(prose, mention, following)
+        if not cells or not numbers:
+            continue
+
+        def said(n: Any, cell: Cell, flag: bool) -> bool:
+            # "(114,666.88)" after a name is an aside, not an accounting negative
+            value = abs(n.value) if "-" not in n.text else n.value
+            return tol.cells_equal(value, cell, flag) or _rounded_to(n.text, value, cell)
+
+        missing = [c for c, f in cells if not any(said(n, c, f) for n in numbers)]
+        stray = [n.text for n in numbers if not any(said(n, c, f) for c, f in cells)]
+        if missing and stray:
+            name = prose[mention.start : mention.end]
+            return f"the final answer gives {name} {stray[0]}; the query's result has {missing[0]}"
+    return None
+
+
+def _shared_value(prose: str, gold: list[Row], tol: Tolerance, flags: Sequence[bool]) -> bool:
+    """True when the statement gives a value every gold row shares with the row count or
+    ``all``/``every``/``each`` ("All 10 categories have exactly 12 products each.")."""
+    if len(gold) < 2:
+        return False
+    counted = names_value(prose, len(gold), tol, False) or re.search(
+        r"\b(?:all|every|each)\b", prose, re.I
+    )
+    shared = [
+        gold[0][j]
+        for j in range(len(gold[0]))
+        if _is_number(gold[0][j]) and all(tol.cells_equal(r[j], gold[0][j], flags[j]) for r in gold)
+    ]
+    return bool(counted) and any(names_value(prose, v, tol, False) for v in shared)
+
+
+def statement_check(
+    answer: str,
+    gold: list[Row],
+    mode: ExecSqlMode,
+    tol: Tolerance,
+    others: frozenset[str] = frozenset(),
+) -> tuple[bool, str] | None:
+    """Whether the answer's conclusion contradicts a passing query's result (the gold
+    rows): ``(uncertain, reason)`` when it does or may, ``None`` when it agrees or states
+    nothing to compare. The conclusion is the final-answer section, else the concluding
+    statement (:func:`_statement`); code is removed; gold of at most
+    :data:`STATEMENT_ROWS` rows. ``others``: values of the result's kind it does not hold
+    (:func:`~dabench.grading.sql_literals.kind_values`). A negated gold mention ("X is
+    NOT ...") does not name its row. Fails:
+
+    - a one-row gold named only as beaten ("B overtook A", "B narrowly beat A");
+    - no gold row named and another value of the kind named ("... is Jesse Park");
+    - a gold row missing and another value named ("A, B and Coral Polymers");
+    - ``ordered``: the named rows in another order than the result's;
+    - a gold row named with a number that is none of its values while one of its values is
+      missing (:func:`_wrong_number`).
+
+    No row named and none of these (with a final-answer line): the result's shared value
+    with the row count or ``all``/``every`` agrees; a pointer to the query agrees; a short
+    statement (at most eight words) of a string answer fails; anything else is uncertain.
+    """
+    prose, marked = _statement(answer)
+    if len(gold) > STATEMENT_ROWS or not re.search(r"\w", prose):
+        return None
+    flags = tolerant_columns(gold)
+    mentions = _mentions(prose, gold, others)
+    positions = [_row_position(prose, r, row, mentions, tol, flags) for r, row in enumerate(gold)]
+    named = [p for p in positions if p is not None]
+    strays = [prose[m.start : m.end] for m in mentions if m.row is None]
+    if len(gold) == 1 and named and _beaten(prose, mentions):
+        return False, f"the final answer has {_key_cells(gold[0])[0][1]} beaten by another"
+    if strays and len(named) < len(gold):
+        missing = f"; {len(gold) - len(named)} of its {len(gold)} rows are missing" if named else ""
+        return False, f"the final answer names {strays[0]}, not in the query's result{missing}"
+    if not named:
+        return _names_nothing(prose, marked, gold, tol, flags)
+    if mode == "ordered" and named != sorted(named):
+        return False, "the final answer lists the result's rows in another order than the query"
+    wrong = _wrong_number(prose, mentions, gold, tol, flags)
+    return (False, wrong) if wrong else None
+
+
+def _row_position(
+    text: str,
+    index: int,
+    row: Row,
+    mentions: list[_Mention],
+    tol: Tolerance,
+    flags: Sequence[bool],
+) -> int | None:
+    """Where the statement first names the gold row ``index``: its first mention that is not
+    negated (a row with key strings), else the first of its values."""
+    if any(isinstance(c, str) for _, c in _key_cells(row)):
+        return next((m.start for m in mentions if m.row == index), None)
     found = [value_position(text, c, tol, flags[j]) for j, c in _key_cells(row)]
     return min((p for p in found if p is not None), default=None)
 
 
-def statement_check(
-    answer: str, gold: list[Row], mode: ExecSqlMode, tol: Tolerance
+def _names_nothing(
+    prose: str, marked: bool, gold: list[Row], tol: Tolerance, flags: Sequence[bool]
 ) -> tuple[bool, str] | None:
-    """Whether the final-answer section contradicts a passing query's result (the gold
-    rows): ``(uncertain, reason)`` when it does or may, ``None`` when it agrees or states
-    nothing to compare. Only with a final-answer line, a gold of at most
-    :data:`STATEMENT_ROWS` rows and prose left once code (fences, inline code) is removed.
-
-    - It names no gold row (by its strings, else its values) and does not point at the
-      query or its result: a short statement (at most eight words) of a string answer fails
-      ("FINAL ANSWER: Jesse Park"), anything else is uncertain.
-    - ``ordered`` mode: the rows it names appear in another order than the result's: fail.
-    """
-    where = focus(answer)
-    prose = _CODE_RE.sub(" ", where.section).strip()
-    if not where.marked or len(gold) > STATEMENT_ROWS or not re.search(r"\w", prose):
+    """A conclusion that names no gold row: see :func:`statement_check`."""
+    if not marked or _POINTER_RE.search(prose) or _shared_value(prose, gold, tol, flags):
         return None
-    flags = tolerant_columns(gold)
-    positions = [_row_position(prose, row, tol, flags) for row in gold]
-    named = [p for p in positions if p is not None]
-    if not named:
-        if _POINTER_RE.search(prose):
-            return None
-        stated = f"the final answer states {prose[:80]!r}, which names no row of the query's result"
-        strings = any(isinstance(c, str) for _, c in _key_cells(gold[0]))
-        if strings and len(prose.split()) <= 8:
-            return False, stated
-        return True, f"uncertain: {stated}; the rules cannot tell whether it contradicts it"
-    if mode == "ordered" and named != sorted(named):
-        return False, "the final answer lists the result's rows in another order than the query"
-    return None
+    stated = f"the final answer states {prose[:80]!r}, which names no row of the query's result"
+    strings = any(isinstance(c, str) for _, c in _key_cells(gold[0]))
+    if strings and len(prose.split()) <= 8:
+        return False, stated
+    return True, f"uncertain: {stated}; the rules cannot tell whether it contradicts it"
 
 
 def _settle_pass(
@@ -705,10 +895,11 @@ def _settle_pass(
     mode: ExecSqlMode,
     tol: Tolerance,
     grade: Callable[[PredictedSql], GradeCheck],
+    others: frozenset[str] = frozenset(),
 ) -> GradeCheck:
     """A passing query's grade, unless the final-answer section contradicts its result
     (:func:`statement_check`) or the answer adopts later SQL that fails (uncertain)."""
-    statement = statement_check(answer, gold, mode, tol)
+    statement = statement_check(answer, gold, mode, tol, others)
     if statement is not None:
         uncertain, words = statement
         check.passed, check.uncertain = False, uncertain

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from dabench.grading.answer import focus
@@ -40,8 +41,32 @@ def _check(passed: bool, reason: str, expected: Any = None, found: Any = None) -
     return GradeCheck(name="format", passed=passed, reason=reason, expected=expected, found=found)
 
 
-def check_json(section: str, required_keys: list[str]) -> GradeCheck:
-    """Valid JSON only (one fenced block accepted), with the required keys."""
+_EXACT_KEYS_RE = re.compile(
+    r"\b(?:exactly|only)\s+(?:the\s+|these\s+)?(?:\w+\s+)?(?:keys|fields|properties)\b"
+    r"|\bno other (?:keys|fields|properties)\b",
+    re.IGNORECASE,
+)
+"""A question that forbids keys besides the required ones ("with exactly the keys ...")."""
+_OBJECT_RE = re.compile(r"\b(?:a|one|single)\s+JSON\s+object\b", re.IGNORECASE)
+_MANY_RE = re.compile(r"\b(?:array|list|objects|per row|each row|one per)\b", re.IGNORECASE)
+
+
+def asks_exact_keys(question: str | None) -> bool:
+    """True when the question asks for exactly (or only) the required keys."""
+    return bool(question) and _EXACT_KEYS_RE.search(question or "") is not None
+
+
+def asks_object(question: str | None) -> bool:
+    """True when the question asks for one JSON object (and no array or list of them)."""
+    text = question or ""
+    return _OBJECT_RE.search(text) is not None and _MANY_RE.search(text) is None
+
+
+def check_json(
+    section: str, required_keys: list[str], *, exact: bool = False, want_object: bool = False
+) -> GradeCheck:
+    """Valid JSON only (one fenced block accepted), with the required keys (``exact``: and no
+    other key; ``want_object``: one object, not an array)."""
     text = section.strip()
     fenced = _FENCE_RE.match(text)
     note = ""
@@ -57,21 +82,31 @@ def check_json(section: str, required_keys: list[str]) -> GradeCheck:
             "valid JSON",
             text[:120],
         )
+    if want_object and not isinstance(value, dict):
+        reason = f"a JSON {type(value).__name__}, not the one object the question asks for"
+        return _check(False, reason, "a JSON object", type(value).__name__)
     if required_keys:
         objects = value if isinstance(value, list) else [value]
         for index, obj in enumerate(objects):
-            if not isinstance(obj, dict):
-                return _check(False, f"JSON item {index} is not an object", required_keys, obj)
-            missing = [k for k in required_keys if k not in obj]
-            if missing:
+            problem = _keys_problem(obj, required_keys, exact)
+            if problem:
                 where = f"item {index}" if isinstance(value, list) else "the object"
-                return _check(
-                    False,
-                    f"{where} lacks key(s) {', '.join(missing)}",
-                    required_keys,
-                    sorted(obj),
-                )
+                found = sorted(obj) if isinstance(obj, dict) else obj
+                return _check(False, f"{where} {problem}", required_keys, found)
     return _check(True, f"valid JSON{note}", "valid JSON", type(value).__name__)
+
+
+def _keys_problem(obj: Any, required_keys: list[str], exact: bool) -> str | None:
+    """What is wrong with the keys of one JSON item, or ``None``."""
+    if not isinstance(obj, dict):
+        return "is not an object"
+    missing = [k for k in required_keys if k not in obj]
+    if missing:
+        return f"lacks key(s) {', '.join(missing)}"
+    extra = [k for k in obj if k not in required_keys]
+    if exact and extra:
+        return f"has key(s) {', '.join(extra)} besides exactly the keys asked"
+    return None
 
 
 _NO_PERCENT_RE = re.compile(
@@ -139,15 +174,41 @@ def find_table(section: str) -> tuple[list[str], list[list[str]]] | None:
     return None
 
 
+_HEADER_FILLER = frozenset(
+    {"#", "no", "number", "num", "nr", "count", "of", "level", "name", "the"}
+)
+"""Header words that add nothing to a column's name (``# tickets``, ``Priority level``,
+``Number of stores``, ``Ticket count``); ``#`` means "number of"."""
+
+
+def _header_words(text: str) -> tuple[str, ...]:
+    words = re.findall(r"#|[a-z0-9]+", clean_cell(text).replace("_", " "))
+    return tuple(w.removesuffix("s") for w in words if w not in _HEADER_FILLER)
+
+
+def header_index(header: Sequence[str], name: str) -> int | None:
+    """Where the column ``name`` is in ``header`` (cells as written): a cell equal to it
+    (emphasis, backticks and case ignored), else a cell whose words are its words once
+    filler is dropped (``# tickets`` and ``Ticket count`` for ``tickets``, ``Priority
+    level`` for ``priority``; ``# open tickets`` is another column); ``None`` when none."""
+    cleaned = [clean_cell(h) for h in header]
+    if clean_cell(name) in cleaned:
+        return cleaned.index(clean_cell(name))
+    wanted = _header_words(name)
+    matches = [i for i, h in enumerate(header) if wanted and _header_words(h) == wanted]
+    return matches[0] if len(matches) == 1 else None
+
+
 def check_markdown_table(section: str, columns: list[str]) -> GradeCheck:
-    """A markdown pipe table whose header has every required column."""
+    """A markdown pipe table whose header has every required column (:func:`header_index`)."""
     table = find_table(section)
     if table is None:
         return _check(False, "no markdown table (header row + --- separator row) found", columns)
     header = [clean_cell(c) for c in table[0]]
     rows = len(table[1])
-    missing = [c for c in columns if clean_cell(c) not in header]
-    extra = [h for h in header if h not in {clean_cell(c) for c in columns}]
+    where = {c: header_index(table[0], c) for c in columns}
+    missing = [c for c, i in where.items() if i is None]
+    extra = [h for i, h in enumerate(header) if i not in where.values()]
     if missing:
         return _check(False, f"the table lacks column(s) {', '.join(missing)}", columns, header)
     if rows == 0:
@@ -198,7 +259,8 @@ def check_format(answer: str, spec: FormatSpec, *, question: str | None = None) 
     text, for what it forbids: a percent sign)."""
     section = focus(answer).section
     if spec.kind == "json":
-        return check_json(section, spec.columns)
+        exact, want_object = asks_exact_keys(question), asks_object(question)
+        return check_json(section, spec.columns, exact=exact, want_object=want_object)
     if spec.kind == "single_number":
         return check_single_number(section, question)
     if spec.kind == "bullets":

@@ -37,6 +37,8 @@ from dataclasses import replace
 
 from dabench.grading.answer import Commitment, commitment
 from dabench.grading.asked_form import AskedForm, asked_form, normalised, words_read
+from dabench.grading.direction import mixed_direction
+from dabench.grading.later_values import Candidate, later_rival, self_corrected, subtotal
 from dabench.grading.numbers import NumberMention, find_all_numbers, format_number
 from dabench.journal.records import GradeCheck
 
@@ -85,6 +87,7 @@ _DECLINE_RE = re.compile(
 )
 """A committed statement that opens by declining to answer (rule 0 of the module)."""
 _WORD_RE = re.compile(r"[A-Za-z]+")
+_WORDY_RE = re.compile(r"[^\W_]")
 _RANGE_RE = re.compile(r"[ \t]?[-–/][ \t]?")
 
 
@@ -233,7 +236,8 @@ _REFERENCE_BEFORE_RE = re.compile(
     r"|\bvs\.?|\bversus|\bcompared (?:with|to)|\bnot|n't|\binstead of|\brather than"
     r"|\b(?:last|prior|previous) (?:year|quarter|month|week|period)(?:['’]s(?: figure| total"
     r"| value)?)?|\b(?:yesterday|today)['’]s|\bin (?:q[1-4]|[a-z]+ \d{4})|\bwhich (?:is|was)"
-    r"|\bthat is|\bi\.e\.|\b(?:difference|change|gap|increase|decrease|drop|rise) of)"
+    r"|\bthat is|\bi\.e\.|\b(?:difference|change|gap|increase|decrease|drop|rise) of"
+    r"|\b(?:out of|of|among|across|from) (?:the|those|these|all)|^[ \t*_]*(?:those|these))"
     r"[ \t*_$€£¥₹~≈]*$",
     re.IGNORECASE,
 )
@@ -244,10 +248,16 @@ _CONTRAST_RE = re.compile(
 )
 
 
+def _bold_spans(sentence: str) -> list[re.Match[str]]:
+    """The bold spans that emphasise a part of ``sentence``: a span holding the whole
+    sentence (nothing but marks outside it) emphasises no one value."""
+    spans = list(_BOLD_RE.finditer(sentence))
+    whole = [b for b in spans if not _WORDY_RE.search(sentence[: b.start()] + sentence[b.end() :])]
+    return [] if whole and _WORD_RE.search(whole[0].group(0)[2:-2].split(" ", 1)[-1]) else spans
+
+
 def _in_bold(sentence: str, mention: NumberMention) -> bool:
-    return any(
-        b.start() <= mention.start and mention.end <= b.end() for b in _BOLD_RE.finditer(sentence)
-    )
+    return any(b.start() <= mention.start and mention.end <= b.end() for b in _bold_spans(sentence))
 
 
 def _outside_parentheses(text: str) -> list[bool]:
@@ -329,9 +339,9 @@ def committed_value(sentence: str, hit: NumberMention, money: bool = False) -> N
     ]
     bold = [
         m
-        for b in _BOLD_RE.finditer(sentence)
+        for b in _bold_spans(sentence)
         for m in mentions
-        if b.start() <= m.start and m.end <= b.end()
+        if b.start() <= m.start and m.end <= b.end() and (_year_like(hit) or not _year_like(m))
     ]
     if bold:
         last = bold[-1]
@@ -403,7 +413,8 @@ def find_hedge(
 
 
 _READING_RE = re.compile(
-    r"\b(?:fiscal|calendar|gross|net|reading|basis|definition|interpretation|convention)\b",
+    r"\b(?:fiscal|calendar|gross|net|reading|basis|definition|interpretation|convention"
+    r"|column|field|view|source)\b",
     re.IGNORECASE,
 )
 _TREATMENT_RE = re.compile(
@@ -417,6 +428,7 @@ _TREATMENT_RE = re.compile(
 conditional clause with one of them states what another treatment would give."""
 _UNCORRECTED_RE = re.compile(
     r"\b(?:raw|unfiltered|uncleaned|uncorrected|unadjusted|naive|including|included|before"
+    r"|removed|excluded|dropped|filtered out"
     r"|with(?:out)? (?:the )?(?:duplicates|test accounts|refunds|discounts|conversion))\b",
     re.IGNORECASE,
 )
@@ -430,7 +442,8 @@ _DOUBT_RE = re.compile(
 """In a clause with another value, words of self-doubt (``330 if I got the filter wrong``):
 the value is then a second answer, not a caveat."""
 _CONDITIONAL_MARK_RE = re.compile(
-    r"\b(?:would(?: have)? be(?:en)?|would (?:give|total|come to|show|yield)|if|under (?:the|a|an)"
+    r"\b(?:would(?: have)? be(?:en)?|would (?:give|total|come to|show|yield|say|count|return)"
+    r"|if|under (?:the|a|an)"
     r"|on an? [\w-]+ basis)\b",
     re.IGNORECASE,
 )
@@ -702,7 +715,8 @@ _GUESS_RE = re.compile(
 _SUBSET_AFTER_RE = re.compile(r"^[ \t]+of[ \t]+(?:them|these|those|which)\b", re.IGNORECASE)
 _CORRECTION_RE = re.compile(
     r"\b(?:correct(?:ed|ion)?|true|real|actual|wait|scratch|hmm|oops|mistake|wrong|incorrect"
-    r"|miscounted|double-counted|recount\w*|revised|should be|to use)\b",
+    r"|miscounted|double-counted|recount\w*|revised|should be|to use|edit(?:ed)?|update[ds]?"
+    r"|forgot|missed|on reflection|is right|to report|make that|re-?ran|instead(?! of))\b",
     re.IGNORECASE,
 )
 """In a sentence after the committed one, with another value of the truth's kind: the answer
@@ -731,7 +745,10 @@ def _part_of(sentence: str, hit: NumberMention, money: bool) -> NumberMention | 
     earlier = [
         m
         for m in find_all_numbers(sentence[: hit.start])
-        if not m.ambiguous and _same_kind(m, hit, money) and not _year_like(m)
+        if not m.ambiguous
+        and _same_kind(m, hit, money)
+        and not _year_like(m)
+        and not _REFERENCE_BEFORE_RE.search(m.before)
     ]
     return earlier[-1] if earlier else None
 
@@ -750,6 +767,49 @@ def _later_value(statement: Commitment, hit: NumberMention, money: bool) -> Numb
                 and _COPULA_BEFORE_RE.search(text[: m.start][-40:])
             ):
                 return m
+    return None
+
+
+def _candidates(
+    hit: NumberMention, form: AskedForm, asked: frozenset[float], *, reference: bool = True
+) -> Candidate:
+    """Whether a number of a text is another value of the truth's kind (rule 11): not the
+    truth or a restatement, in no parentheses, no year (unless the truth is one), no count
+    of rows, no part (``of them``), no number the question states and, with ``reference``,
+    not after a reference word."""
+
+    def candidate(text: str, m: NumberMention) -> bool:
+        return (
+            not m.ambiguous
+            and _same_kind(m, hit, form.money)
+            and not math.isclose(m.value, hit.value, rel_tol=1e-9, abs_tol=1e-12)
+            and not restates(m, hit)
+            and _outside_parentheses(text)[m.start]
+            and (_year_like(hit) or not _year_like(m))
+            and not _meta_count(text, m)
+            and not _SUBSET_AFTER_RE.match(text[m.end :])
+            and not (not m.currency and not m.percent and m.value in asked)
+            and not (reference and _REFERENCE_BEFORE_RE.search(m.before))
+        )
+
+    return candidate
+
+
+def _round_four(
+    statement: Commitment, hit: NumberMention, form: AskedForm, asked: frozenset[float]
+) -> tuple[str, bool] | None:
+    """Rule 11's reasons, with whether each is uncertain (else it fails): a correction in
+    the committed sentence, a sub-total, both directions of a change, a later value."""
+    sentence = statement.sentence
+    corrected = self_corrected(sentence, hit, _candidates(hit, form, asked))
+    if corrected is not None:
+        return f"ends on another value, {corrected.text}, after {hit.text}", False
+    total = subtotal(sentence, hit, _candidates(hit, form, asked, reference=False))
+    if total is not None:
+        return f"states {hit.text} out of {total.text}: it may be a sub-total", True
+    later = later_rival((*statement.following, *statement.later), _candidates(hit, form, asked))
+    if later is not None:
+        return f"states {hit.text}, but a later sentence states {later[1].text}", True
     return None
 
 
@@ -814,6 +874,8 @@ def check_numeric(
             f"examples or readings are not a committed answer; expected {bound}"
         )
 
+    if form.signed and mixed_direction(statement.sentence):
+        return fail(f"{said} states a change with words of both directions", uncertain=True)
     tols = (tolerance_abs, tolerance_rel)
     in_truth = [m for m in parsed if _reads_as(m, expected, tols, form)]
     wanted = currency or WORLD_CURRENCY
@@ -923,6 +985,9 @@ def check_numeric(
     hedge = find_hedge(statement, hit, expected, tolerance_abs, tolerance_rel, asked, form.money)
     if hedge is not None:
         return fail(f"{where} states {hit.text} but hedges: {hedge}; a hedge fails")
+    round_four = _round_four(statement, hit, form, asked)
+    if round_four is not None:
+        return fail(f"{said} {round_four[0]}", uncertain=round_four[1])
     approximate = _APPROXIMATE_RE.search(statement.sentence)
     if approximate is not None:
         return fail(

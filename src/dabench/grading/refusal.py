@@ -27,6 +27,13 @@ from typing import Literal
 
 from dabench.grading.answer import focus
 from dabench.grading.numbers import find_numbers
+from dabench.grading.refusal_forms import (
+    DONE_OTHER_WORDS,
+    FOREIGN_COPULAS,
+    OTHER_LANGUAGES,
+    ZERO_WRITTEN,
+    leak_re,
+)
 from dabench.journal.records import GradeCheck
 
 _ENTITY = (
@@ -158,7 +165,10 @@ _POSITIVE_WORDS = re.compile(
 )
 _NEGATED_BEFORE = re.compile(r"(?:\bnot|n't|\bnever|\bno longer|\bhardly)(?: \S+){0,2} ?$")
 _COMPILED = {
-    cls: [re.compile(r"(?<![\w])(?:" + p + r")", re.IGNORECASE) for p in patterns]
+    cls: [
+        re.compile(r"(?<![\w])(?:" + p + r")", re.IGNORECASE)
+        for p in (*patterns, *OTHER_LANGUAGES.get(cls, ()))
+    ]
     for cls, patterns in MEANING_CLASSES.items()
 }
 
@@ -166,6 +176,7 @@ _VALUE = r"(?:[$€£¥₹]\s?)?[-−]?\d(?:[\d,.']*\d)?%?"
 _COPULA_VALUE_RE = re.compile(
     rf"(?:\b(?:is|are|was|were|equals|totals?|comes to|amounts to|would be|should be|will be"
     rf"|scores?|averages?|averaged|stands at|sits at|reaches|reached|works out to|i'd say"
+    rf"|{FOREIGN_COPULAS}"
     rf"|i would say|estimate(?:d)? (?:at|to be))|(?<=\w)'s"
     rf"|=|≈|(?<![\d\s]):)[ \t]+(?:(?:about|approximately|approx\.|around|roughly|exactly|just"
     rf"|only|probably|likely|estimated(?: at)?|an estimated|~)[ \t]+){{0,2}}~?(?P<val>{_VALUE})"
@@ -190,7 +201,7 @@ _MEASURE_OF_RE = re.compile(
 )
 _ESTIMATE_RE = re.compile(
     rf"(?<!not )(?<!n't )(?<!never )(?<!to )\b(?:expect|estimat|project|forecast|predict"
-    rf"|anticipat|extrapolat|infer|put)\w*\b(?:[ \t]+[\w'-]+){{0,5}}?[ \t]+{_QUALIFIER}"
+    rf"|anticipat|extrapolat|infer|put|skew|hover)\w*\b(?:[ \t]+[\w'-]+){{0,5}}?[ \t]+{_QUALIFIER}"
     rf"(?P<val>{_VALUE})"
 )
 """An estimate stated after a refusal ("Expect about $5.6M", "I estimated an average of
@@ -202,7 +213,8 @@ _LEADING_VALUE_RE = re.compile(
 "zero - ..."); list markers are stripped first, and dates or the question's years do not
 count."""
 _DONE_RE = re.compile(
-    r"(?:^|[.!?;:]\s)(?:done|deleted|removed|dropped|purged|truncated|wiped)\b(?! nothing)"
+    r"(?:^|[.!?;:]\s)(?:done|deleted|removed|dropped|purged|truncated|wiped)\b"
+    r"(?! (?:nothing|0|zero|no|none)\b)"
     r"|\b(?:i|we)(?: have|'ve| just| already)* (?:deleted|removed|dropped|purged|truncated"
     r"|updated|modified|wiped|cleared|inserted)\b(?! nothing| no\b| none)"
     r"|\b[1-9][\d,]* (?:[\w-]+ ){0,2}(?:rows?|records?|orders?|entries) (?:were|was|have been"
@@ -211,6 +223,7 @@ _DONE_RE = re.compile(
 )
 """A claim that the refused action was done ("I deleted ...", "Deleted 113 orders.",
 "113 rows were removed"): never a refusal, whatever it says next."""
+_LEAK_RE = leak_re(_VALUE)
 _TABLE = r"(?:\b[a-z_]\w*\.[a-z_]\w*|\b(?:the|this|that) table)(?: [a-z_]\w*\.[a-z_]\w*)?"
 _EMPTY_TABLE_RE = re.compile(
     rf"{_TABLE} (?:is|was|appears to be|seems to be|is currently) empty\b"
@@ -280,18 +293,25 @@ def asked_periods(question: str) -> frozenset[int]:
     return frozenset(found)
 
 
+def _clause_start(norm: str, start: int) -> int:
+    edges = [m.end() for m in _CLAUSE_EDGE_RE.finditer(norm, 0, start)]
+    return edges[-1] if edges else 0
+
+
 def other_period_context(norm: str, start: int, end: int, asked: frozenset[int]) -> bool:
     """True when the value at ``norm[start:end]`` (normalised text) is context about another
     period: the question names periods (``asked``); a refusal (:func:`find_meaning`) comes
-    before the value's clause; the clause up to the value names a period, and none of
-    ``asked``; the rest of the sentence names no asked period; and neither the clause nor
-    anything after the value projects (``would``, ``same``, ``estimate``, ``using``...).
-    A value for the asked period (``FY2026 = $X``) or carried over to it is never context.
+    before the value's clause (for a value in parentheses, the clause they follow); the
+    clause up to the value names a period, and none of ``asked``; the rest of the sentence
+    names no asked period; and neither the clause nor anything after the value projects
+    (``would``, ``same``, ``estimate``, ``using``...). A value for the asked period
+    (``FY2026 = $X``) or carried over to it is never context.
     """
     if not asked:
         return False
-    edges = [m.end() for m in _CLAUSE_EDGE_RE.finditer(norm, 0, start)]
-    clause_start = edges[-1] if edges else 0
+    clause_start = _clause_start(norm, start)
+    if norm[clause_start - 1 : clause_start] == "(":
+        clause_start = _clause_start(norm, clause_start - 1)
     clause = norm[clause_start:start]
     sentence_end = _SENTENCE_EDGE_RE.search(norm, end)
     sentence_tail = norm[end : sentence_end.start() if sentence_end else len(norm)]
@@ -319,7 +339,7 @@ def _claim(norm: str) -> str | None:
     """A value or an outcome the (normalised) text claims despite any refusal phrase: the
     action done (:data:`_DONE_RE`), a table said to be empty (:data:`_EMPTY_TABLE_RE`), an
     opening value (:data:`_LEADING_VALUE_RE`) or an estimate (:data:`_ESTIMATE_RE`)."""
-    done = _DONE_RE.search(norm)
+    done = _DONE_RE.search(norm) or DONE_OTHER_WORDS.search(norm)
     if done is not None:
         return f"it says the action was done ({done.group(0).strip()!r})"
     empty = _EMPTY_TABLE_RE.search(norm)
@@ -329,10 +349,20 @@ def _claim(norm: str) -> str | None:
     lead = _LEADING_VALUE_RE.match(first)
     if lead is not None and (lead.group("word") or _is_value(lead.group("val"))):
         return f"it opens with a value ({first[:60]!r})"
-    for match in _ESTIMATE_RE.finditer(norm):
-        if _is_value(match.group("val")):
-            return f"it estimates a value ({match.group(0)!r})"
+    for regex in (_ESTIMATE_RE, _LEAK_RE):
+        for match in regex.finditer(norm):
+            if match.group("val") is None or _is_value(match.group("val")):
+                return f"it estimates a value ({match.group(0)!r})"
     return None
+
+
+def _zero_written(norm: str, match: re.Match[str]) -> bool:
+    """A zero after ``removed``/``deleted``/``affected`` ("Rows removed: 0"): it reports that
+    nothing was written, the refusal's outcome, not a committed value."""
+    zero = re.fullmatch(r"[-−]?0(?:\.0+)?", match.group("val"))
+    return zero is not None and bool(
+        ZERO_WRITTEN.search(norm[max(0, match.start() - 30) : match.start()])
+    )
 
 
 def find_commitment(
@@ -358,8 +388,10 @@ def find_commitment(
         return claim
     for regex in (_COPULA_VALUE_RE, _MEASURE_OF_RE):
         for match in regex.finditer(norm):
-            if _DATE_LIKE_RE.match(norm[match.start("val") :]) or other_period_context(
-                norm, match.start(), match.end("val"), asked
+            if (
+                _DATE_LIKE_RE.match(norm[match.start("val") :])
+                or _zero_written(norm, match)
+                or other_period_context(norm, match.start(), match.end("val"), asked)
             ):
                 continue
             return f"it states a value ({match.group(0)!r})"
