@@ -26,6 +26,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from dabench.sqlresult.json_envelope import check_envelope
 from dabench.sqlresult.model import (
     TRUNCATION,
     SqlTable,
@@ -81,6 +82,16 @@ def _check_partial(body: dict[str, Any]) -> None:
         for note in notes if isinstance(notes, list) else [notes]:
             if isinstance(note, str) and TRUNCATION.search(note):
                 raise partial(f"{key}: {note[:120]!r}")
+    check_envelope(body, _opened(body), None)
+
+
+def _opened(body: dict[str, Any]) -> frozenset[str]:
+    """The keys of ``body`` the table reader opens itself (rows, envelopes, column lists)."""
+    return frozenset(
+        k
+        for k, v in body.items()
+        if k in ROW_KEYS or k in ENVELOPES or (k in COLUMN_KEYS and isinstance(v, list))
+    )
 
 
 def _check_counts(body: dict[str, Any], table: SqlTable) -> None:
@@ -89,6 +100,7 @@ def _check_counts(body: dict[str, Any], table: SqlTable) -> None:
         count = body.get(key)
         if isinstance(count, int) and not isinstance(count, bool) and count != len(table.rows):
             raise miscount(count, key, len(table.rows))
+    check_envelope(body, _opened(body), len(table.rows))
 
 
 def _column_name(column: Any) -> str | None:
@@ -101,6 +113,17 @@ def _column_name(column: Any) -> str | None:
 def _names(body: dict[str, Any]) -> list[str] | None:
     for key in COLUMN_KEYS:
         columns = body.get(key)
+        if isinstance(columns, dict) and isinstance(columns.get("fields"), list):
+            columns = columns["fields"]  # BigQuery's and pandas' {"schema": {"fields": [...]}}
+        elif (
+            key in ("schema", "meta")
+            and isinstance(columns, list)
+            and not all(isinstance(c, dict) for c in columns)
+        ):
+            raise UnreadableResult(
+                f"{key!r} is a list of {type(columns[0]).__name__ if columns else 'nothing'}:"
+                " column names or their types?"
+            )
         if isinstance(columns, list) and columns:
             names = [_column_name(c) for c in columns]
             if all(n is not None for n in names):
@@ -139,6 +162,8 @@ def rows_table(rows: list[Any], names: list[str] | None, fmt: str = "json") -> S
                 f"rows of {sorted(widths)} values under {len(names or [])} column names"
             )
         width = widths.pop()
+        if names is None:
+            _no_header_row(rows, fmt)
         columns = names if names is not None else positional_columns(width)
         return SqlTable(columns, [[json_cell(c) for c in r] for r in rows], fmt, names is None)
     if all(not isinstance(r, dict | list | tuple) for r in rows):
@@ -148,9 +173,34 @@ def rows_table(rows: list[Any], names: list[str] | None, fmt: str = "json") -> S
     return None
 
 
+BLOCK_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+BLOCK_KEYS = frozenset(
+    {"type", "text", "annotations", "_meta", "resource", "data", "mimeType", "uri", "name"}
+)
+
+
+def _no_header_row(rows: list[Any], fmt: str) -> None:
+    """Refuse positional rows whose first row may be the column names: only strings, over a
+    column where a later row holds a non-string; or (JSON) the one row there is."""
+    first = [json_cell(c) for c in rows[0]]
+    if not first or not all(isinstance(c, str) and c.strip() for c in first):
+        return
+    later = [[json_cell(c) for c in r] for r in rows[1:]]
+    clash = any(c is not None and not isinstance(c, str) for r in later for c in r[: len(first)])
+    if clash or (not later and fmt == "json"):
+        raise UnreadableResult(
+            f"a first row of only strings ({first[:4]!r}) without column names: a header row "
+            "sent with the rows, or data, cannot be told apart"
+        )
+
+
 def _content_text(body: list[Any]) -> str | None:
-    """The text of a list of MCP content blocks (``{"type": "text", "text": ...}``)."""
-    if not body or not all(isinstance(b, dict) and "type" in b for b in body):
+    """The text of a list of MCP content blocks (``{"type": "text", "text": ...}``): objects
+    whose ``type`` is an MCP content type and whose keys are all a content block's; rows with
+    columns ``type`` and ``text`` holding other types (or other columns) stay rows."""
+    if not body or not all(
+        isinstance(b, dict) and b.get("type") in BLOCK_TYPES and set(b) <= BLOCK_KEYS for b in body
+    ):
         return None
     texts: list[str] = []
     for block in body:
@@ -189,7 +239,24 @@ def json_table(body: Any, read_text: ReadText, depth: int = 0) -> SqlTable | Non
     table = _table_in(body, read_text, depth)
     if table is not None:
         _check_counts(body, table)
+        table = _without_pandas_index(body, table)
     return table
+
+
+def _without_pandas_index(body: dict[str, Any], table: SqlTable) -> SqlTable:
+    """pandas' ``to_json(orient="table")`` without its row numbering: the ``primaryKey``
+    ``["index"]`` column dropped when it is exactly ``0 .. n-1``, refused otherwise."""
+    schema = body.get("schema")
+    if not isinstance(schema, dict) or "pandas_version" not in schema:
+        return table
+    keys = schema.get("primaryKey")
+    if keys is None:
+        return table
+    if keys != ["index"] or table.columns[:1] != ["index"]:
+        raise UnreadableResult(f"a pandas table whose index is {keys!r}: a column or not?")
+    if [r[0] for r in table.rows] != list(range(len(table.rows))):
+        raise UnreadableResult("a pandas table whose index is not 0..n-1: a column or not?")
+    return SqlTable(table.columns[1:], [r[1:] for r in table.rows], table.format)
 
 
 def _table_in(body: dict[str, Any], read_text: ReadText, depth: int) -> SqlTable | None:

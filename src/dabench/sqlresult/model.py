@@ -18,7 +18,9 @@ FORMATS: tuple[str, ...] = (
 )  # fmt: skip
 
 SAMPLE_CHARS = 200
-NULL_WORDS = frozenset({"", "null", "none", "nil", "<null>", "∅"})
+NULL_WORDS = frozenset({"", "null", "none", "nil", "<null>", "∅", "\\n"})
+"""Cell texts read as NULL (lower-cased); ``\\N`` is the NULL of PostgreSQL's ``COPY`` text and
+MySQL's batch output."""
 _INT = re.compile(r"[+-]?(0|[1-9]\d*)")
 _ISO_T = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?")
 _FLOAT = re.compile(r"[+-]?(0|[1-9]\d*)?\.\d+([eE][+-]?\d+)?|[+-]?(0|[1-9]\d*)[eE][+-]?\d+")
@@ -39,8 +41,24 @@ TRUNCATION = re.compile(
 """A server's note that it sent only part of the result (``... 7 more rows``, ``Results
 limited to 1000 rows``, ``Showing first 2 of 502 rows``, ``(truncated)``, ``Row limit of 1
 reached``), found in the text around a table or in a JSON envelope's notes."""
-_COUNT_LINE = re.compile(
-    r"^\W*(?:(?:results?|total|query returned|returned|found|fetched|retrieved|selected)\s*:?\s*)?"
+PAGING = re.compile(
+    TRUNCATION.pattern
+    + r"|\blimit (?:was |has been )?reached\b|\bmore (?:available|to (?:come|fetch))"
+    r"|\bnot (?:shown|displayed|returned|included)\b|\bexceed|\bnext page\b|\boffset \d"
+    r"|\bpage \d[\d,]* of\b|\bof \d[\d,]*\b"
+    r"|\b\d[\d,]*\s*/\s*\d[\d,]*\s+(?:rows?|results?|records?)\b"
+    r"|\brows? \d[\d,]*\s*[-–]\s*\d|\btotal (?:matching|available)\b|\band \d[\d,]* others?\b"
+    r"|\bmax(?:imum)? (?:results?|rows?|records?)\b|\breturning (?:the |only )?(?:first|top)\b"
+    r"|\b(?:displaying|returning) (?:rows? )?\d",
+    re.IGNORECASE,
+)
+""":data:`TRUNCATION` or a note that only part of the rows came (``Rows 1–2 of 2,500``, ``Page 1
+of 1250``, ``Fetched 2 rows (more available)``, ``Max results (2) reached``): used on lines
+that are not table rows (notes around a table, a CSV's last line, strings in a JSON
+envelope), where a data value cannot be mistaken for it."""
+COUNT_LINE = re.compile(
+    r"^\W*(?:(?:results?|total|row count|query returned|returned|found|fetched|retrieved"
+    r"|selected)\s*:?\s*)?"
     r"(\d[\d,]*)\s+(?:rows?|records?)\b",
     re.IGNORECASE,
 )
@@ -99,9 +117,9 @@ def check_notes(lines: list[str], rows: int) -> None:
     count other than the ``rows`` read."""
     for line in lines:
         note = line.strip()
-        if TRUNCATION.search(note):
+        if PAGING.search(note):
             raise partial(repr(note[:120]))
-        count = _COUNT_LINE.match(note)
+        count = COUNT_LINE.match(note)
         if count is not None and int(count.group(1).replace(",", "")) != rows:
             raise miscount(int(count.group(1).replace(",", "")), repr(note[:120]), rows)
 

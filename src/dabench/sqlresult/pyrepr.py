@@ -123,8 +123,10 @@ def python_table(text: str) -> SqlTable:
         value = _literal(tree.body)
     except (SyntaxError, _Refused, ValueError, RecursionError) as exc:
         raise UnreadableResult(f"not a Python literal of rows ({exc})") from exc
-    if isinstance(tree.body, ast.Tuple) and value and not isinstance(value[0], list | dict):
-        value = [value]  # one row printed as a bare tuple: (164,)
+    if isinstance(tree.body, ast.Tuple) and not all(
+        isinstance(e, ast.Tuple | ast.Dict) for e in tree.body.elts
+    ):
+        value = [value]  # one row printed as a bare tuple: (164,), ([1, 2],)
     if not isinstance(value, list):
         raise UnreadableResult("a Python value that is not a list of rows")
     table = rows_table(value, None, "python")

@@ -8,6 +8,7 @@ from typing import Any
 
 from dabench.sqlresult.adapter import ResultAdapter
 from dabench.sqlresult.errors_text import error_in_json, error_in_text, without_dbt_log
+from dabench.sqlresult.json_envelope import check_envelope
 from dabench.sqlresult.json_shapes import json_table
 from dabench.sqlresult.model import (
     JSON,
@@ -22,6 +23,7 @@ from dabench.sqlresult.model import (
     sample,
     text_cell,
 )
+from dabench.sqlresult.one_column import one_column
 from dabench.sqlresult.pyrepr import looks_like_repr, python_table
 from dabench.sqlresult.text_tables import text_table
 from dabench.sqlresult.vertical import EMPTY, looks_vertical, vertical_table
@@ -33,6 +35,9 @@ _SCALAR_TEXT = re.compile(
 )
 _TEXT_FORMATS = frozenset({"markdown", "box", "psql", "aligned", "csv", "tsv"})
 _BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
+_SIDE_BLOCK_KEYS = frozenset({"info", "error", "errors", "warning", "warnings", "message"})
+"""The keys a JSON block beside the rows may have (mcp-metricflow's ``{"info": ..., "error":
+null}``); its strings must not say the rows are partial."""
 
 
 def read_sql_result(
@@ -54,9 +59,9 @@ def read_sql_result(
 
 
 def _trimmed(text: str) -> str:
-    """``text`` without blank lines around it and trailing spaces, the first line's
-    indentation kept (an aligned table's columns are positions)."""
-    return _BLANK_LINES.sub("", text).rstrip()
+    """``text`` without a byte order mark, blank lines around it and trailing spaces, the
+    first line's indentation kept (an aligned table's columns are positions)."""
+    return _BLANK_LINES.sub("", text.removeprefix("\ufeff")).rstrip()
 
 
 def _read(text: str, adapter: ResultAdapter | None) -> SqlTable:
@@ -126,9 +131,21 @@ def _from_documents(docs: list[Any]) -> SqlTable:
         raise UnreadableResult("several JSON blocks and none is a list of rows")
     if len(lists) > 1:
         raise UnreadableResult(f"{len(lists)} JSON lists: several result sets, not one table")
-    if not lists[-1]:
-        return SqlTable([], [], "json", positional=False, notes=["no rows"])
-    return _from_json(lists[-1])
+    table = (
+        SqlTable([], [], "json", positional=False, notes=["no rows"])
+        if not lists[-1]
+        else _from_json(lists[-1])
+    )
+    for doc in docs:
+        if isinstance(doc, dict):
+            unknown = sorted(set(doc) - _SIDE_BLOCK_KEYS)
+            if unknown:
+                raise UnreadableResult(
+                    f"a JSON block beside the rows with keys {unknown[:4]}: more rows, or a "
+                    "note about them, cannot be ruled out"
+                )
+            check_envelope(doc, frozenset(), len(table.rows))
+    return table
 
 
 def _guess_inner(text: str) -> SqlTable:
@@ -153,7 +170,7 @@ def _guess(text: str) -> SqlTable:
         return SqlTable([], [], "vertical", positional=True, notes=["no rows"])
     if looks_vertical(text):
         return vertical_table(text)
-    table = text_table(text)
+    table = text_table(text) or one_column(text)
     if table is not None:
         return table
     if "\n" not in text and _SCALAR_TEXT.fullmatch(text.strip()):

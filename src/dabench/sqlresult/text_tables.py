@@ -29,7 +29,12 @@ import itertools
 import re
 from collections.abc import Callable
 
+from dabench.sqlresult.cell_guards import check_cells, unbolded, without_index
 from dabench.sqlresult.model import (
+    COUNT_LINE as _COUNT,
+)
+from dabench.sqlresult.model import (
+    PAGING,
     TRUNCATION,
     SqlTable,
     UnreadableResult,
@@ -40,9 +45,16 @@ from dabench.sqlresult.model import (
     text_cell,
 )
 
+_DRAWING = re.compile(r"[\u2500-\u259f]")
 ELISION = frozenset({"…", "...", "·", "⋮"})
-_BOX_BORDER = re.compile(r"^\s*[┌├└╞╘╒╭╰+][─═┬┼┴╤╪╧┄+\-]*[┐┤┘╡╛╕╮╯+]\s*$")
-_BOX_TOP = re.compile(r"^\s*[┌╒╭]")
+_BOX_BORDER = re.compile(r"^\s*[┌├└╞╘╒╭╰┍┝┕┏┡┗+][─═━┬┼┴╤╪╧┯┿┷┳╇┻┄+\-]*[┐┤┘╡╛╕╮╯┑┥┙┓┩┛+]\s*$")
+"""A box's border: DuckDB's and tabulate's grids (light, double, ``mixed_grid``'s heavy
+rules), rich's heavy head (``┏━┳━┓`` ``┡━╇━┩``). Other drawing characters are refused."""
+_BOX_TOP = re.compile(r"^\s*[┌╒╭┍┏]")
+_HEADER_RULE = "├╞┝┡"
+_TYPE_ROW = re.compile(r"\"?[a-z][a-z0-9_]*\"?(\(.*\)|\[\d*\])*( [a-z][a-z0-9_ ]*)?")
+"""A cell of DuckDB's type row under the names (``int32``, ``decimal(10,2)``, ``varchar[]``,
+``timestamp with time zone``, ``"null"``)."""
 _RULE = re.compile(r"^\s*[|+]?[\s:=\-+|]*-[\s:=\-+|]*$")
 _FOOTER = re.compile(
     r"^\(?(?P<total>[\d,]+) rows?\)?(?:\s+\(?(?P<shown>[\d,]+) shown\)?)?(?:\s+\d+ columns?)?$",
@@ -101,15 +113,29 @@ def _box(lines: list[str]) -> SqlTable | None:
     seen_rule = False
     for line in lines:
         if _BOX_BORDER.match(line):
-            seen_rule = seen_rule or line.strip()[0] in "├╞"
+            seen_rule = seen_rule or line.strip()[0] in _HEADER_RULE
             continue
+        line = line.replace("┃", "│")
         if "│" not in line:
+            if _DRAWING.search(line):
+                raise UnreadableResult(
+                    f"a box line of unknown drawing characters ({line.strip()[:60]!r})"
+                )
             outside.append(line)
             continue
         cells = _split_bars(line, "│")
         (body if seen_rule else header).append(cells)
     if not header:
         return None
+    empty = not seen_rule and any(count_line(line) == 0 for line in outside)  # DuckDB, 0 rows
+    if len(header) > 2 or (not seen_rule and not (empty and len(header) == 2)):
+        raise UnreadableResult(
+            f"a box with {len(header)} lines above its header rule: which is the header?"
+        )
+    if len(header) == 2 and not all(_TYPE_ROW.fullmatch(c) for c in header[1]):
+        raise UnreadableResult(
+            f"a second header line that is not DuckDB's type row ({' | '.join(header[1])[:60]!r})"
+        )
     columns = header[0]
     footer = [r for r in body if (len(r) == 1 and len(columns) > 1) or _FOOTER.match(r[0])]
     texts = [r for r in body if r not in footer and not _is_hint(r)]
@@ -134,6 +160,8 @@ def _box(lines: list[str]) -> SqlTable | None:
                 "wrapped continuation of a long value or a row of empty (NULL or '') cells "
                 "cannot be told apart"
             )
+    columns, texts = without_index(columns, texts)
+    check_cells(columns, texts)
     rows = [[text_cell(c) if c or not duckdb else "" for c in r] for r in texts]
     check_notes(outside, len(rows))
     return SqlTable(columns, rows, "box")
@@ -201,6 +229,8 @@ def _piped(header: str, rule: str, before: list[str], after: list[str]) -> SqlTa
                 f"({' | '.join(cells)[:80]!r})"
             )
     check_notes(before + trailing, len(rows))
+    columns, rows = without_index(unbolded(columns) if outer else columns, rows)
+    check_cells(columns, rows, continuation=True if outer else "first")
     fmt = "markdown" if outer else "psql"
     return SqlTable(columns, [[text_cell(c) for c in r] for r in rows], fmt)
 
@@ -294,6 +324,16 @@ def _aligned(header: str, rule: str, before: list[str], after: list[str]) -> Sql
         return any(line[a:b].strip() for a, b in gaps)
 
     body, trailing = _body(rule, after, None)
+    if len(header.rstrip()) > spans[-1][1] or header[: spans[0][0]].strip():
+        raise UnreadableResult(
+            f"a header wider than the rule under it ({header.strip()[:80]!r}): not a column header"
+        )
+    earlier = next((line for line in before if _RULE.match(line) or _aligned_row(line, cut)), None)
+    if earlier is not None:
+        raise UnreadableResult(
+            f"table lines before the header ({earlier.strip()[:80]!r}): a rule or rows above "
+            "the line taken for the header"
+        )
     for line in [header, *body]:
         if overflows(line) and TRUNCATION.search(line):
             raise partial(repr(line.strip()[:120]))
@@ -323,7 +363,9 @@ def _aligned(header: str, rule: str, before: list[str], after: list[str]) -> Sql
         if not any(cells[1:]) and TRUNCATION.search(line):
             raise partial(repr(line.strip()[:120]))
     check_notes(notes, len(body))
-    return SqlTable(cut(header), [[text_cell(c) for c in cut(r)] for r in body], "aligned")
+    columns, table = without_index(cut(header), [cut(r) for r in body])
+    check_cells(columns, table)
+    return SqlTable(columns, [[text_cell(c) for c in r] for r in table], "aligned")
 
 
 def _in_parentheses(line: str, cut: Callable[[str], list[str]]) -> bool:
@@ -355,8 +397,16 @@ def _delimited(text: str) -> SqlTable | None:
                 "header cannot be told apart"
             )
         _no_prose(records, fmt)
-        columns = [value if quoted else value.strip() for value, quoted in records[0]]
-        rows = [[quoted_cell(v) if q else text_cell(v) for v, q in r] for r in records[1:]]
+        _no_footer(records, fmt)
+        names = [value if quoted else value.strip() for value, quoted in records[0]]
+        body = records[1:]
+        columns, _ = without_index(names, [[v for v, _ in r] for r in body])
+        if len(columns) < len(names):
+            body = [r[1:] for r in body]
+        check_cells(
+            columns, [[v.strip() if not q else v or '""' for v, q in r] for r in body], False
+        )
+        rows = [[quoted_cell(v) if q else text_cell(v) for v, q in r] for r in body]
         return SqlTable(columns, rows, fmt)
     return None
 
@@ -408,6 +458,28 @@ def _records(text: str, delimiter: str) -> list[list[Field]] | None:
         if at >= end:
             break
     return records or None
+
+
+def _no_footer(records: list[list[Field]], fmt: str) -> None:
+    """Refuse delimited text whose last line is a note split at its commas (``Showing 1,000
+    of 2,500 rows``, ``Total: 1,234 rows``), or whose fields are in single quotes
+    (``sqlite3 .mode quote``: a quoting this reader does not undo)."""
+    last = ("\t" if fmt == "tsv" else ",").join(v for v, _ in records[-1])
+    if PAGING.search(last) or count_line(last.replace("\t", " ")) is not None or _COUNT.match(last):
+        raise partial(f"{last.strip()[:120]!r}, the last line of the {fmt.upper()}")
+    quoted = next(
+        (
+            v
+            for r in records
+            for v, q in r
+            if not q and len(v.strip()) > 1 and v.strip()[0] == v.strip()[-1] == "'"
+        ),
+        None,
+    )
+    if quoted is not None:
+        raise UnreadableResult(
+            f"a field in single quotes ({quoted[:40]!r}): SQL quoting, not CSV's, left on the value"
+        )
 
 
 def _no_prose(records: list[list[Field]], fmt: str) -> None:
