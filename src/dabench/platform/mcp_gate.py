@@ -206,13 +206,26 @@ class McpAuditGate:
         state[IDENTITY_STATE_KEY] = identity
         state[AUDITED_STATE_KEY] = False
         replayed = False
+        disconnected = anyio.Event()
 
         async def replay() -> Message:
+            """The body read above, then (the gate reads the client's side itself) the
+            disconnect once it comes."""
             nonlocal replayed
             if not replayed:
                 replayed = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+            await disconnected.wait()
+            return {"type": "http.disconnect"}
+
+        async def watch_disconnect(app_scope: anyio.CancelScope) -> None:
+            """A client gone mid-request (it closed the connection: how an MCP 2026 client
+            cancels a call) cancels the request's handling, so a running query is stopped
+            (:meth:`PlatformService.acall`); the SDK does not watch for it in JSON mode."""
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            disconnected.set()
+            app_scope.cancel()
 
         status = 0
         out = bytearray()
@@ -248,7 +261,10 @@ class McpAuditGate:
             await send(message)
 
         try:
-            await self.app(scope, replay, capture)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch_disconnect, tg.cancel_scope)
+                await self.app(scope, replay, capture)
+                tg.cancel_scope.cancel()  # answered: stop watching
         finally:
             await write_row()  # no (complete) response was sent
 

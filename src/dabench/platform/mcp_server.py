@@ -82,11 +82,12 @@ def build_mcp_server(service: PlatformService, fixed_identity: Identity | None =
             if not sql_limiter:  # created on the event loop that serves the calls
                 sql_limiter.append(anyio.CapacityLimiter(SQL_THREADS))
             limiter = sql_limiter[0]
-        # never cancelled midway (a client gone): the call's audit row is always written
-        with anyio.CancelScope(shield=True):
-            outcome = await service.acall(
-                identity, params.name, params.arguments, _header_session(ctx), limiter=limiter
-            )
+        # Not shielded: a cancelled call (notifications/cancelled, or the client gone) stops
+        # its query and frees its slot; acall still writes the call's audit row (CANCELLED)
+        # before the cancellation propagates, and shields the tools it cannot stop.
+        outcome = await service.acall(
+            identity, params.name, params.arguments, _header_session(ctx), limiter=limiter
+        )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text)],
             structured_content=outcome.payload,

@@ -6,10 +6,12 @@ Tool calls are synchronous and thread-safe; the MCP layer runs each in a worker 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import fnmatch
 import json
 import logging
+import threading
 import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
@@ -65,6 +67,7 @@ from dabench.platform.warehouse import (
     WarehouseLimits,
     open_warehouse,
 )
+from dabench.platform.warehouse.base import QueryCancel, cancelled_error
 from dabench.world.model import Catalog, KnowledgePage
 
 logger = logging.getLogger(__name__)
@@ -98,6 +101,8 @@ class _SqlWork:
     low_priority: bool
     stats: dict[str, float]
     """The call's figures: the runner sets ``queue_ms``."""
+    cancel: QueryCancel | None = None
+    """Set while the query runs on a thread for a call that may be cancelled."""
 
 
 @dataclass(frozen=True)
@@ -349,12 +354,19 @@ class PlatformService:
         selector (:meth:`.DuckDBWarehouse.guarded_run_async`), so no thread is handed the
         call. Every query waits for its slot on the loop; once it holds it, a query that
         waited too long for a worker, or a low-priority or large one, runs on a thread of
-        ``limiter`` (anyio's default pool without one), as does any other tool. Shield the
-        caller from cancellation: the audit row is written whatever happens."""
+        ``limiter`` (anyio's default pool without one), as does any other tool.
+
+        Cancellation (the client's ``notifications/cancelled``, or its disconnect): a query
+        waiting for its slot or worker stops waiting, a running one is stopped (its SQL
+        worker killed and replaced, as past its time limit), its slot is freed, and the
+        call's audit row says ``CANCELLED``; then the cancellation propagates. Tools run on
+        a thread (short, no SQL) are shielded: they finish and write their row first. Either
+        way the audit row is written whatever happens."""
         if tool not in _LOOP_TOOLS or sniffio.current_async_library() != "asyncio":
-            return await anyio.to_thread.run_sync(
-                self.call, identity, tool, arguments, header_session, limiter=limiter
-            )
+            with anyio.CancelScope(shield=True):
+                return await anyio.to_thread.run_sync(
+                    self.call, identity, tool, arguments, header_session, limiter=limiter
+                )
         steps = self._call_steps(identity, tool, arguments, header_session)
         reply: _Ran | None = None
         error: Exception | None = None
@@ -366,6 +378,11 @@ class PlatformService:
                 return outcome
             try:
                 reply, error = await self._arun_query(work, limiter), None
+            except anyio.get_cancelled_exc_class():
+                # stopped and its slot freed (_arun_query): the row records the cancel
+                with contextlib.suppress(StopIteration):
+                    steps.throw(cancelled_error())
+                raise
             except Exception as exc:  # thrown into the steps, which audit it
                 reply, error = None, exc
 
@@ -397,8 +414,19 @@ class PlatformService:
         """The query once its slot is held: a worker or connection (waiting for one when
         none is free: that wait is added to ``queue_ms``; neither counts in the timeout)."""
         sql_cfg = self.profile.sql
+        warehouse = self.warehouse
         try:
-            return self.warehouse.guarded_run(
+            if work.cancel is not None and isinstance(warehouse, DuckDBWarehouse):
+                return warehouse.guarded_run(
+                    work.sql,
+                    sql_cfg.max_sql_chars,
+                    work.limit,
+                    sql_cfg.timeout_s,
+                    sql_cfg.max_result_bytes,
+                    low_priority=work.low_priority,
+                    cancel=work.cancel,
+                )
+            return warehouse.guarded_run(
                 work.sql,
                 sql_cfg.max_sql_chars,
                 work.limit,
@@ -447,15 +475,30 @@ class PlatformService:
 
     async def _run_on_thread(self, work: _SqlWork, limiter: anyio.CapacityLimiter | None) -> _Ran:
         """:meth:`_run_with_slot` on a thread of ``limiter``; the wait for the thread is
-        added to ``queue_ms``."""
+        added to ``queue_ms``. Cancelled, a DuckDB query is stopped (its worker killed) and
+        the thread waited for (the slot is held until then); a PostgreSQL query runs on to
+        its statement timeout meanwhile."""
         asked = time.perf_counter()
+        cancel = work.cancel = QueryCancel()
+        finished = threading.Event()
 
         def run() -> _Ran:
-            waited_ms = (time.perf_counter() - asked) * 1000.0
-            work.stats["queue_ms"] = work.stats.get("queue_ms", 0.0) + waited_ms
-            return self._run_with_slot(work)
+            if not cancel.start():
+                raise cancelled_error()  # cancelled before its thread came: nothing ran
+            try:
+                waited_ms = (time.perf_counter() - asked) * 1000.0
+                work.stats["queue_ms"] = work.stats.get("queue_ms", 0.0) + waited_ms
+                return self._run_with_slot(work)
+            finally:
+                finished.set()
 
-        return await anyio.to_thread.run_sync(run, limiter=limiter)
+        try:
+            return await anyio.to_thread.run_sync(run, limiter=limiter, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            if cancel.cancel():  # it runs: stopped now; its slot is freed once it ends
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(finished.wait)
+            raise
 
     def _call_steps(
         self,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from dabench.platform.profile import SearchKind
 from dabench.platform.state import InsightType, Sink
@@ -20,10 +20,26 @@ MAX_TEXT = 20000
 """Upper bound of any free-text argument (characters)."""
 
 
+def _whole_float_to_int(value: Any) -> Any:
+    """A float with no fractional part (``1.0``) as the integer it is; anything else as is
+    (the strict integer check then refuses ``1.5``, ``true`` and ``"5"``)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeInt = Annotated[int, BeforeValidator(_whole_float_to_int)]
+"""The integer type of every tool argument: JSON Schema's ``"type": "integer"`` accepts
+``1.0``, and Python's ``json`` and many LLM frameworks send whole numbers that way, so a
+whole-number float is taken as its integer; booleans, strings and fractional floats are
+still refused (strict mode)."""
+
+
 class _Args(BaseModel):
     """Arguments as their schema states them: no unknown keys, and strict types (``true``
     or ``"5"`` is no integer, ``5`` no string), so a schema violation is
-    ``INVALID_ARGUMENTS`` naming the field instead of a silent coercion."""
+    ``INVALID_ARGUMENTS`` naming the field instead of a silent coercion. Integer fields are
+    :data:`WholeInt` (``1.0`` is the integer 1, as JSON Schema has it)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -49,7 +65,7 @@ class PlatformInfoArgs(_Args):
 
 class SqlQueryArgs(_Args):
     sql: str = Field(max_length=200000, description="One read-only SELECT or WITH statement.")
-    limit: int | None = Field(
+    limit: WholeInt | None = Field(
         default=None, ge=1, description="Maximum rows to return (default 1000, capped)."
     )
 
@@ -73,7 +89,7 @@ class SearchArgs(_Args):
     kinds: list[SearchKind] | None = Field(
         default=None, max_length=6, description="Restrict to these result kinds."
     )
-    limit: int = Field(default=10, ge=1, le=50, description="Maximum results.")
+    limit: WholeInt = Field(default=10, ge=1, le=50, description="Maximum results.")
 
 
 class FetchArgs(_Args):

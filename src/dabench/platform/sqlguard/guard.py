@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import functools
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -187,17 +188,11 @@ def _check_statement(sql: str, dialect: str = "duckdb") -> exp.Expr:
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except (ParseError, TokenError) as exc:
-        first = str(exc).splitlines()[0][:300]
-        if dialect == "duckdb":
-            _refuse_if_not_select(sql)
-        else:  # PostgreSQL's parser names a non-SELECT precisely
-            from dabench.platform.sqlguard.postgres_guard import postgres_table_refs
-
-            postgres_table_refs(sql)
+        _refuse_unparsed(sql, dialect)
         engine = "DuckDB" if dialect == "duckdb" else "PostgreSQL"
         raise _refuse(
             "SQL_PARSE_ERROR",
-            f"the SQL could not be parsed: {first}",
+            f"the SQL could not be parsed: {_sqlglot_message(exc)}",
             f"write one {engine} SELECT (or WITH ... SELECT) statement",
         ) from exc
     if len(statements) != 1:
@@ -209,6 +204,10 @@ def _check_statement(sql: str, dialect: str = "duckdb") -> exp.Expr:
     tree = statements[0]
     root = tree.this if isinstance(tree, exp.Subquery) else tree
     if not isinstance(root, exp.Query) or isinstance(tree, _WRITE_NODES):
+        # a typo sqlglot reads as an expression (SELEC x: an alias) is a parse error, and
+        # the engine's own parser says where
+        if not isinstance(tree, _WRITE_NODES):
+            _refuse_unparsed(sql, dialect)
         kind = type(tree).__name__.upper()
         raise _refuse(
             "SQL_NOT_READ_ONLY",
@@ -236,14 +235,42 @@ def _not_a_select(exc: DuckDBParseError) -> ToolError | None:
     )
 
 
-def _refuse_if_not_select(sql: str) -> None:
-    """A statement sqlglot cannot parse gets ``SQL_NOT_READ_ONLY`` when DuckDB parses it as
-    something other than a SELECT (EXPORT DATABASE ...), not a vague parse error."""
+def _refuse_unparsed(sql: str, dialect: str) -> None:
+    """A statement sqlglot cannot parse (or reads as no query) asked of the engine's own
+    parser, which parses without running anything: ``SQL_NOT_READ_ONLY`` when it is a
+    statement other than a SELECT (EXPORT DATABASE ...), ``SQL_PARSE_ERROR`` with the
+    engine's message (``syntax error at or near "SELEC"``) when it does not parse. Returns
+    when the engine parses it as a SELECT."""
+    if dialect != "duckdb":  # PostgreSQL's parser names a non-SELECT and a syntax error
+        from dabench.platform.sqlguard.postgres_guard import postgres_table_refs
+
+        postgres_table_refs(sql)
+        return
     try:
         _parser().tree(sql)
     except DuckDBParseError as exc:
         if (refusal := _not_a_select(exc)) is not None:
             raise refusal from exc
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        if exc.kind.lower() == "parser" and first.startswith("syntax error"):
+            raise _refuse(
+                "SQL_PARSE_ERROR",
+                f"the SQL could not be parsed: {first}",
+                "write one DuckDB SELECT (or WITH ... SELECT) statement",
+            ) from exc
+
+
+def _sqlglot_message(exc: ParseError | TokenError) -> str:
+    """sqlglot's complaint without its internals (``missing for <class 'sqlglot...Mul'>``):
+    where it stopped and the text there."""
+    errors = getattr(exc, "errors", None) or []
+    if errors and errors[0].get("line") is not None:
+        err = errors[0]
+        near = str(err.get("highlight") or "").strip()[:60]
+        where = f"unexpected or incomplete SQL at line {err['line']}, column {err['col']}"
+        return f"{where} (near {near!r})" if near else where
+    first = (str(exc).splitlines() or [""])[0]
+    return re.sub(r" for <class '[\w.]+'>", "", first)[:300]
 
 
 def _duckdb_refs(sql: str) -> TreeRefs:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -174,3 +175,59 @@ def sql_error(message: str) -> ToolError:
     """An engine error, first line only."""
     first = (message.strip().splitlines() or [""])[0][:500]
     return ToolError("SQL_ERROR", first, "check table and column names with describe_table")
+
+
+def cancelled_error() -> ToolError:
+    """The error of a call its client cancelled (``notifications/cancelled``, or the client
+    went away) while its query waited or ran: the query was stopped and its slot freed."""
+    return ToolError(
+        "CANCELLED",
+        "the call was cancelled by the client; its query was stopped",
+        "nothing to do: the result was not wanted",
+    )
+
+
+class QueryCancel:
+    """Cancellation of one call's query, asked for on the event loop while the query runs on
+    a thread: :meth:`cancel` runs the hook the runner attached (which stops the query, e.g.
+    kills its SQL worker) at once, or refuses a runner that has not started yet."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.cancelled = False
+        self.started = False
+        self._hook: Callable[[], object] | None = None
+        self.attached = threading.Event()
+        """Set once a hook was attached (the query holds its worker)."""
+
+    def start(self) -> bool:
+        """The runner starts (on its thread); ``False`` when the call was cancelled first."""
+        with self._lock:
+            if self.cancelled:
+                return False
+            self.started = True
+            return True
+
+    def attach(self, hook: Callable[[], object] | None) -> bool:
+        """``hook`` stops the query from now on (``None``: nothing to stop any more);
+        ``False`` when the call is already cancelled (nothing was attached)."""
+        with self._lock:
+            if self.cancelled:
+                return False
+            self._hook = hook
+            if hook is not None:
+                self.attached.set()
+            return True
+
+    def cancel(self) -> bool:
+        """Cancel the call: the attached hook runs now. Returns whether the runner started
+        (then the caller waits for it to end)."""
+        with self._lock:
+            if self.cancelled:
+                return self.started
+            self.cancelled = True
+            hook, self._hook = self._hook, None
+            started = self.started
+        if hook is not None:
+            hook()
+        return started

@@ -25,7 +25,7 @@ from dabench.defaults import DEFAULT_SQL_THREADS as DEFAULT_SQL_THREADS
 from dabench.defaults import DEFAULT_SQL_WORKERS
 from dabench.platform.errors import ToolError
 from dabench.platform.sqlguard import SqlScope
-from dabench.platform.warehouse.base import QueryResult, SqlDialect, TableColumns
+from dabench.platform.warehouse.base import QueryCancel, QueryResult, SqlDialect, TableColumns
 from dabench.platform.warehouse.process_pool import (
     ASYNC_MAX_REQUEST_BYTES,
     WorkerPool,
@@ -189,11 +189,13 @@ class DuckDBWarehouse:
         timeout_s: float,
         max_bytes: int,
         low_priority: bool = False,
+        cancel: QueryCancel | None = None,
     ) -> tuple[tuple[str, ...], QueryResult]:
         """Guard-check and run ``sql`` in a worker (the guard's parsing costs the worker's
         time and memory, under the same timeout); returns the referenced tables and rows.
-        With ``low_priority`` the worker runs it at low CPU priority from its start."""
-        return self._request(sql, max_sql_chars, limit, timeout_s, max_bytes, low_priority)
+        With ``low_priority`` the worker runs it at low CPU priority from its start.
+        ``cancel`` stops it from another thread (``CANCELLED``: the worker is replaced)."""
+        return self._request(sql, max_sql_chars, limit, timeout_s, max_bytes, low_priority, cancel)
 
     def _request(
         self,
@@ -203,6 +205,7 @@ class DuckDBWarehouse:
         timeout_s: float,
         max_bytes: int,
         low_priority: bool = False,
+        cancel: QueryCancel | None = None,
     ) -> tuple[tuple[str, ...], QueryResult]:
         req: dict[str, Any] = {
             "sql": sql,
@@ -213,7 +216,7 @@ class DuckDBWarehouse:
         }
         if low_priority:
             req["low_priority"] = True
-        return _unpack(self._pool.request(req, timeout_s))
+        return _unpack(self._pool.request(req, timeout_s, cancel))
 
     async def guarded_run_async(
         self,

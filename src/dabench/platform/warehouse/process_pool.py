@@ -30,7 +30,12 @@ from typing import Any
 import anyio
 
 from dabench.platform.errors import ToolError
-from dabench.platform.warehouse.base import memory_error, timeout_error
+from dabench.platform.warehouse.base import (
+    QueryCancel,
+    cancelled_error,
+    memory_error,
+    timeout_error,
+)
 from dabench.platform.warehouse.priority import set_group_nice
 from dabench.platform.warehouse.watchdog import Watchdog
 
@@ -318,28 +323,43 @@ class WorkerPool:
     def _live(self) -> int:
         return len(self._idle) + len(self._busy) + self._starting
 
-    def request(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    def request(
+        self, req: dict[str, Any], timeout_s: float, cancel: QueryCancel | None = None
+    ) -> dict[str, Any]:
         """Run ``req`` on an idle worker; kill the worker ``KILL_GRACE_S`` after ``timeout_s``.
 
         Raises ``QUERY_TIMEOUT`` when the worker had to be killed, ``QUERY_MEMORY_LIMIT`` when
         it died by itself (an allocation failing outside DuckDB's error handling, or its
-        resident memory past its budget)."""
+        resident memory past its budget). ``cancel``: the call's cancellation, which kills
+        the worker at once (as its time limit would, past the grace) and replaces it
+        (``CANCELLED``)."""
         self._local.wait_s = 0.0
         started = time.perf_counter()
         worker = self._take(bool(req.get("low_priority")))
         self._local.wait_s = time.perf_counter() - started
+        if cancel is not None and not cancel.attach(worker.kill):
+            self._give(worker)
+            raise cancelled_error()
         tickets = self._arm(worker, timeout_s)
         try:
             answer = worker.request(req)
         except WorkerDied as exc:
             killed = self._disarm(tickets)
+            cancelled = cancel is not None and not cancel.attach(None)
             self._replace(worker)
+            if cancelled:
+                raise cancelled_error() from exc
             raise _died(exc, killed, timeout_s) from exc
         except BaseException:
             self._disarm(tickets)
+            if cancel is not None:
+                cancel.attach(None)
             self._replace(worker)
             raise
-        if not self._disarm(tickets) and not answer.get("recycle"):
+        killed = self._disarm(tickets)
+        if cancel is not None and not cancel.attach(None):
+            killed = True  # cancelled as it answered: its kill was sent
+        if not killed and not answer.get("recycle"):
             self._give(worker)
         else:  # killed just after answering, or asked to be: the answer stands
             self._replace(worker)
