@@ -328,9 +328,9 @@ async def test_an_action_missing_its_id_is_invalid_arguments(platform_a3: Runnin
         for tool, args, field in missing:
             is_error, body = await call(reviewer, tool, {"session_id": sid, **args})
             assert is_error and body["error"]["code"] == "INVALID_ARGUMENTS", (args, body)
-            assert (
-                f"{field} is required when action is {args['action']!r}" in body["error"]["message"]
-            )
+            assert body["error"]["message"] == (
+                f"{tool}: {field} is required when action is {args['action']!r}"
+            ), body  # no pydantic prefix ("<arguments>: Value error, ")
     rows = platform_a3.audit(session_id=sid, event_kind="tool_call")
     assert [r["error_code"] for r in rows] == ["INVALID_ARGUMENTS"] * len(missing)
 
@@ -362,3 +362,28 @@ async def test_a_new_knowledge_page_needs_a_slug_id(platform_a3: RunningPlatform
     )
     assert resp.status_code == 200 and resp.json()["page"]["title"] == "Probe", resp.text
     _reset(platform_a3)
+
+
+async def test_related_ids_take_search_result_ids(platform_a3: RunningPlatform) -> None:
+    """Regression: ``search`` returns ``dataset:sales.orders``, which ``memory_capture``
+    refused as a related id; the prefix is dropped and the catalog id stored."""
+    _reset(platform_a3)
+    async with mcp_client(platform_a3, "teacher") as teacher:
+        sid = await open_session(teacher)
+        is_error, body = await call(
+            teacher,
+            "memory_capture",
+            {
+                "session_id": sid,
+                "content": "orders by search id",
+                "related_ids": ["dataset:sales.orders", "column:sales.orders.amount"],
+            },
+        )
+        assert not is_error, body
+        assert body["insight"]["related_ids"] == ["sales.orders", "sales.orders.amount"]
+        is_error, body = await call(
+            teacher,
+            "memory_capture",
+            {"session_id": sid, "content": "a page id", "related_ids": ["page:revenue-policy"]},
+        )
+        assert is_error and body["error"]["code"] == "INVALID_ARGUMENTS", body

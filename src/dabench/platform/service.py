@@ -137,10 +137,13 @@ class ToolSpec:
 
 
 def _validation_message(exc: ValidationError) -> str:
+    """One line per argument error (at most five): ``field: message``; a rule over the whole
+    call (``insight_id is required when action is 'forget'``) without pydantic's prefix."""
     parts = []
     for err in exc.errors()[:5]:
-        loc = ".".join(str(x) for x in err["loc"]) or "<arguments>"
-        parts.append(f"{loc}: {err['msg']}")
+        msg = err["msg"].removeprefix("Value error, ")
+        loc = ".".join(str(x) for x in err["loc"])
+        parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts)
 
 

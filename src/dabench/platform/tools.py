@@ -35,6 +35,23 @@ whole-number float is taken as its integer; booleans, strings and fractional flo
 still refused (strict mode)."""
 
 
+def _catalog_ids(value: Any) -> Any:
+    """Related ids as the catalog writes them: the ``dataset:`` / ``column:`` prefix that
+    ``search`` puts on its result ids is dropped (``dataset:sales.orders`` is
+    ``sales.orders``)."""
+    if isinstance(value, list):
+        prefixes = ("dataset:", "column:")
+        return [
+            v.split(":", 1)[1] if isinstance(v, str) and v.startswith(prefixes) else v
+            for v in value
+        ]
+    return value
+
+
+RelatedIds = Annotated[list[str], BeforeValidator(_catalog_ids)]
+"""Dataset or column ids, with or without the prefix of a ``search`` result id."""
+
+
 class _Args(BaseModel):
     """Arguments as their schema states them: no unknown keys, and strict types (``true``
     or ``"5"`` is no integer, ``5`` no string), so a schema violation is
@@ -101,10 +118,11 @@ class FetchArgs(_Args):
 class MemoryCaptureArgs(_Args):
     type: InsightType = Field(default="fact", description="What kind of insight this is.")
     content: str = Field(min_length=1, max_length=4000, description="The insight, in words.")
-    related_ids: list[str] = Field(
+    related_ids: RelatedIds = Field(
         default_factory=list,
         max_length=20,
-        description="Dataset or column ids it is about (sales.orders, sales.orders.amount).",
+        description="Dataset or column ids it is about (sales.orders, sales.orders.amount; a "
+        "search result's dataset:/column: id works too).",
     )
     confidence: float = Field(default=0.8, ge=0.0, le=1.0)
     supersedes: str | None = Field(
@@ -121,7 +139,7 @@ class MemoryManageArgs(_ActionArgs):
     insight_id: str | None = Field(default=None, max_length=64)
     content: str | None = Field(default=None, min_length=1, max_length=4000)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    related_ids: list[str] | None = Field(default=None, max_length=20)
+    related_ids: RelatedIds | None = Field(default=None, max_length=20)
     status: Literal["pending", "approved", "rejected", "superseded", "forgotten"] | None = None
 
 
