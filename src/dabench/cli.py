@@ -12,7 +12,7 @@ import typer
 from typer.core import TyperArgument, TyperOption
 
 from dabench import __version__
-from dabench.errors import DabenchError
+from dabench.errors import DabenchError, unwritable_message
 from dabench.grading import commands as grading_commands
 from dabench.judge import commands as judge_commands
 from dabench.platform import commands as platform_commands
@@ -112,6 +112,12 @@ def main() -> None:
     except DabenchError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(exc.exit_code) from None
+    except OSError as exc:  # a run directory on a read-only mount, a full disk
+        message = unwritable_message(exc)
+        if message is None:
+            raise
+        typer.echo(f"error: {message}", err=True)
+        raise SystemExit(DabenchError.exit_code) from None
 
 
 if __name__ == "__main__":

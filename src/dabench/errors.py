@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class DabenchError(Exception):
     """A user-facing error: bad input, a missing file, an invalid configuration.
@@ -31,3 +33,16 @@ class HarnessError(Exception):
 
     retries: int = 0
     """Transient failures retried on the way to this error (set by the code that retried)."""
+
+
+WRITE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+"""A file the command must write cannot be: the disk, not the program, is at fault."""
+
+
+def unwritable_message(exc: OSError) -> str | None:
+    """``cannot write PATH: read-only file system`` for an OSError on writing a named file
+    (a read-only run directory, a full disk); ``None`` for any other error."""
+    if exc.errno not in WRITE_ERRNOS or exc.filename is None:
+        return None
+    reason = (exc.strerror or "unwritable").lower()
+    return f"cannot write {exc.filename}: {reason}"

@@ -3,6 +3,7 @@ one clear error naming the file and the first invalid field."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,7 +33,29 @@ def read_record_file(
     an invalid one ``error("PATH: invalid WHAT: LOC: MSG")``."""
     if not path.exists():
         raise error(missing)
+    data = path.read_bytes()
     try:
-        return model.model_validate_json(path.read_bytes())
+        return model.model_validate_json(data)
     except ValidationError as exc:
+        newer = _newer_schema_version(data, model)
+        if newer is not None:
+            raise error(
+                f"{path}: written by a newer dabench (schema_version {newer}); upgrade dabench "
+                f"to read this {what}"
+            ) from exc
         raise error(f"{path}: invalid {what}: {first_error(exc)}") from exc
+
+
+def _newer_schema_version(data: bytes, model: type[BaseModel]) -> int | None:
+    """The file's ``schema_version`` when it is newer than ``model`` knows (a model without
+    the field is version 0: any stated version is newer)."""
+    try:
+        record = json.loads(data)
+    except ValueError:
+        return None
+    version = record.get("schema_version") if isinstance(record, dict) else None
+    field = model.model_fields.get("schema_version")
+    known = field.default if field is not None and isinstance(field.default, int) else 0
+    if isinstance(version, int) and not isinstance(version, bool) and version > known:
+        return version
+    return None

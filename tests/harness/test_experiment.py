@@ -57,7 +57,7 @@ def test_builtin_smoke() -> None:
             ("profile: a0}", "profile: a0, port: 1}"),
             "arms[0].target.port: Extra inputs are not permitted",
         ),
-        (("name: a2", "name: a0"), "arm names must be unique; repeated: a0"),
+        (("name: a2", "name: a0"), "arm name 'a0' is already used at line"),
         (
             ("tasks: {smoke: true}", "tasks: {suites: [s9]}"),
             ":3: experiment field 'tasks.suites.0'",

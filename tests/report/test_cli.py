@@ -141,3 +141,64 @@ def test_publish_skips_what_is_not_a_run(
     assert f"skipped {runs / 'results.duckdb'}: not a run directory (no manifest.json)" in err
     assert run_cli(monkeypatch, "publish", str(runs / "results.duckdb"), "--store", store) == 2
     assert "nothing to publish" in capsys.readouterr().err
+
+
+def test_grade_refuses_a_directory_without_a_manifest_and_touches_nothing(
+    reported_run: tuple[Path, ReportFiles],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run_dir, _ = reported_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("manifest.json"))
+    before = {p.name: p.read_bytes() for p in copy.iterdir() if p.is_file()}
+    for target in (copy, tmp_path / "missing"):
+        assert run_cli(monkeypatch, "grade", str(target)) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: {target}: not a run directory (no manifest.json)\n"
+    assert {p.name: p.read_bytes() for p in copy.iterdir() if p.is_file()} == before
+
+
+def test_a_manifest_from_a_newer_dabench_says_so(
+    reported_run: tuple[Path, ReportFiles],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    run_dir, _ = reported_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    manifest = copy / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "schema_version": 7}))
+    assert run_cli(monkeypatch, "report", str(copy)) == 2
+    assert capsys.readouterr().err == (
+        f"error: {manifest}: written by a newer dabench (schema_version 7); upgrade dabench to "
+        "read this manifest\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["report", "publish"])
+def test_a_torn_journal_line_is_one_warning_on_stderr(
+    command: str,
+    reported_run: tuple[Path, ReportFiles],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run_dir, _ = reported_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("report.*", "stats.json"))
+    journal = copy / "episodes.jsonl"
+    lines = journal.read_bytes().count(b"\n")
+    with journal.open("ab") as fh:
+        fh.write(b'{"key": "cut short')  # a process killed mid-write
+    extra = ["--store", f"duckdb:{tmp_path / 'r.duckdb'}"] if command == "publish" else []
+    assert run_cli(monkeypatch, command, str(copy), *extra) == 0
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("warning:")]
+    assert warnings == [
+        f"warning: {copy}: episodes.jsonl line {lines + 1} is torn (no terminating newline) "
+        "and was skipped"
+    ]

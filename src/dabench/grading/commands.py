@@ -81,8 +81,10 @@ def grade_cmd(
 ) -> None:
     """Re-grade every episode of RUN_DIR and rewrite its grades.jsonl."""
     from dabench.grading.run import grade_run
+    from dabench.journal.store import read_manifest
     from dabench.judge.factory import make_judge
 
+    read_manifest(run_dir)  # refuse anything but a run directory before touching it
     the_judge: Judge | None = None
     if judge and not no_judge:
         the_judge = make_judge(

@@ -42,7 +42,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ from dabench.grading.answer import commitment, focus, graded_answer
 from dabench.grading.numbers import find_all_numbers
 from dabench.grading.sql_literals import hard_coded, kind_values
 from dabench.grading.tool_equivalents import call_roles
+from dabench.interruptible import QueryTimeout, bounded
 from dabench.journal.records import Episode, GradeCheck
 from dabench.roles import LEGACY_ROLES, ToolRoles
 from dabench.tasks.engines import sqlite_to_duckdb
@@ -220,18 +220,18 @@ def run_query(
     """Run one read-only query on the warehouse with a timeout and a row cap."""
     _check_read_only(sql)
     con = connect_warehouse(warehouse, read_only=True)
-    timer = threading.Timer(timeout_s, con.interrupt)
-    try:
-        timer.start()
+
+    def fetch() -> tuple[list[str], list[tuple[Any, ...]]]:
         cur = con.execute(sql)
-        columns = [d[0] for d in cur.description or []]
-        raw = cur.fetchmany(row_cap + 1)
-    except duckdb.InterruptException as exc:
+        return [d[0] for d in cur.description or []], cur.fetchmany(row_cap + 1)
+
+    try:
+        columns, raw = bounded(fetch, con.interrupt, timeout_s)
+    except QueryTimeout as exc:
         raise SqlRefused(f"the SQL ran longer than the {timeout_s:g} s statement timeout") from exc
     except duckdb.Error as exc:
         raise SqlRefused(f"the SQL failed: {str(exc).splitlines()[0]}") from exc
     finally:
-        timer.cancel()
         con.close()
     if len(raw) > row_cap:
         raise SqlRefused(f"the SQL returned more than the {row_cap:,}-row cap")

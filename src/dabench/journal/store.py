@@ -242,7 +242,7 @@ def read_manifest(run_dir: Path | str, *, with_secrets: bool = False) -> RunMani
         path,
         RunManifest,
         what="manifest",
-        missing=f"{path}: no manifest (is {Path(run_dir)} a run directory?)",
+        missing=f"{Path(run_dir)}: not a run directory (no manifest.json)",
         error=DabenchError,
     )
     private = Path(run_dir) / PRIVATE_EXPERIMENT_FILE

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
+from dabench.cli_values import comma_list
 from dabench.errors import HarnessError, UserInputError
 from dabench.listing import stderr_console
 
@@ -60,11 +61,9 @@ def _default_run_dir(exp: Experiment) -> Path:
     return Path("runs") / f"{stamp}-{exp.name}"
 
 
-def _split(value: str | None) -> list[str] | None:
-    """``a0, a2`` -> ``["a0", "a2"]``; ``None`` when not given."""
-    if value is None:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()] or None
+def _split(value: str | None, flag: str, expected: str) -> list[str] | None:
+    """``a0, a2`` -> ``["a0", "a2"]``; ``None`` when not given; an empty item is an error."""
+    return None if value is None else comma_list(value, flag, expected)
 
 
 def _resolve(
@@ -333,14 +332,16 @@ def run(
                 f"--resume continues the run as it was started; {', '.join(changed)} would "
                 "change it (start a new run instead)"
             )
-    arm_list = _split(arms)
+    if out is not None and not out.is_dir() and (out.exists() or out.is_symlink()):
+        raise UserInputError(f"--out {out}: exists and is not a directory")
+    arm_list = _split(arms, "--arms", "arm names, e.g. a0,a2")
     adhoc = suite is not None or agent is not None or arm_list is not None or model is not None
     exp, exp_dir, run_dir = _resolve(experiment, smoke, resume, adhoc_arms=arm_list, adhoc=adhoc)
     exp = apply_overrides(
         exp,
         k=k,
         arms=arm_list,
-        suites=_split(suite),
+        suites=_split(suite, "--suite", "suites, e.g. s1,s3"),
         agent=agent,
         model=model,
         base_url=base_url,

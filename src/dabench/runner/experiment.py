@@ -24,10 +24,18 @@ from __future__ import annotations
 import copy
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from dabench.agents.registry import validate_agent_config
 from dabench.errors import UserInputError
@@ -36,13 +44,27 @@ from dabench.targets.registry import ConfigError, validate_target_config
 from dabench.tasks.hashing import canonical_hash
 from dabench.tasks.model import Suite
 from dabench.tasks.selection import TaskSelection, suite_names
-from dabench.tasks.yaml_source import compose_file, line_of, node_at, node_data, validation_message
+from dabench.tasks.yaml_source import (
+    NAME_PATTERN,
+    compose_file,
+    line_of,
+    node_at,
+    node_data,
+    validation_message,
+)
+from dabench.world.constants import DEFAULT_SEED, MAX_SCALE, MAX_SEED
 
 Loc = tuple[str | int, ...]
 
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN, max_length=100)]
+"""An experiment's or an arm's name (a directory name of the run: at most 100 characters)."""
+
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Hand-written experiment content: types are strict (``k: "3"``, ``k: true`` and
+    ``seed: 1.0`` are refused, not coerced), as in task files."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class WorldSpec(_Spec):
@@ -51,8 +73,8 @@ class WorldSpec(_Spec):
     inline: ``{kind: warehouse, engine: duckdb|postgres|parquet, location: ..., knowledge:
     DIR}`` (docs/own-data.md)."""
 
-    seed: int = 930
-    scale: int = Field(default=1, ge=1)
+    seed: int = Field(default=DEFAULT_SEED, ge=0, le=MAX_SEED)
+    scale: int = Field(default=1, ge=1, le=MAX_SCALE)
     dir: str | None = None
     """A built world directory or an external world's directory; default: the built-in
     world, built once into the world cache."""
@@ -81,7 +103,7 @@ class WorldSpec(_Spec):
 class ArmConfig(_Spec):
     """One arm: a named, pinned target x agent combination."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: Name
     description: str = ""
     target: dict[str, Any]
     """``{kind: reference, profile: a2}``, ``{kind: mcp, command: [...]}`` ..."""
@@ -109,7 +131,7 @@ class RaySpec(_Spec):
 class Experiment(_Spec):
     """A matrix of arms over a task selection, k times."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: Name
     description: str = ""
     world: WorldSpec = Field(default_factory=WorldSpec)
     tasks: TaskSelection = Field(default_factory=TaskSelection)
@@ -212,6 +234,24 @@ def validate_arms(exp: Experiment, where: str) -> None:
                 raise UserInputError(located) from exc
 
 
+def _refuse_repeated_arm(data: dict[str, Any], path: Path, root: yaml.Node) -> None:
+    """An arm name given twice, at the line of its second arm."""
+    arms = data.get("arms")
+    first: dict[str, int] = {}
+    for i, arm in enumerate(arms if isinstance(arms, list) else []):
+        name = arm.get("name") if isinstance(arm, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in first:
+            earlier = line_of(node_at(root, ["arms", first[name], "name"]))
+            raise UserInputError(
+                f"{path}:{line_of(node_at(root, ['arms', i, 'name']))}: experiment field "
+                f"'arms.{i}.name': arm name {name!r} is already used at line {earlier}; "
+                "arm names must be unique"
+            )
+        first[name] = i
+
+
 def load_experiment(path: Path) -> Experiment:
     """Load and validate an experiment file (errors name file, line and field)."""
     root = compose_file(path)
@@ -220,6 +260,7 @@ def load_experiment(path: Path) -> Experiment:
     data = node_data(root, path)
     if not isinstance(data, dict):
         raise UserInputError(f"{path}:1: an experiment is a mapping (name, world, tasks, arms...)")
+    _refuse_repeated_arm(data, path, root)
     try:
         exp = Experiment.model_validate(data)
     except ValidationError as exc:

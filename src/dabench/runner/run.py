@@ -197,6 +197,11 @@ def load_task_set(exp: Experiment, experiment_dir: Path) -> TaskSet:
             protocols=[*base.protocols, *extra.protocols],
             sources={**base.sources, **extra.sources},
         )
+    known = set(base.ids)
+    for i, task_id in enumerate(exp.tasks.tasks):
+        if task_id not in known:
+            message = f"tasks.tasks[{i}] {task_id!r}: no such task id in the experiment's tasks"
+            raise UserInputError(exp.located(message, "tasks", "tasks", i, value=task_id))
     return select_tasks(base, exp.tasks)
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from dabench.errors import UserInputError
 from dabench.tasks.loader import TaskSet
-from dabench.world.build import MAX_SEED
 from dabench.world.cache import ensure_world, world_cache_dir
+from dabench.world.constants import MAX_SEED
 from dabench.world.traps import TrapInvariantError
 
 RANDOM_SEED_BOUND = 10**9

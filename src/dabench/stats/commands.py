@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from dabench.cli_values import comma_list
 from dabench.errors import UserInputError
 from dabench.listing import stdout_console
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 def _rates(raw: str) -> np.ndarray:
     try:
-        values = [float(v) for v in raw.split(",") if v.strip()]
+        values = [float(v) for v in comma_list(raw, "--rates", "pass rates, e.g. 0.5,0.7")]
     except ValueError:
         raise UserInputError(f"--rates {raw!r}: expected comma-separated numbers") from None
     if not values or any(not 0 <= v <= 1 for v in values):
@@ -91,6 +92,14 @@ def plan_cmd(
 
     if (baseline_run is None) == (rates is None):
         raise UserInputError("give one of --baseline-run RUN or --rates P,P,...")
+    if price_model is not None:
+        if baseline_run is None:
+            raise UserInputError(
+                f"--price-model {price_model}: prices the tokens of --baseline-run RUN; "
+                "with --rates there are none"
+            )
+        if not split_spec(price_model)[1]:
+            raise UserInputError(f"--price-model {price_model!r}: expected PROVIDER:MODEL")
     if subset and baseline_run is None:
         raise UserInputError("--subset N needs --baseline-run RUN (it ranks that run's tasks)")
     if pool and not subset:

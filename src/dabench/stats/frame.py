@@ -488,7 +488,7 @@ def stream_run(
     frame = builder.finish(None if len(rows) == len(offsets) else rows)
     run.episodes = EpisodeLines(scan.path, [offsets[i] for i in rows])
     if scan.torn is not None:
-        run.notes.insert(0, torn_note(scan.torn))
+        run.notes.insert(0, torn_note(scan.torn, run_dir))
     return run, frame
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dabench import safe_yaml
 from dabench.errors import UserInputError
 from dabench.fields import FiniteNonNegative, PositiveFinite
 from dabench.stats.aggregates import task_table
@@ -30,18 +30,30 @@ from dabench.stats.compute import compute_stats
 from dabench.stats.frame import EpisodeFrame, build_frame
 from dabench.stats.model import Dimension, GroupStats
 from dabench.stats.rundir import RunData
+from dabench.tasks.model import Suite
+from dabench.tasks.yaml_source import validation_message
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SuiteThresholds(_Strict):
+class _StrictFile(BaseModel):
+    """Hand-written file content: unknown keys and coerced types (``"5"``, ``yes``) refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+Points = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]
+"""A drop in percentage points (0-100)."""
+
+
+class SuiteThresholds(_StrictFile):
     """Limits for one suite (``None`` in an override: inherit the default)."""
 
-    max_accuracy_drop: FiniteNonNegative | None = None
+    max_accuracy_drop: Points | None = None
     """Largest allowed accuracy drop, in percentage points."""
-    max_pass_hat_k_drop: FiniteNonNegative | None = None
+    max_pass_hat_k_drop: Points | None = None
     """Largest allowed pass^k drop, in percentage points."""
     max_tool_call_ratio: PositiveFinite | None = None
     """Largest allowed candidate / baseline ratio of mean tool calls per episode."""
@@ -53,16 +65,20 @@ class SuiteThresholds(_Strict):
     """Count a drop only when the paired 95% CI of the accuracy delta excludes 0."""
 
 
-class Thresholds(_Strict):
+GateSuite = Literal[Suite, "overall"]
+"""A suite the gate compares, or ``overall`` (the row over all suites)."""
+
+
+class Thresholds(_StrictFile):
     """The thresholds file: defaults plus per-suite overrides."""
 
     default: SuiteThresholds
-    suites: dict[str, SuiteThresholds] = Field(default_factory=dict)
+    suites: dict[GateSuite, SuiteThresholds] = Field(default_factory=dict)
 
     def for_suite(self, suite: str) -> SuiteThresholds:
         """The default merged with the suite's overrides."""
         merged = self.default.model_dump()
-        override = self.suites.get(suite)
+        override = self.suites.get(suite)  # type: ignore[call-overload]
         if override is not None:
             merged.update({k: v for k, v in override.model_dump().items() if v is not None})
         return SuiteThresholds(**merged)
@@ -74,24 +90,26 @@ def default_thresholds_text() -> str:
 
 
 def load_thresholds(path: Path | None = None) -> Thresholds:
-    """Read a thresholds YAML (the packaged defaults when ``path`` is None)."""
+    """Read a thresholds YAML (the packaged defaults when ``path`` is None) through
+    :mod:`dabench.safe_yaml`; errors name the file, line and field."""
     source = str(path) if path else "dabench/stats/thresholds.yaml"
     try:
-        text = path.read_text(encoding="utf-8") if path else default_thresholds_text()
+        text = safe_yaml.read_text(path) if path else default_thresholds_text()
     except OSError as exc:
         raise UserInputError(f"{source}: cannot read thresholds file ({exc.strerror})") from exc
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise UserInputError(f"{source}{line}: invalid YAML: {exc}") from exc
+    root = safe_yaml.compose_text(text, source)
+    if root is None:
+        raise UserInputError(f"{source}: empty thresholds file (expected default: and suites:)")
+    raw = safe_yaml.construct(root, source)
+    if not isinstance(raw, dict):
+        raise UserInputError(
+            f"{source}:{safe_yaml.line_of(root)}: a thresholds file is a mapping "
+            "(default: and suites:)"
+        )
     try:
         return Thresholds.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "<file>"
-        raise UserInputError(f"{source}: field {loc}: {err['msg']}") from exc
+        raise UserInputError(validation_message(exc, Path(source), root, "thresholds")) from exc
 
 
 class GateRow(_Strict):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -286,9 +287,12 @@ def _load_run(run_dir: Path) -> RunData:
     return run_data(run_dir, manifest, episodes, grades, journal.torn)
 
 
-def torn_note(torn: TornLine) -> str:
-    """The loading note of a torn journal line."""
-    return f"episodes.jsonl line {torn.line} is torn ({torn.reason}) and was skipped"
+def torn_note(torn: TornLine, run_dir: Path) -> str:
+    """The loading note of a torn journal line (a caveat of the report), also said at once
+    as one ``warning:`` line on stderr: a report or publish must not skip it silently."""
+    note = f"episodes.jsonl line {torn.line} is torn ({torn.reason}) and was skipped"
+    print(f"warning: {run_dir}: {note}", file=sys.stderr)
+    return note
 
 
 def read_run_manifest(run_dir: Path) -> RunManifest:
@@ -307,7 +311,7 @@ def run_data(
 ) -> RunData:
     """A :class:`RunData` of these records with the run's task snapshot, truths and loading
     notes."""
-    notes = [] if torn is None else [torn_note(torn)]
+    notes = [] if torn is None else [torn_note(torn, run_dir)]
     tasks_path = next((run_dir / n for n in TASKS_FILES if (run_dir / n).exists()), None)
     tasks = load_tasks(tasks_path) if tasks_path is not None else None
     truths: TruthLock | None = None

@@ -24,6 +24,7 @@ import sqlglot
 from sqlglot import exp
 
 from dabench.errors import UserInputError
+from dabench.interruptible import bounded
 from dabench.tasks.loader import TaskSet
 from dabench.tasks.lock import gradings
 from dabench.tasks.model import Grading, Truth, TruthLock
@@ -39,6 +40,11 @@ DATE_PART_FUNCTIONS: dict[type[exp.Expression], str] = {
 """DuckDB date-part functions that ``sqlglot`` leaves untranslated for PostgreSQL."""
 REL_TOL = 1e-9
 """Relative tolerance for floating-point cells (engines sum doubles in different orders)."""
+QUERY_TIMEOUT_S = 60.0
+"""How long one truth, naive or variant query may run before it is interrupted."""
+
+
+Rows = tuple[list[str], list[list[Any]]]
 
 
 @dataclass
@@ -47,8 +53,21 @@ class Engine:
 
     label: str
     dialect: Dialect
-    run: Callable[[str], tuple[list[str], list[list[Any]]]]
+    run: Callable[[str], Rows]
     close: Callable[[], None]
+
+
+def _bounded_engine(
+    label: str,
+    dialect: Dialect,
+    run: Callable[[str], Rows],
+    interrupt: Callable[[], None],
+    close: Callable[[], None],
+) -> Engine:
+    """An engine whose every query is bounded by :data:`QUERY_TIMEOUT_S` and Ctrl-C."""
+    return Engine(
+        label, dialect, lambda sql: bounded(lambda: run(sql), interrupt, QUERY_TIMEOUT_S), close
+    )
 
 
 def _cell(value: Any) -> Any:
@@ -62,12 +81,12 @@ def _cell(value: Any) -> Any:
 def duckdb_engine(con: duckdb.DuckDBPyConnection, label: str) -> Engine:
     """An engine over an open DuckDB connection (closed with the engine)."""
 
-    def run(sql: str) -> tuple[list[str], list[list[Any]]]:
+    def run(sql: str) -> Rows:
         cur = con.execute(sql)
         cols = [d[0] for d in cur.description or []]
         return cols, [[_cell(v) for v in row] for row in cur.fetchall()]
 
-    return Engine(label, "duckdb", run, con.close)
+    return _bounded_engine(label, "duckdb", run, con.interrupt, con.close)
 
 
 def open_engine(where: str) -> Engine:
@@ -115,14 +134,15 @@ def _is_sqlite(path: Path) -> bool:
 def _sqlite_engine(path: Path) -> Engine:
     import sqlite3
 
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    # queries run in a worker thread (see :func:`bounded`)
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
 
-    def run(sql: str) -> tuple[list[str], list[list[Any]]]:
+    def run(sql: str) -> Rows:
         cur = con.execute(sql)
         cols = [d[0] for d in cur.description or []]
         return cols, [[_cell(v) for v in row] for row in cur.fetchall()]
 
-    return Engine(f"sqlite {path}", "sqlite", run, con.close)
+    return _bounded_engine(f"sqlite {path}", "sqlite", run, con.interrupt, con.close)
 
 
 def postgres_engine(dsn: str) -> Engine:
@@ -135,13 +155,13 @@ def postgres_engine(dsn: str) -> Engine:
         raise UserInputError(f"--warehouse: cannot connect to PostgreSQL: {exc}") from exc
     pg.execute("SET default_transaction_read_only = on")
 
-    def run(sql: str) -> tuple[list[str], list[list[Any]]]:
+    def run(sql: str) -> Rows:
         with pg.cursor() as cur:
             cur.execute(sql.encode())
             cols = [d.name for d in cur.description or []]
             return cols, [[_cell(v) for v in row] for row in cur.fetchall()]
 
-    return Engine("postgres", "postgres", run, pg.close)
+    return _bounded_engine("postgres", "postgres", run, pg.cancel_safe, pg.close)
 
 
 def dialect_of_sql_tool(description: str) -> Dialect:

@@ -101,10 +101,11 @@ def _items_node(root: yaml.Node, path: Path) -> list[yaml.Node]:
 
 
 def load_file(path: Path) -> list[tuple[SuiteItem, int]]:
-    """Load one suite file: its items with the 1-based line each starts on."""
+    """Load one suite file: its items with the 1-based line each starts on (a file without
+    items is refused: it is a mistake, not an empty suite)."""
     root = compose_file(path)
     if root is None:
-        return []
+        raise UserInputError(f"{path}:1: no tasks in this file")
     out: list[tuple[SuiteItem, int]] = []
     for node in _items_node(root, path):
         line = line_of(node)
@@ -118,6 +119,8 @@ def load_file(path: Path) -> list[tuple[SuiteItem, int]]:
             out.append((model.model_validate(data), line))
         except ValidationError as exc:
             raise UserInputError(validation_message(exc, path, node, label)) from exc
+    if not out:
+        raise UserInputError(f"{path}:{line_of(root)}: no tasks in this file")
     return out
 
 

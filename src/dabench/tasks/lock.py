@@ -71,9 +71,17 @@ def _first_number(rows: list[list[Any]], where: str) -> float:
 
 
 def _run(con: Engine, sql: str, where: str) -> tuple[list[str], list[list[Any]]]:
+    from dabench.interruptible import QueryTimeout
+
+    what = "naive SQL" if where.endswith("(naive_sql)") else "truth SQL"
     try:
         columns, rows = con.run(sql)
         rows = [[_jsonable(v) for v in row] for row in rows]
+    except QueryTimeout as exc:
+        raise UserInputError(
+            f"{where}: {what} took longer than {exc.timeout_s:g} s on the world and was "
+            "interrupted; make it cheaper"
+        ) from exc
     except Exception as exc:  # duckdb.Error, psycopg.Error
         raise UserInputError(f"{where}: truth SQL failed on the world: {exc}") from exc
     return columns, rows

@@ -7,6 +7,7 @@ from typing import get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dabench.cli_values import comma_list
 from dabench.errors import UserInputError
 from dabench.tasks.loader import SuiteItem, TaskSet
 from dabench.tasks.model import Category, Difficulty, Suite
@@ -15,7 +16,7 @@ from dabench.tasks.model import Category, Difficulty, Suite
 class TaskSelection(BaseModel):
     """Which tasks an experiment runs. Empty filters select everything; filters combine with AND."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     files: list[str] = Field(default_factory=list)
     """Extra task files or folders loaded besides the built-in suites (relative to the
@@ -34,7 +35,7 @@ class TaskSelection(BaseModel):
 def suite_names(values: Iterable[str], flag: str = "--suite") -> list[Suite]:
     """The suites named by a repeatable, comma-separated option; an unknown name is an error
     that lists the known ones."""
-    names = [s.strip() for value in values for s in value.split(",") if s.strip()]
+    names = [s for value in values for s in comma_list(value, flag, "suites, e.g. s1,s3")]
     known: tuple[Suite, ...] = get_args(Suite)
     unknown = [name for name in names if name not in known]
     if unknown:
@@ -65,7 +66,11 @@ def select_tasks(task_set: TaskSet, selection: TaskSelection) -> TaskSet:
         raise UserInputError(f"selection names unknown task ids: {', '.join(missing)}")
     chosen = task_set.subset(i.id for i in task_set.items if _matches(i, selection))
     if not chosen.items:
-        raise UserInputError(f"the task selection matches no task: {selection.model_dump()}")
+        filters = {
+            k: v for k, v in selection.model_dump().items() if v and k not in ("files", "builtin")
+        }
+        described = ", ".join(f"{k}: {v}" for k, v in filters.items()) or "no filters"
+        raise UserInputError(f"the task selection matches no task ({described})")
     return chosen
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from dabench.grading.numeric import asked_decimals, tolerance, within
+from dabench.interruptible import QueryTimeout
 from dabench.tasks.engines import Engine, sql_in_dialect
 from dabench.tasks.loader import SuiteItem, TaskSet
 from dabench.tasks.lock import gradings, world_engine
@@ -131,6 +132,8 @@ def _first_cell(con: Engine, sql: str) -> tuple[float | None, str]:
     """The first cell of DuckDB ``sql`` run on ``con`` (translated to its dialect)."""
     try:
         rows = con.run(sql_in_dialect(sql, con.dialect))[1]
+    except QueryTimeout as exc:
+        return None, f"SQL took longer than {exc.timeout_s:g} s and was interrupted"
     except Exception as exc:  # duckdb.Error, psycopg.Error, a translation error
         return None, f"SQL failed: {exc}"
     row = rows[0] if rows else None

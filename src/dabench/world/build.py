@@ -13,7 +13,7 @@ import duckdb
 
 from dabench.errors import UserInputError
 from dabench.world.catalog import build_catalog, dataset_meta
-from dabench.world.constants import GENERATOR_VERSION, MAX_SCALE
+from dabench.world.constants import GENERATOR_VERSION, MAX_SCALE, MAX_SEED
 from dabench.world.datasets import DatasetSpec, Helper, Step, build_steps
 from dabench.world.files import (
     CATALOG_FILE,
@@ -43,7 +43,6 @@ POLICIES_HEADER = (
 ProgressFn = Callable[[str, int, int], None]
 """Called with (label, step number, total steps) as the build advances."""
 
-MAX_SEED = 2**63 - 1
 
 BUILD_MEMORY_LIMIT = "512MB"
 """Fixed DuckDB memory limit of the build. DuckDB sizes its write buffers from the memory

@@ -13,6 +13,8 @@ GENERATOR_VERSION = "2.7.0"
 """Version of the world generator; part of the cache key and of ``world.json``."""
 
 DEFAULT_SEED = 930
+MAX_SEED = 2**63 - 1
+"""The largest world seed (a signed 64-bit integer)."""
 """The seed of the default world: the one the suites are authored, locked and validated on
 (scale 1). ``dabench run --world-seed`` builds others."""
 
