@@ -329,3 +329,19 @@ def test_an_empty_task_file_is_refused(
         argv += ["--world", str(mini_world), "--out", str(out)]
     assert cli_error(argv, monkeypatch, capsys) == (2, f"error: {tasks}:1: no tasks in this file")
     assert not out.exists()
+
+
+def test_the_truth_time_limit_is_set_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DABENCH_TRUTH_TIMEOUT_S`` sets the limit (a large-scale world's truths take longer);
+    anything but a positive number is an error naming the variable."""
+    from dabench.errors import UserInputError
+    from dabench.tasks.engines import QUERY_TIMEOUT_S, query_timeout_s
+
+    monkeypatch.delenv("DABENCH_TRUTH_TIMEOUT_S", raising=False)
+    assert query_timeout_s() == QUERY_TIMEOUT_S
+    monkeypatch.setenv("DABENCH_TRUTH_TIMEOUT_S", "600")
+    assert query_timeout_s() == 600.0
+    for bad in ("0", "-5", "nan", "soon"):
+        monkeypatch.setenv("DABENCH_TRUTH_TIMEOUT_S", bad)
+        with pytest.raises(UserInputError, match="DABENCH_TRUTH_TIMEOUT_S"):
+            query_timeout_s()

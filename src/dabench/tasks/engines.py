@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,25 @@ DATE_PART_FUNCTIONS: dict[type[exp.Expression], str] = {
 REL_TOL = 1e-9
 """Relative tolerance for floating-point cells (engines sum doubles in different orders)."""
 QUERY_TIMEOUT_S = 60.0
-"""How long one truth, naive or variant query may run before it is interrupted."""
+"""How long one truth, naive or variant query may run before it is interrupted (by default;
+``DABENCH_TRUTH_TIMEOUT_S`` sets another limit, e.g. for a large-scale world)."""
+
+
+def query_timeout_s() -> float:
+    """The limit in force: ``DABENCH_TRUTH_TIMEOUT_S`` when set to a positive number, else
+    :data:`QUERY_TIMEOUT_S`."""
+    raw = os.environ.get("DABENCH_TRUTH_TIMEOUT_S", "").strip()
+    if not raw:
+        return QUERY_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (value > 0 and math.isfinite(value)):
+        raise UserInputError(
+            f"DABENCH_TRUTH_TIMEOUT_S={raw!r}: expected a positive number of seconds"
+        )
+    return value
 
 
 Rows = tuple[list[str], list[list[Any]]]
@@ -64,9 +83,9 @@ def _bounded_engine(
     interrupt: Callable[[], None],
     close: Callable[[], None],
 ) -> Engine:
-    """An engine whose every query is bounded by :data:`QUERY_TIMEOUT_S` and Ctrl-C."""
+    """An engine whose every query is bounded by :func:`query_timeout_s` and Ctrl-C."""
     return Engine(
-        label, dialect, lambda sql: bounded(lambda: run(sql), interrupt, QUERY_TIMEOUT_S), close
+        label, dialect, lambda sql: bounded(lambda: run(sql), interrupt, query_timeout_s()), close
     )
 
 
