@@ -13,32 +13,9 @@ import re
 from dataclasses import dataclass
 
 from dabench.grading.direction import signed_changes
-from dabench.grading.numbers import find_all_numbers
+from dabench.grading.numbers import ONES, TENS, find_all_numbers
 
-_ONES_WORDS: tuple[str, ...] = tuple(
-    [
-        "zero",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-    ]
-)
+_ONES_WORDS: tuple[str, ...] = tuple(ONES)
 
 
 @dataclass(frozen=True)
@@ -155,8 +132,7 @@ _UNIT_AFTER_RE = re.compile(
     re.IGNORECASE,
 )
 _BASIS_POINTS_RE = re.compile(r"^[ \t]?(?:basis[ \t]+points?|bps?)\b", re.IGNORECASE)
-_LONE_WORDS: tuple[str, ...] = (*_ONES_WORDS, "twenty", "thirty", "forty", "fifty", "sixty")
-_LONE_WORDS += ("seventy", "eighty", "ninety")
+_LONE_WORDS: tuple[str, ...] = (*_ONES_WORDS, *TENS)
 _LONE_WORD_RE = re.compile(
     r"(?<![\w-])(?P<w>" + "|".join(_LONE_WORDS) + r")(?![\w-])"
     r"(?![ \t]+(?:of|another|by|hundred|thousand|million|billion|point|and|or)\b)",

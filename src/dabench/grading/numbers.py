@@ -189,7 +189,7 @@ _LEDGER_SIGN_RE = re.compile(r"^[ \t]?(?P<side>CR|Cr|DR|Dr)\b")
 _CLOCK_RE = re.compile(
     r"(?<![\w:.])(?P<h>[01]?\d|2[0-3]):00(?:[ \t]?[-–—][ \t]?(?P<h2>[01]?\d|2[0-3]):59)?(?![\w:])"
 )
-_ONES = [
+ONES = [
     "zero",
     "one",
     "two",
@@ -211,12 +211,13 @@ _ONES = [
     "eighteen",
     "nineteen",
 ]
-_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+"""Number words for 20..90 (``ONES``: 0..19); :mod:`dabench.grading.asked_form` reads both."""
 _SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
-_NUMBER_WORD = "|".join([*_ONES, *_TENS, "hundred", *_SCALES])
+_NUMBER_WORD = "|".join([*ONES, *TENS, "hundred", *_SCALES])
 _WORDS_RE = re.compile(
     rf"(?<![\w-])(?:{_NUMBER_WORD})(?:(?:[ \t]+|-|,[ \t]+|[ \t]+and[ \t]+)(?:{_NUMBER_WORD}))*"
-    rf"(?:[ \t]+point(?:[ \t]+(?:{'|'.join(_ONES[:10])}))+(?:[ \t]+(?:{'|'.join(_SCALES)}))?)?"
+    rf"(?:[ \t]+point(?:[ \t]+(?:{'|'.join(ONES[:10])}))+(?:[ \t]+(?:{'|'.join(_SCALES)}))?)?"
     r"(?![\w-])|(?<![\w-])(?:noon|midday|midnight)(?![\w-])",
     re.IGNORECASE,
 )
@@ -242,12 +243,12 @@ def _words_value(phrase: str) -> float | None:
             continue
         if word == "point":
             in_fraction = True
-        elif in_fraction and word in _ONES[:10]:
-            fraction += str(_ONES.index(word))
-        elif word in _ONES:
-            current += _ONES.index(word)
-        elif word in _TENS:
-            current += 20 + 10 * _TENS.index(word)
+        elif in_fraction and word in ONES[:10]:
+            fraction += str(ONES.index(word))
+        elif word in ONES:
+            current += ONES.index(word)
+        elif word in TENS:
+            current += 20 + 10 * TENS.index(word)
         elif word == "hundred":
             current *= 100
         elif word in _SCALES:

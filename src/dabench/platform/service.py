@@ -419,23 +419,16 @@ class PlatformService:
         sql_cfg = self.profile.sql
         warehouse = self.warehouse
         try:
+            args = (work.sql, sql_cfg.max_sql_chars, work.limit, sql_cfg.timeout_s)
             if work.cancel is not None and isinstance(warehouse, DuckDBWarehouse):
                 return warehouse.guarded_run(
-                    work.sql,
-                    sql_cfg.max_sql_chars,
-                    work.limit,
-                    sql_cfg.timeout_s,
+                    *args,
                     sql_cfg.max_result_bytes,
                     low_priority=work.low_priority,
                     cancel=work.cancel,
                 )
             return warehouse.guarded_run(
-                work.sql,
-                sql_cfg.max_sql_chars,
-                work.limit,
-                sql_cfg.timeout_s,
-                sql_cfg.max_result_bytes,
-                low_priority=work.low_priority,
+                *args, sql_cfg.max_result_bytes, low_priority=work.low_priority
             )
         finally:
             wait_ms = self.warehouse.last_wait_s() * 1000.0
